@@ -1,0 +1,102 @@
+"""Forward passes that keep only what a measurement needs.
+
+``capture(model, ids, readers)`` runs the prompts in mini-batches through the base decoder
+(no LM head: no measurement reads logits over the vocabulary) and, at each named hook point,
+applies a *reader* that reduces the activation to the few numbers wanted (pairs of a pattern,
+a few positions of the residual stream). Full n x n patterns exist one layer at a time only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .hooks import HookedModel
+
+Reader = Callable[[torch.Tensor], torch.Tensor]
+
+
+class Progress:
+    """One status line per batch on stderr: model, what, prompts done, time left. Quiet under CI."""
+
+    def __init__(self, label: str, total: int):
+        self.label, self.total, self.t0 = label, total, time.time()
+        self.enabled = not os.environ.get("CI") and os.environ.get("ABSPOS_PROGRESS", "1") != "0"
+
+    def update(self, done: int) -> None:
+        if not self.enabled:
+            return
+        el = time.time() - self.t0
+        left = el / done * (self.total - done) if done else 0.0
+        end = "\n" if done >= self.total else "\r"
+        sys.stderr.write(f"\r[abspos] {self.label}: {done}/{self.total} prompts, {el:.0f}s, ~{left:.0f}s left{end}")
+        sys.stderr.flush()
+
+
+def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int = 8,
+            label: str = "capture") -> dict[str, np.ndarray]:
+    """Run ``ids`` [N, L]; return {key: reader outputs concatenated over prompts (float64 numpy)}.
+
+    ``readers`` maps a key to a reader, read at the hook point of the same name, or to a
+    ``(hook name, reader)`` pair when several readers share one hook point."""
+    out: dict[str, list[torch.Tensor]] = {key: [] for key in readers}
+    hooks: dict[str, list] = {}
+    for key, entry in readers.items():
+        point, reader = entry if isinstance(entry, tuple) else (key, entry)
+        hooks.setdefault(point, []).append(_collector(out[key], reader))
+    progress = Progress(f"{model.spec.name} {label}", len(ids))
+    with torch.no_grad(), model.hooks(hooks):
+        for start in range(0, len(ids), batch_size):
+            batch = torch.as_tensor(ids[start:start + batch_size], device=model.device)
+            model.base(input_ids=batch, use_cache=False)
+            progress.update(min(start + batch_size, len(ids)))
+    return {key: torch.cat(chunks).numpy() for key, chunks in out.items()}
+
+
+def _collector(sink: list, reader: Reader):
+    def fn(value, _):
+        sink.append(reader(value).detach().to("cpu", torch.float64))
+
+    return fn
+
+
+# ---- readers: small pure reductions of one activation -------------------------------------------------
+
+def pattern_at_pairs(i: np.ndarray, j: np.ndarray) -> Reader:
+    """[B, H, n, n] -> [B, P, H]: the attention quantity at the sampled (query i, key j) pairs."""
+    ti, tj = torch.as_tensor(i), torch.as_tensor(j)
+
+    def read(x):
+        return x[:, :, ti.to(x.device), tj.to(x.device)].transpose(1, 2).float()
+
+    return read
+
+
+def sink_profile(x: torch.Tensor) -> torch.Tensor:
+    """[B, H, n, n] -> [B, H, n]: sink magnitude of every key k, the mean weight later queries
+    (i > k) give to k; the last key has no later query and gets NaN."""
+    n = x.shape[-1]
+    later = torch.tril(torch.ones(n, n, device=x.device, dtype=torch.float32), diagonal=-1)
+    counts = later.sum(0)
+    total = (x.float() * later).sum(dim=-2)
+    return total / counts.where(counts > 0, torch.full_like(counts, float("nan")))
+
+
+def positions(pos) -> Reader:
+    """[B, n, ...] -> [B, len(pos), ...]: keep chosen positions of a residual-stream-like tensor."""
+    idx = torch.as_tensor(pos)
+
+    def read(x):
+        return x[:, idx.to(x.device)].float()
+
+    return read
+
+
+def norms(x: torch.Tensor) -> torch.Tensor:
+    """[B, n, D] -> [B, n]: L2 norm at every position."""
+    return x.float().norm(dim=-1)

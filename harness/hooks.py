@@ -1,0 +1,185 @@
+"""Named hook points on a Hugging Face decoder, through transformers' own interfaces.
+
+Every activation the harness reads or edits has one stable name (TransformerLens style):
+
+==============================  ==================================================  =================
+name                            what                                                shape
+==============================  ==================================================  =================
+``hook_embed``                  token embedding output (Gemma: after its scaling)   [B, n, D]
+``hook_rotary``                 the rotary module's (cos, sin)                      2 x [B, n, d_head]
+``blocks.{l}.attn.hook_mask``   additive mask handed to attention (0 / -inf)        [B, 1, n, n]
+``blocks.{l}.attn.hook_scores`` pre-softmax logits q.k * scale (before the mask)    [B, H, n, n]
+``blocks.{l}.attn.hook_pattern``post-softmax attention weights                      [B, H, n, n]
+``blocks.{l}.attn.hook_z``      per-head attention output (input of o_proj)         [B, n, H, d_head]
+``blocks.{l}.hook_mlp_out``     MLP output                                          [B, n, D]
+``blocks.{l}.hook_resid_post``  decoder layer output (residual stream)              [B, n, D]
+==============================  ==================================================  =================
+
+A hook is ``fn(value, name) -> value | None``; returning a value replaces the activation.
+Attention-internal points (mask, scores, pattern) are served by the attention function
+``abspos`` registered in transformers' ``AttentionInterface`` *together with* its mask
+function in ``AttentionMaskInterface`` (without the latter transformers silently hands a
+custom attention no mask at all; the function refuses to run without one).
+The others are torch forward hooks on the model's own modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections import defaultdict
+from typing import Callable
+
+import torch
+
+ATTN_IMPL = "abspos"
+HookFn = Callable[[object, str], object]
+_ATTN_POINTS = ("mask", "scores", "pattern")
+
+
+class MissingMaskError(RuntimeError):
+    """The attention function received no mask: the causal mask would silently be dropped."""
+
+
+def abspos_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, softcap=None, **kwargs):
+    """Eager attention with named hook points; numerically the same as transformers' eager path."""
+    hooks = getattr(module, "_abspos_hooks", {})
+    layer = getattr(module, "layer_idx", None)
+    groups = query.shape[1] // key.shape[1]
+    if groups > 1:
+        key = key.repeat_interleave(groups, dim=1)
+        value = value.repeat_interleave(groups, dim=1)
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    mask = attention_mask
+    for fn in hooks.get("mask", ()):
+        out = fn(mask, f"blocks.{layer}.attn.hook_mask")
+        mask = mask if out is None else out
+    if mask is None and query.shape[2] > 1:
+        raise MissingMaskError(
+            f"layer {layer}: no attention mask reached the '{ATTN_IMPL}' attention function; "
+            "its mask function is not registered, and attention would run unmasked"
+        )
+    for fn in hooks.get("scores", ()):
+        out = fn(scores, f"blocks.{layer}.attn.hook_scores")
+        scores = scores if out is None else out
+    if mask is not None:
+        scores = scores + mask[:, :, :, : key.shape[-2]]
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    for fn in hooks.get("pattern", ()):
+        out = fn(weights, f"blocks.{layer}.attn.hook_pattern")
+        weights = weights if out is None else out
+    output = torch.matmul(weights, value).transpose(1, 2).contiguous()
+    return output, weights
+
+
+def register_attention() -> None:
+    """Register ``abspos`` with transformers' attention and mask registries (idempotent)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(ATTN_IMPL, abspos_attention)
+    AttentionMaskInterface.register(ATTN_IMPL, eager_mask)
+
+
+_NAME = re.compile(r"^(?:hook_(?P<top>embed|rotary)|blocks\.(?P<layer>\d+)\.(?P<point>attn\.hook_(?:mask|scores|pattern|z)|hook_mlp_out|hook_resid_post))$")
+
+
+class HookedModel:
+    """A Hugging Face causal LM plus its spec, tokenizer and named hook points."""
+
+    def __init__(self, hf_model, spec, tokenizer=None):
+        from .weights import check_supported
+
+        check_supported(hf_model, spec.name)
+        self.hf = hf_model
+        self.spec = spec
+        self.tokenizer = tokenizer
+        self.base = hf_model.model
+        self.layers = list(self.base.layers)
+        cfg = hf_model.config
+        self.n_layers = len(self.layers)
+        self.n_heads = cfg.num_attention_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.d_model = cfg.hidden_size
+        if hf_model.config._attn_implementation != ATTN_IMPL:
+            register_attention()
+            hf_model.set_attn_implementation(ATTN_IMPL)
+
+    @property
+    def device(self) -> torch.device:
+        return self.base.embed_tokens.weight.device
+
+    def names(self, point: str) -> list[str]:
+        """All layer names of one point, e.g. ``names('attn.hook_pattern')``."""
+        return [f"blocks.{l}.{point}" for l in range(self.n_layers)]
+
+    @contextlib.contextmanager
+    def hooks(self, mapping: dict[str, HookFn | list[HookFn]]):
+        """Install hooks for the duration of the block; they are removed on exit, even on error."""
+        handles, attn_added = [], []
+        try:
+            for name, fns in mapping.items():
+                for fn in fns if isinstance(fns, (list, tuple)) else [fns]:
+                    self._install(name, fn, handles, attn_added)
+            yield self
+        finally:
+            for h in handles:
+                h.remove()
+            for module, point, fn in attn_added:
+                module._abspos_hooks[point].remove(fn)
+
+    def _install(self, name, fn, handles, attn_added):
+        m = _NAME.match(name)
+        if not m:
+            raise KeyError(f"unknown hook point {name!r}; see harness.hooks for the names")
+        if m["top"] == "embed":
+            handles.append(self.base.embed_tokens.register_forward_hook(_out_hook(fn, name)))
+            return
+        if m["top"] == "rotary":
+            handles.append(self.base.rotary_emb.register_forward_hook(_out_hook(fn, name)))
+            return
+        layer = int(m["layer"])
+        if layer >= self.n_layers:
+            raise KeyError(f"{name!r}: model has {self.n_layers} layers")
+        block, point = self.layers[layer], m["point"]
+        if point == "hook_resid_post":
+            handles.append(block.register_forward_hook(_out_hook(fn, name)))
+        elif point == "hook_mlp_out":
+            handles.append(block.mlp.register_forward_hook(_out_hook(fn, name)))
+        elif point == "attn.hook_z":
+            handles.append(block.self_attn.o_proj.register_forward_pre_hook(_z_hook(fn, name, self.n_heads)))
+        else:
+            kind = point.split("hook_")[1]
+            attn = block.self_attn
+            if not hasattr(attn, "_abspos_hooks"):
+                attn._abspos_hooks = defaultdict(list)
+            attn._abspos_hooks[kind].append(fn)
+            attn_added.append((attn, kind, fn))
+
+
+def _out_hook(fn, name):
+    def hook(module, args, output):
+        if isinstance(output, tuple):
+            if name == "hook_rotary":
+                new = fn(output, name)
+                return output if new is None else tuple(new)
+            new = fn(output[0], name)
+            return output if new is None else (new,) + tuple(output[1:])
+        new = fn(output, name)
+        return output if new is None else new
+
+    return hook
+
+
+def _z_hook(fn, name, n_heads):
+    def hook(module, args):
+        x = args[0]
+        z = x.view(*x.shape[:-1], n_heads, x.shape[-1] // n_heads)
+        new = fn(z, name)
+        if new is None:
+            return None
+        return (new.reshape(x.shape),) + tuple(args[1:])
+
+    return hook

