@@ -133,7 +133,7 @@ def bos_at(prompts: PromptSet, spec: ModelSpec, position: int) -> PromptSet:
     if not spec.adds_bos:
         raise ValueError(f"{spec.name} does not auto-prepend BOS: the BOS-moved variant does not apply")
     text = prompts.ids[:, 1:]
-    ids = np.concatenate([text[:, :position], np.full((len(prompts), 1), spec.bos_token_id), text[:, position:-1]], 1)
+    ids = np.concatenate([text[:, :position], np.full((len(prompts), 1), spec.bos_token_id), text[:, position:]], 1)
     return replace(prompts, ids=ids, name=f"{prompts.name}+bos@{position}")
 
 

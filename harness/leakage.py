@@ -186,21 +186,20 @@ class LeakageFit:
 # --------------------------------------------------------------------------
 # Pair sampling
 # --------------------------------------------------------------------------
-def query_bins(seq_len: int, n_bins: int = 7) -> np.ndarray:
-    """Edges of doubling query-position bins whose last bin ends at seq_len.
+def query_bins(seq_len: int, first: int = 8) -> np.ndarray:
+    """Doubling query-position bins in absolute positions: [0, first), [first, 2·first), ..., [L/2, L).
 
-    edges = [0, L/2^(n−1), L/2^(n−2), ..., L/2, L]; for L = 512, n = 7:
-    [0, 8, 16, 32, 64, 128, 256, 512].  Bin b is [edges[b], edges[b+1]).
+    The causal-mask effect (Eq. 6) is a function of the absolute query position, so the bins are
+    absolute: at L = 512 they are the paper's seven bins [0, 8, 16, 32, 64, 128, 256, 512]; a
+    shorter prompt has fewer bins with the same first bin. Bin b is [edges[b], edges[b+1]).
     """
-    if n_bins < 1:
-        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
-    div = 2 ** (n_bins - 1)
-    if seq_len <= 0 or seq_len % div:
-        raise ValueError(
-            f"seq_len={seq_len} must be a positive multiple of 2**(n_bins-1)={div} "
-            f"for {n_bins} doubling query bins ending at seq_len"
-        )
-    return np.array([0] + [seq_len // 2 ** (n_bins - 1 - k) for k in range(n_bins)], dtype=np.int64)
+    if first < 1 or seq_len < first or seq_len % first or (seq_len // first) & (seq_len // first - 1):
+        raise ValueError(f"seq_len={seq_len} must be first={first} times a power of two "
+                         f"(doubling query bins ending at seq_len)")
+    edges = [0, first]
+    while edges[-1] < seq_len:
+        edges.append(edges[-1] * 2)
+    return np.array(edges, dtype=np.int64)
 
 
 def _tri_decode(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -213,7 +212,7 @@ def _tri_decode(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return i, t - i * (i + 1) // 2
 
 
-def stratified_pairs(seq_len: int, n_pairs: int, seed: int, n_bins: int = 7) -> PairSet:
+def stratified_pairs(seq_len: int, n_pairs: int, seed: int, first: int = 8) -> PairSet:
     """Causal pairs stratified by query bin (``query_bins``), deterministic per seed.
 
     n_pairs is split equally across the bins (the n_pairs % n_bins leftover
@@ -225,7 +224,8 @@ def stratified_pairs(seq_len: int, n_pairs: int, seed: int, n_bins: int = 7) -> 
     """
     if n_pairs < 0:
         raise ValueError("n_pairs must be >= 0")
-    edges = query_bins(seq_len, n_bins)
+    edges = query_bins(seq_len, first)
+    n_bins = edges.size - 1
     base, rem = divmod(int(n_pairs), n_bins)
     shares = np.full(n_bins, base, dtype=np.int64)
     if rem:

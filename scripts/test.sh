@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The whole test suite: harness mechanics (tests/) and every claim on the bundled models (claims/).
+# Paper models run too when their weights are present, and skip with a reason otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec .venv/bin/python -m pytest "$@"

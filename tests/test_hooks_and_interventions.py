@@ -1,0 +1,166 @@
+"""Harness mechanics on tiny random-init models of each architecture (never empirical claims).
+
+- the harness's attention function leaves the model's outputs unchanged;
+- the causal mask is really applied, and a missing mask function is an error, not a silent unmasked run;
+- each intervention changes what it should and nothing else, and undoes itself on exit.
+"""
+
+import contextlib
+
+import numpy as np
+import pytest
+import torch
+
+from harness import capture as cap
+from harness import interventions as iv
+from harness.hooks import ATTN_IMPL, HookedModel, MissingMaskError, register_attention
+from harness.models import get_spec, names
+from harness.weights import tiny_model
+
+TINY = names("tiny")
+
+
+@pytest.fixture(scope="module", params=TINY)
+def tiny(request):
+    register_attention()
+    spec = get_spec(request.param)
+    hf = tiny_model(spec, seed=0)
+    hf.set_attn_implementation(ATTN_IMPL)
+    return HookedModel(hf, spec)
+
+
+def ids(n=12, batch=3, seed=0):
+    return np.random.default_rng(seed).integers(3, 250, size=(batch, n))
+
+
+def logits(model, x):
+    with torch.no_grad():
+        return model.hf(input_ids=torch.as_tensor(x)).logits
+
+
+@pytest.mark.parametrize("reference", ["eager", "sdpa"])
+def test_harness_attention_equals_transformers_own(tiny, reference):
+    x = ids()
+    ours = logits(tiny, x)
+    tiny.hf.set_attn_implementation(reference)
+    try:
+        theirs = logits(tiny, x)
+    finally:
+        tiny.hf.set_attn_implementation(ATTN_IMPL)
+    assert torch.allclose(ours, theirs, atol=1e-5), (ours - theirs).abs().max()
+
+
+def test_causal_mask_is_applied(tiny):
+    pat = cap.capture(tiny, ids(), {n: (lambda w: w) for n in tiny.names("attn.hook_pattern")})
+    for w in pat.values():
+        upper = np.triu(np.ones(w.shape[-2:], bool), 1)
+        assert np.all(w[..., upper] == 0), "weight on a future key: causal mask not applied"
+        np.testing.assert_allclose(w.sum(-1), 1, atol=1e-6)
+
+
+def test_missing_mask_function_is_an_error(tiny, monkeypatch):
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+
+    monkeypatch.delitem(ALL_MASK_ATTENTION_FUNCTIONS._global_mapping, ATTN_IMPL)
+    with pytest.raises(MissingMaskError):
+        logits(tiny, ids())
+
+
+def test_hooks_are_removed_on_exit_even_after_an_error(tiny):
+    x = ids()
+    before = logits(tiny, x)
+    with pytest.raises(RuntimeError):
+        with iv.bidirectional(tiny), iv.identity_rope(tiny), iv.zero_heads(tiny, [(0, 1)]):
+            raise RuntimeError("boom")
+    assert torch.equal(before, logits(tiny, x))
+    assert all(not any(a.self_attn.__dict__.get("_abspos_hooks", {}).values()) for a in tiny.layers)
+
+
+INTERVENTIONS = {
+    "bidirectional": lambda m: iv.bidirectional(m),
+    "identity_rope": lambda m: iv.identity_rope(m),
+    "scrambled_rope": lambda m: iv.scrambled_rope(m, seed=1),
+    "zero_heads": lambda m: iv.zero_heads(m, [(0, 1)]),
+    "replace_embedding": lambda m: iv.replace_embedding_at(m, 0, torch.ones(m.d_model)),
+    "replace_state": lambda m: iv.replace_state_with_mid_mean(m, [0]),
+    "project_out": lambda m: iv.project_out(m, 0, torch.ones(m.d_model)),
+    "rank1_mlp": lambda m: iv.rank1_mlp_ablation(m, 0, torch.ones(m.d_model)),
+}
+
+
+@pytest.mark.parametrize("which", list(INTERVENTIONS))
+def test_intervention_changes_output_and_undoes_itself(tiny, which):
+    x = ids()
+    before = logits(tiny, x)
+    with INTERVENTIONS[which](tiny):
+        during = logits(tiny, x)
+    after = logits(tiny, x)
+    assert not torch.allclose(before, during, atol=1e-6), f"{which} changed nothing"
+    assert torch.equal(before, after), f"{which} did not undo itself"
+
+
+def test_bidirectional_lets_early_queries_see_later_keys(tiny):
+    with iv.bidirectional(tiny):
+        pat = cap.capture(tiny, ids(), {"p": ("blocks.0.attn.hook_pattern", lambda w: w)})["p"]
+    window = getattr(tiny.layers[0].self_attn, "sliding_window", None) or pat.shape[-1]
+    assert np.all(pat[..., 0, 1:window] > 0)
+
+
+def test_zero_heads_zeroes_only_the_chosen_head(tiny):
+    z = {n: (lambda t: t) for n in ["blocks.0.attn.hook_z"]}
+    base = cap.capture(tiny, ids(), z)["blocks.0.attn.hook_z"]
+    with iv.zero_heads(tiny, [(0, 1)]):
+        # the z hook of zero_heads runs first and returns the edited tensor, which our reader then sees
+        edited = cap.capture(tiny, ids(), z)["blocks.0.attn.hook_z"]
+    assert np.all(edited[:, :, 1] == 0)
+    np.testing.assert_array_equal(np.delete(edited, 1, axis=2), np.delete(base, 1, axis=2))
+
+
+def test_identity_rope_makes_scores_shift_invariant_and_scrambled_breaks_it(tiny):
+    """With identity-RoPE a repeated token gives the same logit at every offset; with standard RoPE it does not."""
+    x = np.full((1, 10), 7)
+    read = {"s": ("blocks.0.attn.hook_scores", lambda s: s)}
+    normal = cap.capture(tiny, x, read)["s"][0, 0]
+    with iv.identity_rope(tiny):
+        ident = cap.capture(tiny, x, read)["s"][0, 0]
+    assert np.allclose(ident, ident[0, 0], rtol=1e-5)
+    assert not np.allclose(normal[9, :], normal[9, 0], rtol=1e-5)
+
+
+def test_scrambled_rope_breaks_relative_offset_property(tiny):
+    """Standard RoPE: logits of a repeated token depend on i - j only (constant along diagonals); scrambled: not."""
+    x = np.full((1, 12), 7)
+    read = {"s": ("blocks.0.attn.hook_scores", lambda s: s)}
+    diag_spread = lambda s: max(np.ptp(np.diagonal(s, -d)) for d in range(1, 8))  # noqa: E731
+    normal = cap.capture(tiny, x, read)["s"][0, 0]
+    with iv.scrambled_rope(tiny, seed=1):
+        scr = cap.capture(tiny, x, read)["s"][0, 0]
+    assert diag_spread(normal) < 1e-4 * np.abs(normal).max()
+    assert diag_spread(scr) > 1e-3 * np.abs(scr).max()
+
+
+def test_replace_state_touches_only_position0(tiny):
+    read = {"h": ("blocks.0.hook_resid_post", lambda h: h)}
+    base = cap.capture(tiny, ids(), read)["h"]
+    with iv.replace_state_with_mid_mean(tiny, [0]):
+        new = cap.capture(tiny, ids(), read)["h"]
+    np.testing.assert_allclose(new[:, 0], base[:, 3:9].mean(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(new[:, 1:], base[:, 1:])
+
+
+def test_conditions_compose(tiny):
+    x = ids()
+    with iv.condition(tiny, "bidirectional", "identity_rope"):
+        both = logits(tiny, x)
+    with iv.bidirectional(tiny), iv.identity_rope(tiny):
+        nested = logits(tiny, x)
+    assert torch.equal(both, nested)
+    with pytest.raises(KeyError, match="unknown condition"):
+        with iv.condition(tiny, "sideways"):
+            pass
+
+
+def test_unknown_hook_point_is_an_error(tiny):
+    with pytest.raises(KeyError, match="unknown hook point"):
+        with tiny.hooks({"blocks.0.hook_nonsense": lambda v, n: None}):
+            pass
