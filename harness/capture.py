@@ -38,22 +38,36 @@ class Progress:
         sys.stderr.flush()
 
 
+class _Stop(Exception):
+    """Raised after the last layer a capture needs: the rest of the forward pass is skipped."""
+
+
+def _stop(value, name):
+    raise _Stop(name)
+
+
 def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int = 8,
-            label: str = "capture") -> dict[str, np.ndarray]:
+            label: str = "capture", stop_after: int | None = None) -> dict[str, np.ndarray]:
     """Run ``ids`` [N, L]; return {key: reader outputs concatenated over prompts (float64 numpy)}.
 
     ``readers`` maps a key to a reader, read at the hook point of the same name, or to a
-    ``(hook name, reader)`` pair when several readers share one hook point."""
+    ``(hook name, reader)`` pair when several readers share one hook point. ``stop_after`` = l ends
+    each forward pass after decoder layer l (for measurements of the first layers only)."""
     out: dict[str, list[torch.Tensor]] = {key: [] for key in readers}
     hooks: dict[str, list] = {}
     for key, entry in readers.items():
         point, reader = entry if isinstance(entry, tuple) else (key, entry)
         hooks.setdefault(point, []).append(_collector(out[key], reader))
+    if stop_after is not None:
+        hooks.setdefault(f"blocks.{stop_after}.hook_resid_post", []).append(_stop)
     progress = Progress(f"{model.spec.name} {label}", len(ids))
     with torch.no_grad(), model.hooks(hooks):
         for start in range(0, len(ids), batch_size):
             batch = torch.as_tensor(ids[start:start + batch_size], device=model.device)
-            model.base(input_ids=batch, use_cache=False)
+            try:
+                model.base(input_ids=batch, use_cache=False)
+            except _Stop:
+                pass
             progress.update(min(start + batch_size, len(ids)))
     return {key: torch.cat(chunks).numpy() for key, chunks in out.items()}
 

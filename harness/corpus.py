@@ -150,3 +150,12 @@ def fixed_token_at_zero(prompts: PromptSet, token_id: int) -> PromptSet:
     ids = prompts.ids.copy()
     ids[:, 0] = token_id
     return replace(prompts, ids=ids, name=f"{prompts.name}+fixed@0")
+
+
+def cycled_tokens_at_zero(prompts: PromptSet, tokenizer, n_tokens: int, seed: int = 0) -> PromptSet:
+    """Position 0 set to one of ``n_tokens`` uncommon tokens (seeded draw), cycled over the prompts so each
+    token recurs: prompt p gets token p % n_tokens (the sink-token identity probe, §4)."""
+    tokens = np.random.default_rng(seed).choice(uncommon_vocab(tokenizer), size=n_tokens, replace=False)
+    ids = prompts.ids.copy()
+    ids[:, 0] = tokens[np.arange(len(prompts)) % n_tokens]
+    return replace(prompts, ids=ids, name=f"{prompts.name}+cycled{n_tokens}@0")

@@ -138,7 +138,8 @@ class HookedModel:
             handles.append(self.base.embed_tokens.register_forward_hook(_out_hook(fn, name)))
             return
         if m["top"] == "rotary":
-            handles.append(self.base.rotary_emb.register_forward_hook(_out_hook(fn, name)))
+            for rot in rotary_modules(self.base):
+                handles.append(rot.register_forward_hook(_out_hook(fn, name)))
             return
         layer = int(m["layer"])
         if layer >= self.n_layers:
@@ -157,6 +158,16 @@ class HookedModel:
                 attn._abspos_hooks = defaultdict(list)
             attn._abspos_hooks[kind].append(fn)
             attn_added.append((attn, kind, fn))
+
+
+def rotary_modules(base) -> list:
+    """The decoder's rotary modules: one in transformers >= 5 (Gemma3 passes a ``layer_type``), two in
+    Gemma3 of transformers 4.x (``rotary_emb`` global, ``rotary_emb_local`` for sliding layers)."""
+    mods = [base.rotary_emb]
+    local = getattr(base, "rotary_emb_local", None)
+    if local is not None:
+        mods.append(local)
+    return mods
 
 
 def _out_hook(fn, name):

@@ -107,33 +107,34 @@ def replace_state_with_mid_mean(model: HookedModel, layers: Iterable[int], posit
     return model.hooks({f"blocks.{l}.hook_resid_post": fn for l in layers})
 
 
-def project_out(model: HookedModel, layer: int, direction: torch.Tensor, positions: slice = slice(None)):
-    """Remove the component along ``direction`` from the residual stream after ``layer`` (rank-1 subspace ablation)."""
-    u = direction / direction.norm()
+def _remove_directions(model: HookedModel, point: str, directions: dict, positions: slice):
+    """At ``blocks.{l}.{point}`` for each layer l in ``directions``, remove the component along that
+    layer's direction from the activation at ``positions``."""
+    units = {l: d / d.norm() for l, d in directions.items()}
 
-    def fn(h, name):
-        h = h.clone()
-        v = u.to(h.dtype).to(h.device)
-        seg = h[:, positions]
-        h[:, positions] = seg - (seg @ v)[..., None] * v
-        return h
+    def make(u):
+        def fn(h, name):
+            h = h.clone()
+            v = u.to(h.dtype).to(h.device)
+            seg = h[:, positions]
+            h[:, positions] = seg - (seg @ v)[..., None] * v
+            return h
 
-    return model.hooks({f"blocks.{layer}.hook_resid_post": fn})
+        return fn
+
+    return model.hooks({f"blocks.{l}.{point}": make(u) for l, u in units.items()})
 
 
-def rank1_mlp_ablation(model: HookedModel, layer: int, direction: torch.Tensor, positions: slice = slice(None)):
-    """Replace the MLP output at ``positions`` by its projection orthogonal to ``direction``
-    (the dominant left-singular vector of the MLP outputs; paper §4 rank-1 MLP ablation)."""
-    u = direction / direction.norm()
+def project_out_of_residual(model: HookedModel, directions: dict[int, torch.Tensor], positions: slice = slice(None)):
+    """Remove a direction from the residual stream after each given layer (paper §4 rank-1 subspace
+    ablation): ``directions`` maps layer -> direction."""
+    return _remove_directions(model, "hook_resid_post", directions, positions)
 
-    def fn(y, name):
-        y = y.clone()
-        v = u.to(y.dtype).to(y.device)
-        seg = y[:, positions]
-        y[:, positions] = seg - (seg @ v)[..., None] * v
-        return y
 
-    return model.hooks({f"blocks.{layer}.hook_mlp_out": fn})
+def rank1_mlp_ablation(model: HookedModel, directions: dict[int, torch.Tensor], positions: slice = slice(None)):
+    """Replace the MLP output at ``positions`` of each given layer by its projection orthogonal to that
+    layer's direction (the dominant singular vector of the MLP outputs; paper §4, App. B)."""
+    return _remove_directions(model, "hook_mlp_out", directions, positions)
 
 
 CONDITIONS: dict[str, Callable[[HookedModel], contextlib.AbstractContextManager]] = {

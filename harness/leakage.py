@@ -46,6 +46,7 @@ __all__ = [
     "PromptStats",
     "query_bins",
     "stratified_pairs",
+    "uniform_pairs",
     "prompt_stats",
     "fit_from_stats",
     "delta_r2",
@@ -244,6 +245,16 @@ def stratified_pairs(seq_len: int, n_pairs: int, seed: int, first: int = 8) -> P
     t = np.sort(np.concatenate(picks)) if picks else np.zeros(0, dtype=np.int64)
     i, j = _tri_decode(t)
     return PairSet(i, j)
+
+
+def uniform_pairs(seq_len: int, n_pairs: int, seed: int) -> PairSet:
+    """Causal pairs drawn uniformly without replacement from all seq_len(seq_len+1)/2 (all of them
+    when there are fewer), sorted by (i, j). Used where every query position should count by its
+    share of pairs (length scaling, §5.8), and for lengths the doubling bins do not divide."""
+    total = seq_len * (seq_len + 1) // 2
+    rng = np.random.default_rng(seed)
+    t = np.arange(total, dtype=np.int64) if n_pairs >= total else np.sort(rng.choice(total, n_pairs, replace=False))
+    return PairSet(*_tri_decode(t))
 
 
 # --------------------------------------------------------------------------

@@ -33,9 +33,12 @@ def pytest_addoption(parser):
     g.addoption("--seq-len", type=int, default=d.seq_len, help="tokens per prompt")
     g.addoption("--n-pairs", type=int, default=d.n_pairs, help="stratified (i, j) pairs for ΔR²")
     g.addoption("--n-perm", type=int, default=d.n_perm, help="permutations per head for the null")
+    g.addoption("--n-probe-prompts", type=int, default=d.n_probe_prompts, help="prompts for the topic probes")
     g.addoption("--corpus", default=d.corpus, choices=["wiki", "bbc"], help="topic corpus")
     g.addoption("--report-dir", default=str(ROOT / "reports"), help="where run reports go")
     g.addoption("--no-report", action="store_true", help="do not write a run report")
+    g.addoption("--run-slow", action="store_true",
+                help="also run the slow variants (16-length scaling, many random draws)")
 
 
 def pytest_configure(config):
@@ -59,7 +62,7 @@ def pytest_configure_node(node):  # xdist controller -> worker
 def settings_from(config) -> Settings:
     o = config.getoption
     return Settings(n_prompts=o("--n-prompts"), seq_len=o("--seq-len"), n_pairs=o("--n-pairs"),
-                    n_perm=o("--n-perm"), device=o("--device"), dtype=o("--dtype"), corpus=o("--corpus"))
+                    n_perm=o("--n-perm"), n_probe_prompts=o("--n-probe-prompts"), device=o("--device"), dtype=o("--dtype"), corpus=o("--corpus"))
 
 
 def selected_models(config) -> list[str]:
@@ -91,7 +94,10 @@ def pytest_generate_tests(metafunc):
 
 def pytest_collection_modifyitems(config, items):
     """Known claim failures are strict xfails from fixtures/known_outcomes.json (figure + reason)."""
+    run_slow = config.getoption("--run-slow")
     for item in items:
+        if item.get_closest_marker("slow") and not run_slow:
+            item.add_marker(pytest.mark.skip(reason="slow variant: run with --run-slow"))
         claim = item.get_closest_marker("claim")
         model = item.callspec.params.get("model_name") if hasattr(item, "callspec") else None
         reason = known_outcomes.reason(item.originalname, model)
@@ -135,7 +141,7 @@ def figures(request, snapshot, default_settings):
     model_name = request.node.callspec.params.get("model_name") if hasattr(request.node, "callspec") else None
     spec = REGISTRY.get(model_name)
     use_snapshot = default_settings and spec is not None and spec.group == "bundled"
-    return Figures(request.node, snapshot.use_extension(TolerantJSONSnapshot) if use_snapshot else None)
+    return Figures(request.node, snapshot.use_extension(TolerantJSONSnapshot) if use_snapshot else None, model_name)
 
 
 # ---- collecting results across (xdist) workers and writing the report -----------------------------

@@ -17,7 +17,7 @@ from . import capture as cap
 from . import corpus
 from .hooks import HookedModel
 from .interventions import condition as apply_condition
-from .leakage import PairSet, stratified_pairs
+from .leakage import PairSet, stratified_pairs, uniform_pairs
 from .models import get_spec
 from .weights import load_pretrained, tiny_model
 
@@ -31,6 +31,8 @@ class Settings:
     n_pairs: int = 4000
     n_perm: int = 1000
     n_boot: int = 1000
+    n_probe_prompts: int = 64  # topic probes (T1, T12): 16 per topic for 5-fold CV
+    n_random_draws: int = 3  # random-head controls (T11); the slow variant uses 10
     seed: int = 0
     batch_size: int = 8
     device: str = "cpu"
@@ -47,13 +49,31 @@ def _per_layer(model, point, reader):
     return {name: reader for name in model.names(point)}
 
 
+def probe_positions(seq_len: int) -> list[int]:
+    """Positions whose residual states the topic probe reads: 0, 1, 2, 4, ... and the last one."""
+    out, k = [0], 1
+    while k < seq_len - 1:
+        out.append(k)
+        k *= 2
+    return out + [seq_len - 1]
+
+
+def _mean_content(x):
+    return x[:, 1:].float().mean(dim=1)  # [B, n, D] -> [B, D], positions >= 1
+
+
 RECIPES = {
-    "pattern_pairs": lambda m, p: _per_layer(m, "attn.hook_pattern", cap.pattern_at_pairs(p.i, p.j)),
-    "score_pairs": lambda m, p: _per_layer(m, "attn.hook_scores", cap.pattern_at_pairs(p.i, p.j)),
-    "sink_profile": lambda m, p: _per_layer(m, "attn.hook_pattern", cap.sink_profile),
-    "resid_norms": lambda m, p: {"hook_embed": cap.norms, **_per_layer(m, "hook_resid_post", cap.norms)},
-    "resid_pos01": lambda m, p: {"hook_embed": cap.positions([0, 1]),
-                                 **_per_layer(m, "hook_resid_post", cap.positions([0, 1]))},
+    "pattern_pairs": lambda m, p, n: _per_layer(m, "attn.hook_pattern", cap.pattern_at_pairs(p.i, p.j)),
+    "score_pairs": lambda m, p, n: _per_layer(m, "attn.hook_scores", cap.pattern_at_pairs(p.i, p.j)),
+    "sink_profile": lambda m, p, n: _per_layer(m, "attn.hook_pattern", cap.sink_profile),
+    "resid_norms": lambda m, p, n: {"hook_embed": cap.norms, **_per_layer(m, "hook_resid_post", cap.norms)},
+    "resid_pos01": lambda m, p, n: {"hook_embed": cap.positions([0, 1]),
+                                    **_per_layer(m, "hook_resid_post", cap.positions([0, 1]))},
+    "resid_probe_positions": lambda m, p, n: _per_layer(m, "hook_resid_post", cap.positions(probe_positions(n))),
+    "resid_mean_content": lambda m, p, n: _per_layer(m, "hook_resid_post", _mean_content),
+    "resid_all": lambda m, p, n: _per_layer(m, "hook_resid_post", cap.positions(list(range(n)))),
+    "mlp_out_content": lambda m, p, n: _per_layer(m, "hook_mlp_out", cap.positions(list(range(1, n)))),
+    "z_last": lambda m, p, n: _per_layer(m, "attn.hook_z", cap.positions([n - 1])),
 }
 
 
@@ -102,33 +122,45 @@ class Session:
             self._prompts[key] = ps
         return self._prompts[key]
 
-    def pairs(self, seq_len: int | None = None) -> PairSet:
-        return stratified_pairs(seq_len or self.settings.seq_len, self.settings.n_pairs, seed=self.settings.seed)
+    def pairs(self, seq_len: int | None = None, kind: str = "stratified") -> PairSet:
+        """The (query, key) pairs every prompt and condition shares: stratified by query bin (default)
+        or uniform over all causal pairs."""
+        s, n = self.settings, seq_len or self.settings.seq_len
+        if kind == "stratified":
+            return stratified_pairs(n, s.n_pairs, seed=s.seed)
+        if kind == "uniform":
+            return uniform_pairs(n, s.n_pairs, seed=s.seed)
+        raise ValueError(f"unknown pair kind {kind!r}: stratified or uniform")
 
     # ---- captures -------------------------------------------------------------------------------
     def measure(self, name: str, prompts: corpus.PromptSet, recipes: tuple[str, ...] | str,
-                conditions: tuple[str, ...] = (), interventions=None, tag: str = "") -> dict[str, np.ndarray]:
+                conditions: tuple[str, ...] = (), interventions=None, tag: str = "",
+                pair_kind: str = "stratified", layers: int | None = None) -> dict[str, np.ndarray]:
         """{recipe: array [N, layers(+1), ...]} for the prompts under the named conditions.
 
         ``interventions`` is an optional callable model -> context manager for ad-hoc interventions;
-        give it a distinct ``tag`` so its captures are cached apart."""
+        give it a distinct ``tag`` so its captures are cached apart. ``layers`` = k reads (and runs)
+        only the first k decoder layers."""
         recipes = (recipes,) if isinstance(recipes, str) else tuple(recipes)
         digest = hashlib.sha1(prompts.ids.tobytes()).hexdigest()[:12]
-        keys = {r: (name, digest, tuple(conditions), tag, r) for r in recipes}
+        keys = {r: (name, digest, tuple(conditions), tag, pair_kind, layers, r) for r in recipes}
         missing = [r for r in recipes if keys[r] not in self._cache]
         if missing:
             model = self.model(name)
-            pairs = self.pairs(prompts.seq_len)
+            pairs = self.pairs(prompts.seq_len, pair_kind)
             readers, layout = {}, {}
             for r in missing:
-                for hook_name, reader in RECIPES[r](model, pairs).items():
+                for hook_name, reader in RECIPES[r](model, pairs, prompts.seq_len).items():
+                    if layers is not None and hook_name.startswith("blocks.") and int(hook_name.split(".")[1]) >= layers:
+                        continue
                     readers[f"{r}|{hook_name}"] = (hook_name, reader)
                     layout.setdefault(r, []).append(f"{r}|{hook_name}")
             label = f"{prompts.name} [{'+'.join(conditions) or 'causal'}{'+' + tag if tag else ''}]"
             with apply_condition(model, *conditions):
                 ctx = interventions(model) if interventions else contextlib.nullcontext()
                 with ctx:
-                    raw = cap.capture(model, prompts.ids, readers, self.settings.batch_size, label)
+                    raw = cap.capture(model, prompts.ids, readers, self.settings.batch_size, label,
+                                      stop_after=None if layers is None else layers - 1)
             for r in missing:
                 self._cache[keys[r]] = np.stack([raw[k] for k in layout[r]], axis=1)
         return {r: self._cache[keys[r]] for r in recipes}

@@ -67,8 +67,14 @@ def bundled_gguf(spec: ModelSpec) -> Path:
 
 
 def _fingerprint(path: Path) -> str:
+    """Identifies a conversion: the GGUF, the format, and the transformers version that wrote it (a folder
+    written by 5.x stores ``rope_parameters``, which 4.x silently ignores for its default ``rope_theta``;
+    GGUF tokenizer conversion also differs between versions), so a version change converts afresh."""
+    import transformers
+
     st = path.stat()
-    return hashlib.sha256(f"{path.name}:{st.st_size}:{CONVERT_FORMAT}".encode()).hexdigest()[:16]
+    key = f"{path.name}:{st.st_size}:{CONVERT_FORMAT}:{transformers.__version__}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def converted_folder(spec: ModelSpec, log=print) -> Path:
@@ -84,7 +90,7 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
     t0 = time.time()
     log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **{dtype_kwarg(): torch.float32})
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
@@ -130,17 +136,29 @@ def tiny_model(spec: ModelSpec, seed: int = 0):
     return model.eval()
 
 
-def load_pretrained(spec: ModelSpec, dtype: torch.dtype, device: str, log=print):
-    """(model, tokenizer) for a bundled or paper spec, with the harness's attention implementation."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=print):
+    """(model, tokenizer) for a bundled or paper spec, with the harness's attention implementation.
 
+    ``device`` "cuda" resolves to this xdist worker's GPU (``harness.devices.resolve_device``); a model
+    larger than that GPU's free memory is spread by accelerate (``device_map="auto"``)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from . import devices
     from .hooks import ATTN_IMPL, register_attention
 
+    dtype = devices.parse_dtype(dtype)
+    n_gpus = devices.gpu_count()
+    device = devices.resolve_device(device, devices.current_worker(), n_gpus)
     folder = converted_folder(spec, log) if spec.group == "bundled" else paper_folder(spec)
     register_attention()
-    kwargs = {"dtype": dtype, "attn_implementation": ATTN_IMPL}
-    if device.startswith("cuda") and device_count() > 1:
-        kwargs["device_map"] = "auto"  # accelerate spreads a model too large for one GPU
+    kwargs = {dtype_kwarg(): dtype, "attn_implementation": ATTN_IMPL}
+    if device.startswith("cuda"):
+        size = devices.estimate_param_bytes(AutoConfig.from_pretrained(folder), dtype)
+        free = devices.free_bytes(device)
+        if devices.needs_device_map(size, free, n_gpus):
+            kwargs["device_map"] = "auto"  # accelerate spreads a model too large for one GPU
+            log(f"[abspos] {spec.name}: {size / 2**30:.1f} GiB of weights, {free / 2**30:.1f} GiB free on "
+                f"{device}: loading with device_map='auto' over {n_gpus} GPU(s)")
     model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
     if "device_map" not in kwargs:
         model = model.to(device)
@@ -149,7 +167,18 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype, device: str, log=print)
 
 
 def device_count() -> int:
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    from .devices import gpu_count
+
+    return gpu_count()
+
+
+def dtype_kwarg() -> str:
+    """``from_pretrained``'s dtype keyword: ``dtype`` from transformers 4.56, ``torch_dtype`` before
+    (older versions silently ignore ``dtype`` and load float32)."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
 def check_supported(model, spec_name: str) -> None:

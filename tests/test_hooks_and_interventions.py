@@ -83,8 +83,8 @@ INTERVENTIONS = {
     "zero_heads": lambda m: iv.zero_heads(m, [(0, 1)]),
     "replace_embedding": lambda m: iv.replace_embedding_at(m, 0, torch.ones(m.d_model)),
     "replace_state": lambda m: iv.replace_state_with_mid_mean(m, [0]),
-    "project_out": lambda m: iv.project_out(m, 0, torch.ones(m.d_model)),
-    "rank1_mlp": lambda m: iv.rank1_mlp_ablation(m, 0, torch.ones(m.d_model)),
+    "project_out": lambda m: iv.project_out_of_residual(m, {0: torch.ones(m.d_model)}),
+    "rank1_mlp": lambda m: iv.rank1_mlp_ablation(m, {0: torch.ones(m.d_model)}),
 }
 
 

@@ -1,0 +1,73 @@
+"""Peak memory of capturing the sampled (i, j) pairs for one long prompt: pair readers vs full matrices.
+
+    python benchmarks/bench_capture_memory.py [--model smollm2-135m --seq-len 1024 --pairs 4000]
+
+Each mode runs in its own subprocess and reports its peak resident memory (ru_maxrss) above the loaded
+model's: ``pairs`` is the harness path (a reader keeps [pairs, heads] per layer; a full n x n pattern
+exists one layer at a time); ``full`` keeps every layer's full [heads, n, n] attention matrix, then
+gathers the pairs from them (the naive approach). Both give the same numbers (checked).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def child(mode: str, model_name: str, seq_len: int, n_pairs: int) -> None:
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    import torch
+
+    from harness import capture as cap
+    from harness.leakage import stratified_pairs
+    from harness.session import Session, Settings
+
+    session = Session(Settings(n_prompts=4, seq_len=seq_len), log=lambda *a: None)
+    model = session.model(model_name)
+    ids = session.prompts(model_name, n_prompts=4).ids[:1]
+    pairs = stratified_pairs(seq_len, n_pairs, seed=0)
+    torch.set_grad_enabled(False)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    names = model.names("attn.hook_pattern")
+    if mode == "pairs":
+        out = cap.capture(model, ids, {n: cap.pattern_at_pairs(pairs.i, pairs.j) for n in names}, 1)
+        values = np.stack([out[n] for n in names], 1)
+    else:
+        full = cap.capture(model, ids, {n: (lambda x: x.float().clone()) for n in names}, 1)
+        values = np.stack([full[n][:, :, pairs.i, pairs.j].transpose(0, 2, 1) for n in names], 1)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"mode": mode, "extra_mib": (peak - before) / 1024, "peak_mib": peak / 1024,
+                      "checksum": float(values.sum())}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--seq-len", type=int, default=1024)
+    ap.add_argument("--pairs", type=int, default=4000)
+    ap.add_argument("--child", default=None)
+    a = ap.parse_args()
+    if a.child:
+        return child(a.child, a.model, a.seq_len, a.pairs)
+    res = {}
+    for mode in ("pairs", "full"):
+        out = subprocess.run([sys.executable, __file__, "--child", mode, "--model", a.model, "--seq-len",
+                              str(a.seq_len), "--pairs", str(a.pairs)], capture_output=True, text=True, check=True)
+        res[mode] = json.loads(out.stdout.strip().splitlines()[-1])
+    same = abs(res["pairs"]["checksum"] - res["full"]["checksum"]) <= 1e-6 * abs(res["full"]["checksum"])
+    print(f"{a.model}, one prompt of {a.seq_len} tokens, {a.pairs} requested pairs")
+    for mode, r in res.items():
+        print(f"  {mode:5s}: peak RSS {r['peak_mib']:8.0f} MiB, {r['extra_mib']:8.0f} MiB above the loaded model")
+    print(f"  full / pairs (above model): {res['full']['extra_mib'] / max(res['pairs']['extra_mib'], 1):.1f}x; "
+          f"same values: {same}")
+    sys.exit(0 if same else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Where models run and in what precision: small pure functions, testable without a GPU.
+
+- ``resolve_device``: the torch device of one pytest(-xdist) worker; ``--device cuda`` under
+  ``-n N`` gives worker ``gwK`` the GPU ``cuda:(K % n_gpus)``, so N workers share the GPUs round-robin.
+- ``parse_dtype``: a ``--dtype`` name to a ``torch.dtype`` (an unknown name lists the choices).
+- ``estimate_param_bytes`` / ``needs_device_map``: does a model fit on one GPU, or does accelerate's
+  ``device_map="auto"`` have to spread it?
+- ``to_stats``: any activation (bf16/fp16 on a GPU included) to a float64 numpy array on the CPU;
+  statistics are always float64 whatever the weights' dtype.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import torch
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float64": torch.float64,
+}
+_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16",
+            "fp64": "float64", "double": "float64", "float": "float32"}
+
+# Room on top of the weights for activations (full n x n attention patterns one layer at a time),
+# the CUDA context and allocator slack; a model needs weights * HEADROOM bytes free to sit on one GPU.
+HEADROOM = 1.25
+
+_WORKER = re.compile(r"^gw(\d+)$")
+
+
+class DeviceError(ValueError):
+    """A device request that cannot be met on this machine; the message says what to use instead."""
+
+
+def resolve_device(requested: str, worker_id: str | None, n_gpus: int) -> str:
+    """The concrete torch device for ``requested`` ("cpu", "cuda", "cuda:1", "mps", ...) on this worker.
+
+    ``worker_id`` is pytest-xdist's ``gwN`` (``None`` or ``"master"`` outside xdist); ``n_gpus`` the
+    number of visible CUDA devices. Bare ``"cuda"`` becomes ``cuda:(N % n_gpus)`` (``cuda:0`` without
+    xdist); an explicit index is kept (and checked); anything that is not CUDA is returned as given."""
+    req = (requested or "cpu").strip()
+    if not req.lower().startswith("cuda"):
+        return req
+    if n_gpus <= 0:
+        raise DeviceError(
+            f"--device {req} asked for a CUDA GPU but none is visible (torch.cuda.device_count() == 0"
+            f"{'' if torch.version.cuda else '; this torch is a CPU-only build'}); "
+            "run with --device cpu, or install a CUDA build of torch"
+        )
+    m = re.fullmatch(r"cuda(?::(\d+))?", req.lower())
+    if m is None:
+        raise DeviceError(f"bad device {req!r}: expected cpu, cuda or cuda:<index>")
+    if m[1] is not None:
+        index = int(m[1])
+        if index >= n_gpus:
+            raise DeviceError(f"--device {req}: only {n_gpus} GPU(s) visible (cuda:0..cuda:{n_gpus - 1})")
+        return f"cuda:{index}"
+    w = _WORKER.match(worker_id or "")
+    return f"cuda:{int(w[1]) % n_gpus if w else 0}"
+
+
+def current_worker() -> str | None:
+    """pytest-xdist's worker id of this process (``gw0``, ``gw1`` ...), ``None`` outside xdist."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def gpu_count() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def parse_dtype(name: str | torch.dtype) -> torch.dtype:
+    """``"bfloat16"`` (or ``bf16``, or a ``torch.dtype``) -> ``torch.bfloat16``; unknown names list the choices."""
+    if isinstance(name, torch.dtype):
+        if name in DTYPES.values():
+            return name
+        raise ValueError(f"unsupported dtype {name}; choose one of: {', '.join(DTYPES)}")
+    key = str(name).strip().lower().removeprefix("torch.")
+    key = _ALIASES.get(key, key)
+    if key not in DTYPES:
+        raise ValueError(f"unknown dtype {name!r}; choose one of: {', '.join(DTYPES)}")
+    return DTYPES[key]
+
+
+def _get(config, key, default=None):
+    if isinstance(config, dict):
+        return config.get(key, default)
+    return getattr(config, key, default)
+
+
+def estimate_param_bytes(config, dtype: str | torch.dtype) -> int:
+    """Bytes of a decoder-only Llama/Qwen2/Mistral/Gemma3 model's parameters at ``dtype``, from its config.
+
+    ``config`` is a transformers config or its dict (a multimodal config's ``text_config`` is used).
+    Exact for the registry's architectures (embeddings, q/k/v/o, gated MLP, norms, Qwen2's q/k/v
+    biases, Gemma3's q/k norms and extra norms, an untied LM head)."""
+    text = _get(config, "text_config")
+    if text is not None:
+        config = text
+    hidden = int(_get(config, "hidden_size"))
+    n_layers = int(_get(config, "num_hidden_layers"))
+    heads = int(_get(config, "num_attention_heads"))
+    kv_heads = int(_get(config, "num_key_value_heads") or heads)
+    head_dim = int(_get(config, "head_dim") or hidden // heads)
+    inter = int(_get(config, "intermediate_size"))
+    vocab = int(_get(config, "vocab_size"))
+    model_type = str(_get(config, "model_type", "") or "")
+    q, kv = heads * head_dim, kv_heads * head_dim
+
+    attn = hidden * q + 2 * hidden * kv + q * hidden
+    if _get(config, "attention_bias") or model_type.startswith("qwen2"):
+        attn += q + 2 * kv
+    mlp = 3 * hidden * inter
+    norms = 2 * hidden
+    if model_type.startswith("gemma3"):
+        norms = 4 * hidden + 2 * head_dim  # pre/post attention and feed-forward norms, q_norm, k_norm
+    per_layer = attn + mlp + norms
+    n = vocab * hidden + n_layers * per_layer + hidden  # + final norm
+    if not _get(config, "tie_word_embeddings", False):
+        n += vocab * hidden
+    return n * torch.empty((), dtype=parse_dtype(dtype)).element_size()
+
+
+def needs_device_map(param_bytes: int, free_bytes: int, n_gpus: int, headroom: float = HEADROOM) -> bool:
+    """True when a model does not fit in one GPU's free memory (with ``headroom`` for activations) and
+    accelerate's ``device_map="auto"`` must spread it over the GPUs (or offload to CPU with one GPU).
+    Never on a machine without GPUs: a CPU run loads the model whole."""
+    if n_gpus <= 0:
+        return False
+    return param_bytes * headroom > free_bytes
+
+
+def free_bytes(device: str) -> int:
+    """Free memory of one CUDA device (0 for anything else)."""
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return 0
+    free, _total = torch.cuda.mem_get_info(dev)
+    return int(free)
+
+
+def to_stats(x) -> np.ndarray:
+    """An activation as a float64 numpy array on the CPU, whatever its dtype and device.
+
+    Half-precision tensors are upcast on their own device first (numpy has no bfloat16; the upcast
+    is exact), to float64 where the device has it and float32 otherwise (MPS), then float64 on the CPU."""
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
+        if t.is_floating_point():
+            if t.dtype != torch.float64:
+                t = t.to(torch.float32 if t.device.type == "mps" else torch.float64)
+        t = t.cpu()
+        if t.dtype != torch.float64:
+            t = t.to(torch.float64)
+        return t.numpy()
+    return np.asarray(x, dtype=np.float64)

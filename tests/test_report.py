@@ -1,0 +1,144 @@
+"""The run report (harness/report.py, harness/plots.py) on synthetic results.json data: no models run."""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness import report  # noqa: E402
+
+pytest.importorskip("matplotlib")
+from harness import plots  # noqa: E402
+
+MODELS = ["smollm2-135m", "qwen-tiny"]
+
+
+def fig(name, value, paper=None, ci=None, note=""):
+    return {"name": name, "value": value, "paper": paper, "ci": ci, "note": note}
+
+
+def rec(claim, test, model, outcome, figures, reason=""):
+    return {"test": f"claims/test_x.py::{test}[{model}]", "claim": claim, "model": model, "outcome": outcome,
+            "reason": reason, "seconds": 0.5, "figures": figures}
+
+
+def synthetic() -> dict:
+    recs = []
+    for k, m in enumerate(MODELS):
+        s = 1 + k
+        recs += [
+            rec("T7", "test_bin_profile", m, "passed", [
+                fig("delta_r2_by_bin_causal", [0.3 / s, 0.1, 0.05, 0.03, 0.02, 0.02, 0.01], paper=0.296),
+                fig("delta_r2_by_bin_bidirectional", [0.11 / s, 0.08, 0.05, 0.03, 0.02, 0.02, 0.01]),
+                fig("bin_edges", [1, 2, 4, 8, 16, 32, 64, 128])]),
+            rec("T8", "test_layer_ratio", m, "xfailed", [fig("layer_ratio", [0.2, None, 0.3 * s, 0.4, 0.5])],
+                reason="ratio grows with depth in this model"),
+            rec("T2", "test_bos_moved", m, "passed", [
+                fig("sink_at_8_default", 0.01), fig("sink_at_8_bos_moved", 0.9, paper=0.92),
+                fig("sink_by_layer_head", [[0.1 * (i + j) / s for j in range(6)] for i in range(4)])]),
+            rec("T2", "test_random_token", m, "skipped", [], reason="weights unavailable"),
+            rec("T10", "test_length_scaling", m, "failed", [
+                fig("lengths", [16, 32, 64, 128, 256]), fig("delta_r2_by_length", [0.05, 0.05, 0.03, 0.015, 0.008]),
+                fig("power_law_prediction", [0.06, 0.042, 0.029, 0.02, 0.014]),
+                fig("piecewise_prediction", [0.05, 0.05, 0.03, 0.015, 0.0075])],
+                reason="AssertionError: piecewise | power"),
+            rec("T6", "test_ablations", m, "passed", [
+                fig("ablation:baseline", 0.0143, paper=0.0143, ci=[0.0137, 0.0149]),
+                fig("ablation:bidirectional", 0.0051, ci=[0.004, 0.006]), fig("ablation:identity_rope", 0.04),
+                fig("mean_ratio", 0.123456789, note="bi / baseline")]),
+        ]
+    return {"run": "run-synthetic", "settings": {"n_prompts": 8, "seq_len": 128}, "models": MODELS,
+            "versions": {"python": "3.11", "torch": "2.x"}, "records": recs}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("run")
+    (d / "results.json").write_text(json.dumps(synthetic()))
+    md_path = report.build(d / "results.json")
+    return d, md_path.read_text(), (d / "report.html").read_text()
+
+
+def test_build_writes_all_figure_kinds(built):
+    d, md, _ = built
+    pngs = sorted(p.name for p in (d / "figures").glob("*.png"))
+    for kind in ("T7_bin_profile", "T8_layer_ratio", "T2_sink_bars", "T10_length_scaling",
+                 "T2_sink_heatmap_smollm2-135m", "T2_sink_heatmap_qwen-tiny", "T6_ablations_qwen-tiny"):
+        assert f"{kind}.png" in pngs
+        assert f"](figures/{kind}.png)" in md
+    assert all((d / "figures" / p).read_bytes().startswith(b"\x89PNG") for p in pngs)
+
+
+def test_html_is_self_contained(built):
+    _, _, html = built
+    imgs = re.findall(r"<img[^>]*>", html)
+    assert len(imgs) == 8 and all('src="data:image/png;base64,' in i for i in imgs)
+    assert 'src="figures/' not in html and "http" not in " ".join(imgs)
+    assert "<link" not in html and "<script" not in html and "<style>" in html
+
+
+def test_markdown_tables_per_claim_and_verdicts(built):
+    _, md, html = built
+    for claim in ("T2", "T6", "T7", "T8", "T10"):
+        assert f"## {claim} — {report.CLAIM_SUMMARY[claim]}" in md
+    rows = {line.split(" | ")[2]: line for line in md.splitlines() if line.startswith("| smollm2-135m | test_")}
+    assert rows["delta_r2_by_bin_causal"].endswith("| 0.296 | [0.3, 0.1, 0.05, 0.03, 0.02, 0.02, … (7)] |  | held |")
+    assert "| [0.2, null, 0.3, 0.4, 0.5] |  | did not hold: ratio grows with depth" in rows["layer_ratio"]
+    assert "did not hold (test failed): AssertionError: piecewise \\| power" in rows["lengths"]
+    assert "| ablation:baseline | 0.0143 | 0.0143 | [0.0137, 0.0149] | held |" in rows["ablation:baseline"]
+    assert "0.1235" in rows["mean_ratio (bi / baseline)"] and "[4×6 array" in rows["sink_by_layer_head"]
+    assert "| test_random_token |  |  |  |  | skipped: weights unavailable |" in md
+    assert "| smollm2-135m | 3 | 2 | 1 |" in md  # summary per model: held / did not hold / skipped
+    assert 'class="not">did not hold: ratio grows' in html
+
+
+def test_compare_identical_runs_pass(tmp_path, capsys):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(synthetic()))
+    assert report.main(["compare", str(tmp_path / "a" / "results.json"), str(tmp_path / "b")]) == 0
+    assert "0 change(s)" in capsys.readouterr().out
+
+
+def test_compare_flags_perturbed_figure_and_outcome(tmp_path, capsys):
+    old, new = synthetic(), synthetic()
+    new["records"][0]["figures"][1]["value"][3] *= 1.01  # 1% > rtol 1e-3
+    new["records"][0]["figures"][0]["value"][2] *= 1 + 1e-4  # within tolerance
+    new["records"][1]["outcome"] = "passed"
+    new["records"][2]["figures"].append(fig("peak_layer", 3))
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    assert report.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
+    out = capsys.readouterr().out
+    assert "| delta_r2_by_bin_bidirectional | [3] | 0.03 | 0.0303 | moved |" in out
+    assert "delta_r2_by_bin_causal" not in out
+    assert "| xfailed | passed | outcome changed |" in out and "| peak_layer |  |  | 3 | figure only in new |" in out
+    assert len(report.diff(old, new)) == 3
+    assert report.diff(old, new, rtol=0.05) == report.diff(old, new)[1:]  # looser rtol: only outcome + new figure
+
+
+def test_plots_skip_missing_data(tmp_path):
+    empty = {"m": {"other": fig("other", 1.0)}}
+    assert plots.bin_profile(empty, tmp_path / "a.png") is None
+    assert plots.layer_ratio(empty, tmp_path / "b.png") is None
+    assert plots.sink_bars(empty, tmp_path / "c.png") is None
+    assert plots.length_scaling(empty, tmp_path / "d.png") is None
+    assert plots.sink_heatmap("m", empty["m"], tmp_path / "e.png") is None
+    assert plots.ablation_bars("T6", "m", empty["m"], tmp_path / "f.png") is None
+    assert plots.make_all({"records": [rec("T1", "t", "m", "passed", [fig("x", [1, 2])])]}, tmp_path) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_build_without_figures_or_models(tmp_path):
+    res = {"run": "r", "settings": {}, "models": [], "versions": {},
+           "records": [{"test": "claims/t.py::test_eq2", "claim": "EQ2", "model": None, "outcome": "passed",
+                        "reason": "", "seconds": 0.1, "figures": []}]}
+    (tmp_path / "results.json").write_text(json.dumps(res))
+    md = report.build(tmp_path / "results.json").read_text()
+    assert "| — | test_eq2 |  |  |  |  | held |" in md and "data:image" not in (tmp_path / "report.html").read_text()
