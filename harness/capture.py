@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .devices import to_stats
 from .hooks import HookedModel
 
 Reader = Callable[[torch.Tensor], torch.Tensor]
@@ -69,12 +70,12 @@ def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int 
             except _Stop:
                 pass
             progress.update(min(start + batch_size, len(ids)))
-    return {key: torch.cat(chunks).numpy() for key, chunks in out.items()}
+    return {key: np.concatenate(chunks) for key, chunks in out.items()}
 
 
 def _collector(sink: list, reader: Reader):
     def fn(value, _):
-        sink.append(reader(value).detach().to("cpu", torch.float64))
+        sink.append(to_stats(reader(value)))
 
     return fn
 

@@ -31,8 +31,8 @@ def rotated_dot(model, q: np.ndarray, k: np.ndarray, i: int, j: int, hook_cos_si
     cos, sin = rotary_cos_sin(model, torch.tensor([i, j]))
     if hook_cos_sin is not None:
         cos, sin = hook_cos_sin((cos, sin), "hook_rotary")
-    qt = torch.as_tensor(q, dtype=torch.float64).view(1, 1, 1, -1).expand(1, 1, 2, -1)
-    kt = torch.as_tensor(k, dtype=torch.float64).view(1, 1, 1, -1).expand(1, 1, 2, -1)
+    qt = torch.as_tensor(q, dtype=torch.float64, device=cos.device).view(1, 1, 1, -1).expand(1, 1, 2, -1)
+    kt = torch.as_tensor(k, dtype=torch.float64, device=cos.device).view(1, 1, 1, -1).expand(1, 1, 2, -1)
     qr, kr = apply_rotary(model, qt, kt, cos, sin)
     return float((qr[0, 0, 0] * kr[0, 0, 1]).sum())
 

@@ -7,6 +7,7 @@ select) and an ``xdist_group`` so that under ``-n N --dist loadgroup`` one model
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from . import known_outcomes
+from . import devices, known_outcomes
 from .models import REGISTRY, FAMILIES, UnknownModelError, WeightsUnavailable, get_spec, names
 from .session import Session, Settings
 
@@ -26,7 +27,7 @@ def pytest_addoption(parser):
     g.addoption("--models", default="bundled,paper",
                 help="comma list of model names or groups (bundled, paper, tiny, all); default: bundled,paper")
     g.addoption("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 ...")
-    g.addoption("--dtype", default="float32", choices=["float32", "bfloat16", "float16", "float64"],
+    g.addoption("--dtype", default="float32", choices=list(devices.DTYPES),
                 help="model weight dtype (statistics are always float64)")
     d = Settings()
     g.addoption("--n-prompts", type=int, default=d.n_prompts, help="prompts per capture (multiple of 4)")
@@ -42,6 +43,10 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    try:  # `--device cuda` on a machine without a GPU is a usage error before anything is collected
+        devices.resolve_device(config.getoption("--device"), None, devices.gpu_count())
+    except devices.DeviceError as e:
+        raise pytest.UsageError(str(e)) from None
     for fam in FAMILIES:
         config.addinivalue_line("markers", f"{fam}: tests on a {fam}-family model")
     for line in ("paper: the paper's own checkpoints (skipped when their weights are absent)",
@@ -114,7 +119,10 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def session(request) -> Session:
     quiet = bool(os.environ.get("CI"))
-    return Session(settings_from(request.config), log=(lambda *a: None) if quiet else print)
+    s = settings_from(request.config)
+    # under xdist, `--device cuda` puts worker gwN on cuda:(N % n_gpus)
+    s = dataclasses.replace(s, device=devices.resolve_device(s.device, devices.current_worker(), devices.gpu_count()))
+    return Session(s, log=(lambda *a: None) if quiet else print)
 
 
 @pytest.fixture(scope="session")

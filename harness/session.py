@@ -15,13 +15,14 @@ import torch
 
 from . import capture as cap
 from . import corpus
+from . import devices
 from .hooks import HookedModel
 from .interventions import condition as apply_condition
 from .leakage import PairSet, stratified_pairs, uniform_pairs
 from .models import get_spec
 from .weights import load_pretrained, tiny_model
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
+DTYPES = devices.DTYPES  # kept for importers
 
 
 @dataclass(frozen=True)
@@ -93,9 +94,9 @@ class Session:
             spec = get_spec(name)
             s = self.settings
             if spec.group == "tiny":
-                hf, tok = tiny_model(spec, seed=s.seed).to(s.device), None
+                hf, tok = tiny_model(spec, seed=s.seed).to(device=s.device, dtype=devices.parse_dtype(s.dtype)), None
             else:
-                hf, tok = load_pretrained(spec, DTYPES[s.dtype], s.device, log=self.log)
+                hf, tok = load_pretrained(spec, devices.parse_dtype(s.dtype), s.device, log=self.log)
             self._models[name] = HookedModel(hf, spec, tok)
         return self._models[name]
 
