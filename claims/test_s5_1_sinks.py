@@ -79,7 +79,12 @@ ORDERS_SMALLER = 100  # "three orders of magnitude": the paper's own ratio is ~2
 
 
 def topic_grid(session, model):
-    """(positions, sink [layers, positions], probe accuracy [layers, positions], decodable mask, chance)."""
+    """(positions, sink [layers, positions], probe accuracy [layers, positions], decodable mask, chance),
+    computed once per model and session (both T1 tests read it)."""
+    return session.memo((model.spec.name, "T1 topic grid"), lambda: _topic_grid(session, model))
+
+
+def _topic_grid(session, model):
     from harness.probes import above_chance, chance_level, topic_probe_grid
     from harness.session import probe_positions
 

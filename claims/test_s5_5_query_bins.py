@@ -14,6 +14,11 @@ from harness.measure import bin_profile, leakage_inputs, pair_targets
 
 
 def profiles(session, model):
+    """(edges, causal, bidirectional, and their bootstrap rows), computed once per model (three tests read it)."""
+    return session.memo((model.spec.name, "T7 bin profiles"), lambda: _profiles(session, model))
+
+
+def _profiles(session, model):
     pairs, text, w = leakage_inputs(session, model.spec.name)
     edges = query_bins(text.seq_len)
     causal = pair_targets(session, model.spec.name, text)

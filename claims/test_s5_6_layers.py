@@ -15,6 +15,11 @@ from harness.measure import depth_slope, layer_means, leakage_inputs, pair_targe
 
 
 def ratio_profile(session, model):
+    """(r_l, depth slope, its bootstrap CI), computed once per model (both T8 tests read it)."""
+    return session.memo((model.spec.name, "T8 layer ratio"), lambda: _ratio_profile(session, model))
+
+
+def _ratio_profile(session, model):
     pairs, text, w = leakage_inputs(session, model.spec.name)
     causal = pair_targets(session, model.spec.name, text)
     bi = pair_targets(session, model.spec.name, text, ("bidirectional",))

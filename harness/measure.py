@@ -46,11 +46,11 @@ def mean_delta_with_ci(pairs: lk.PairSet, Y: np.ndarray, weights: np.ndarray) ->
 
 def bin_profile(pairs: lk.PairSet, Y: np.ndarray, edges: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """Head-mean ΔR² per query bin: [n_bins] or, with bootstrap weights [B, P], [B, n_bins]."""
+    w = np.ones((1, Y.shape[0])) if weights is None else weights
     out = []
     for lo, hi in zip(edges[:-1], edges[1:]):
         mask = (pairs.i >= lo) & (pairs.i < hi)
         stats = lk.prompt_stats(pairs.subset(mask), Y[:, mask, :])
-        w = np.ones((1, Y.shape[0])) if weights is None else weights
         out.append(lk.fit_from_stats(stats, w).delta.mean(axis=-1))
     prof = np.stack(out, axis=-1)
     return prof[0] if weights is None else prof
@@ -65,16 +65,13 @@ def layer_means(pairs: lk.PairSet, Y: np.ndarray, n_layers: int, weights: np.nda
 
 
 def depth_slope(values: np.ndarray) -> np.ndarray:
-    """Least-squares slope of a per-layer profile against relative depth l/(L-1): [..., L] -> [...]."""
-    n = values.shape[-1]
-    x = np.linspace(0.0, 1.0, n)
-    x = x - x.mean()
+    """Least-squares slope of a per-layer profile against relative depth l/(L-1): [..., L] -> [...].
+    Non-finite layers (a layer ratio with a zero denominator) are left out of the fit."""
+    x = np.linspace(0.0, 1.0, values.shape[-1])
     ok = np.isfinite(values)
-    v = np.where(ok, values, 0.0)
-    xc = np.where(ok, x, 0.0)
-    xm = xc.sum(-1, keepdims=True) / ok.sum(-1, keepdims=True)
-    xd = np.where(ok, x - xm, 0.0)
-    return (xd * v).sum(-1) / (xd * xd).sum(-1)
+    x_mean = np.where(ok, x, 0.0).sum(-1, keepdims=True) / ok.sum(-1, keepdims=True)
+    xd = np.where(ok, x - x_mean, 0.0)  # centred depth over the layers that count
+    return (xd * np.where(ok, values, 0.0)).sum(-1) / (xd * xd).sum(-1)
 
 
 def leakage_inputs(session, name: str, kind: str = "topic"):

@@ -11,7 +11,6 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-import torch
 
 from . import capture as cap
 from . import corpus
@@ -21,9 +20,6 @@ from .interventions import condition as apply_condition
 from .leakage import PairSet, stratified_pairs, uniform_pairs
 from .models import get_spec
 from .weights import load_pretrained, tiny_model
-
-DTYPES = devices.DTYPES  # kept for importers
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -87,6 +83,7 @@ class Session:
         self._models: dict[str, HookedModel] = {}
         self._cache: dict[tuple, np.ndarray] = {}
         self._prompts: dict[tuple, corpus.PromptSet] = {}
+        self._derived: dict[tuple, object] = {}
 
     # ---- models ---------------------------------------------------------------------------------
     def model(self, name: str) -> HookedModel:
@@ -103,8 +100,9 @@ class Session:
     def release(self, name: str) -> None:
         """Drop a model and its cached captures (keeps memory flat across many models)."""
         self._models.pop(name, None)
-        for key in [k for k in self._cache if k[0] == name]:
-            del self._cache[key]
+        for cache in (self._cache, self._derived):
+            for key in [k for k in cache if k[0] == name]:
+                del cache[key]
 
     # ---- prompts --------------------------------------------------------------------------------
     def prompts(self, name: str, kind: str = "topic", seq_len: int | None = None,
@@ -132,6 +130,13 @@ class Session:
         if kind == "uniform":
             return uniform_pairs(n, s.n_pairs, seed=s.seed)
         raise ValueError(f"unknown pair kind {kind!r}: stratified or uniform")
+
+    def memo(self, key: tuple, compute):
+        """A derived result computed once per session (e.g. a probe grid that several claim tests read);
+        ``key`` must name everything the result depends on besides the session's settings."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
 
     # ---- captures -------------------------------------------------------------------------------
     def measure(self, name: str, prompts: corpus.PromptSet, recipes: tuple[str, ...] | str,
