@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import Counter
 from typing import Callable
 
 import numpy as np
@@ -39,6 +40,26 @@ class Progress:
         sys.stderr.flush()
 
 
+class Workload:
+    """Forward-pass work done in this process, per model: wall seconds and layer-tokens (prompt tokens x
+    decoder layers run). The pytest plugin books each test's share into the run report; the nightly
+    runtime estimate (benchmarks/bench_nightly.py) divides a run's layer-tokens by a device's throughput."""
+
+    def __init__(self):
+        self.seconds: Counter = Counter()
+        self.layer_tokens: Counter = Counter()
+
+    def add(self, model: str, seconds: float, layer_tokens: int) -> None:
+        self.seconds[model] += seconds
+        self.layer_tokens[model] += layer_tokens
+
+    def totals(self) -> tuple[float, int]:
+        return sum(self.seconds.values()), sum(self.layer_tokens.values())
+
+
+WORKLOAD = Workload()
+
+
 class _Stop(Exception):
     """Raised after the last layer a capture needs: the rest of the forward pass is skipped."""
 
@@ -62,6 +83,7 @@ def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int 
     if stop_after is not None:
         hooks.setdefault(f"blocks.{stop_after}.hook_resid_post", []).append(_stop)
     progress = Progress(f"{model.spec.name} {label}", len(ids))
+    t0, layers_run = time.perf_counter(), model.n_layers if stop_after is None else stop_after + 1
     with torch.no_grad(), model.hooks(hooks):
         for start in range(0, len(ids), batch_size):
             batch = torch.as_tensor(ids[start:start + batch_size], device=model.device)
@@ -70,6 +92,7 @@ def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int 
             except _Stop:
                 pass
             progress.update(min(start + batch_size, len(ids)))
+    WORKLOAD.add(model.spec.name, time.perf_counter() - t0, int(np.asarray(ids).size) * layers_run)
     return {key: np.concatenate(chunks) for key, chunks in out.items()}
 
 

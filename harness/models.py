@@ -42,7 +42,9 @@ class ModelSpec:
     sliding_window: int | None = None
     hub_id: str | None = None  # paper models: Hugging Face repo id
     gguf: dict = field(default_factory=dict)  # bundled models: how to find the GGUF
-    tiny_config: dict = field(default_factory=dict)  # tiny models: config kwargs
+    # config kwargs of a random-init model: the whole config of a tiny model; a paper model's public
+    # config.json dimensions (a stand-in of the same compute cost, for throughput: benchmarks/bench_nightly.py)
+    config: dict = field(default_factory=dict)
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -94,30 +96,41 @@ BUNDLED = [
     ),
 ]
 
+def _shape(hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, theta, tied) -> dict:
+    return dict(hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers, num_attention_heads=heads,
+                num_key_value_heads=kv_heads, head_dim=head_dim, vocab_size=vocab, rope_theta=theta,
+                tie_word_embeddings=tied)
+
+
 PAPER = [
     ModelSpec("llama-3.2-1b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-1B",
-              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.2-1B"),
+              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.2-1B",
+              config=_shape(2048, 8192, 16, 32, 8, 64, 128256, 5e5, True)),
     ModelSpec("llama-3.2-3b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-3B",
-              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.2-3B"),
+              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.2-3B",
+              config=_shape(3072, 8192, 28, 24, 8, 128, 128256, 5e5, True)),
     ModelSpec("llama-3.1-8b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.1-8B",
-              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.1-8B"),
+              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.1-8B",
+              config=_shape(4096, 14336, 32, 32, 8, 128, 128256, 5e5, False)),
     ModelSpec("qwen-2.5-3b", "qwen", "paper", "Qwen2ForCausalLM", "Qwen/Qwen2.5-3B",
-              False, None, "large-theta", 1e6, hub_id="Qwen/Qwen2.5-3B"),
+              False, None, "large-theta", 1e6, hub_id="Qwen/Qwen2.5-3B",
+              config=_shape(2048, 11008, 36, 16, 2, 128, 151936, 1e6, True)),
     ModelSpec("mistral-7b-v0.3", "mistral", "paper", "MistralForCausalLM", "mistralai/Mistral-7B-v0.3",
-              True, 1, "standard", 1e6, sliding_window=None, hub_id="mistralai/Mistral-7B-v0.3"),
+              True, 1, "standard", 1e6, sliding_window=None, hub_id="mistralai/Mistral-7B-v0.3",
+              config=_shape(4096, 14336, 32, 32, 8, 128, 32768, 1e6, False)),
 ]
 
 _TINY_COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                     num_key_value_heads=2, vocab_size=256, max_position_embeddings=512, head_dim=16)
 TINY = [
     ModelSpec("tiny-llama", "llama", "tiny", "LlamaForCausalLM", "random init", True, 1, "standard", 1e4,
-              tiny_config=dict(_TINY_COMMON, bos_token_id=1)),
+              config=dict(_TINY_COMMON, bos_token_id=1)),
     ModelSpec("tiny-qwen2", "qwen", "tiny", "Qwen2ForCausalLM", "random init", False, None, "large-theta", 1e6,
-              tiny_config=dict(_TINY_COMMON, rope_theta=1e6)),
+              config=dict(_TINY_COMMON, rope_theta=1e6)),
     ModelSpec("tiny-mistral", "mistral", "tiny", "MistralForCausalLM", "random init", True, 1, "standard", 1e4,
-              sliding_window=8, tiny_config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=1)),
+              sliding_window=8, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=1)),
     ModelSpec("tiny-gemma3", "gemma", "tiny", "Gemma3ForCausalLM", "random init", True, 2, "dual", 1e6,
-              sliding_window=8, tiny_config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=2,
+              sliding_window=8, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=2,
                                                  layer_types=["sliding_attention", "full_attention"])),
 ]
 

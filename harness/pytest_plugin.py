@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def pytest_addoption(parser):
     g = parser.getgroup("abspos", "absolute-position claims")
     g.addoption("--models", default="bundled,paper",
-                help="comma list of model names or groups (bundled, paper, tiny, all); default: bundled,paper")
+                help="comma list of model names or groups (bundled, paper, all); default: bundled,paper")
     g.addoption("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 ...")
     g.addoption("--dtype", default="float32", choices=list(devices.DTYPES),
                 help="model weight dtype (statistics are always float64)")
@@ -47,6 +47,7 @@ def pytest_configure(config):
         devices.resolve_device(config.getoption("--device"), None, devices.gpu_count())
     except devices.DeviceError as e:
         raise pytest.UsageError(str(e)) from None
+    selected_models(config)  # an unknown or tiny model is a usage error before anything is collected
     for fam in FAMILIES:
         config.addinivalue_line("markers", f"{fam}: tests on a {fam}-family model")
     for line in ("paper: the paper's own checkpoints (skipped when their weights are absent)",
@@ -71,17 +72,24 @@ def settings_from(config) -> Settings:
 
 
 def selected_models(config) -> list[str]:
+    """The models the claims run on. Tiny random-init models are refused: they test the harness
+    (tests/ builds them itself) and have no tokenizer and no learned behaviour to make claims about."""
     out: list[str] = []
     for token in filter(None, (t.strip() for t in config.getoption("--models").split(","))):
         if token == "all":
             out += names("bundled") + names("paper")
-        elif token in ("bundled", "paper", "tiny"):
+        elif token in ("bundled", "paper"):
             out += names(token)
         else:
             try:
                 out.append(get_spec(token).name)
             except UnknownModelError as e:
                 raise pytest.UsageError(str(e)) from None
+    tiny = [n for n in out if REGISTRY[n].group == "tiny"]
+    if tiny:
+        raise pytest.UsageError(f"--models {','.join(tiny)}: tiny random-init models test the harness mechanics "
+                                f"(tests/ builds them itself), never the paper's claims; choose bundled or paper "
+                                f"models ({', '.join(names('bundled') + names('paper'))})")
     return list(dict.fromkeys(out))
 
 
@@ -154,6 +162,21 @@ def figures(request, snapshot, default_settings):
 
 # ---- collecting results across (xdist) workers and writing the report -----------------------------
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Book the forward-pass share of each test's time (captures it ran, not ones it found cached)."""
+    from .capture import WORKLOAD
+
+    seconds, layer_tokens = WORKLOAD.totals()
+    yield
+    s2, lt2 = WORKLOAD.totals()
+    booked = {"seconds": round(s2 - seconds, 3), "layer_tokens": lt2 - layer_tokens}
+    model = getattr(item, "funcargs", {}).get("model")
+    if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
+        booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}
+    item.user_properties.append(("forward", booked))
+
+
 def pytest_runtest_logreport(report):
     config = _CONFIG.get("config")
     if config is None or hasattr(config, "workerinput"):
@@ -162,6 +185,7 @@ def pytest_runtest_logreport(report):
     if "claim" not in props:
         return
     figs = [v for k, v in report.user_properties if k == "figure"]
+    forward = next((v for k, v in report.user_properties if k == "forward"), {"seconds": 0.0, "layer_tokens": 0})
     outcome = None
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
@@ -176,7 +200,9 @@ def pytest_runtest_logreport(report):
         reason = str(report.longrepr).strip().splitlines()[-1][:300] if report.longrepr else ""
     config._abspos_records.append({"test": report.nodeid, "claim": props["claim"], "model": props.get("model"),
                                    "outcome": outcome, "reason": reason, "figures": figs,
-                                   "seconds": round(report.duration, 2)})
+                                   "seconds": round(report.duration, 2), "forward_seconds": forward["seconds"],
+                                   "layer_tokens": forward["layer_tokens"],
+                                   **({"shape": forward["shape"]} if "shape" in forward else {})})
 
 
 _CONFIG: dict = {}

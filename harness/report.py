@@ -140,6 +140,13 @@ def document(results: dict, plots: list) -> list:
     blocks.append(("table", ["model", "held", "did not hold", "skipped"],
                    [[m, (str(c["held"]), "held"), (str(c["not"]), "not" if c["not"] else ""), str(c["skip"])]
                     for m, c in counts.items()]))
+    if any("layer_tokens" in r for r in results["records"]):
+        blocks += [("h2", "Where the time went"),
+                   ("p", "Test time (model loading excluded), its forward-pass share (captures run, not found "
+                         "in the session cache; layer-tokens = prompt tokens × decoder layers run) and the rest "
+                         "(statistics, probes, fits)."),
+                   ("table", ["model", "tests s", "forward s", "layer-tokens", "layer-tokens/s", "other s"],
+                    time_accounting(results["records"]))]
     mark = {"held": "✓", "not": "✗", "skip": "–"}
     matrix = []
     for claim in sorted(by_claim, key=_claim_key):
@@ -162,6 +169,18 @@ def document(results: dict, plots: list) -> list:
         blocks.append(("table", ["model", "test", "figure", "paper", "measured", "CI", "verdict"], rows))
         blocks += [("img", p.title, Path(p.path)) for p in plots if p.claim == claim]
     return blocks
+
+
+def time_accounting(records: list) -> list[list[str]]:
+    """Per model: total test seconds, forward-pass seconds, layer-tokens, throughput, other seconds."""
+    acc: dict = defaultdict(lambda: [0.0, 0.0, 0])
+    for r in records:
+        a = acc[r.get("model") or "—"]
+        a[0] += r.get("seconds") or 0.0
+        a[1] += r.get("forward_seconds") or 0.0
+        a[2] += r.get("layer_tokens") or 0
+    return [[m, f"{t:.0f}", f"{f:.0f}", f"{lt:,}", f"{lt / f:,.0f}" if f else "—", f"{t - f:.0f}"]
+            for m, (t, f, lt) in acc.items() if t >= 0.5 or lt]
 
 
 def _text(cell) -> str:

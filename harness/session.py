@@ -19,7 +19,7 @@ from .hooks import HookedModel
 from .interventions import condition as apply_condition
 from .leakage import PairSet, stratified_pairs, uniform_pairs
 from .models import get_spec
-from .weights import load_pretrained, tiny_model
+from .weights import load_pretrained, random_init_model
 
 @dataclass(frozen=True)
 class Settings:
@@ -91,7 +91,7 @@ class Session:
             spec = get_spec(name)
             s = self.settings
             if spec.group == "tiny":
-                hf, tok = tiny_model(spec, seed=s.seed).to(device=s.device, dtype=devices.parse_dtype(s.dtype)), None
+                hf, tok = random_init_model(spec, s.seed, devices.parse_dtype(s.dtype), s.device), None
             else:
                 hf, tok = load_pretrained(spec, devices.parse_dtype(s.dtype), s.device, log=self.log)
             self._models[name] = HookedModel(hf, spec, tok)

@@ -124,15 +124,25 @@ def paper_folder(spec: ModelSpec) -> Path:
     )
 
 
-def tiny_model(spec: ModelSpec, seed: int = 0):
+def random_init_model(spec: ModelSpec, seed: int = 0, dtype: torch.dtype | None = None, device: str = "cpu"):
+    """A random-init model built from ``spec.config``: a tiny model, or a paper model's stand-in of the
+    same shape (same compute cost, meaningless weights: for throughput only, never for claims)."""
     import transformers
 
+    if not spec.config:
+        raise UnsupportedModelError(f"{spec.name} has no config to build a random-init model from")
     config_cls = getattr(transformers, spec.architecture.replace("ForCausalLM", "Config"))
     if spec.architecture == "Gemma3ForCausalLM":
         config_cls = transformers.Gemma3TextConfig
-    config = config_cls(**spec.tiny_config)
+    config = config_cls(**spec.config)
     torch.manual_seed(seed)
-    model = getattr(transformers, spec.architecture)(config)
+    previous = torch.get_default_dtype()
+    try:  # built directly in its dtype on its device: an 8B stand-in never exists in float32 on the CPU
+        torch.set_default_dtype(dtype or previous)
+        with torch.device(device):
+            model = getattr(transformers, spec.architecture)(config)
+    finally:
+        torch.set_default_dtype(previous)
     return model.eval()
 
 

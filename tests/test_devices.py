@@ -104,7 +104,7 @@ def test_plugin_dtype_choices_all_parse():
 @pytest.mark.parametrize("name", names("tiny"))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_param_bytes_estimate_is_exact_for_the_registry_architectures(name, dtype):
-    model = weights.tiny_model(get_spec(name))
+    model = weights.random_init_model(get_spec(name))
     itemsize = torch.empty((), dtype=parse_dtype(dtype)).element_size()
     real = sum(p.numel() for p in model.parameters()) * itemsize
     assert estimate_param_bytes(model.config, dtype) == real
@@ -179,7 +179,7 @@ def tiny_pair():
     spec = get_spec("tiny-llama")
     out = {}
     for dtype in (torch.float32, torch.bfloat16):
-        hf = weights.tiny_model(spec, seed=0).to(dtype)
+        hf = weights.random_init_model(spec, seed=0).to(dtype)
         hf.set_attn_implementation(ATTN_IMPL)
         out[dtype] = HookedModel(hf, spec)
     return out

@@ -15,7 +15,7 @@ from harness import capture as cap
 from harness import interventions as iv
 from harness.hooks import ATTN_IMPL, HookedModel, MissingMaskError, register_attention
 from harness.models import get_spec, names
-from harness.weights import tiny_model
+from harness.weights import random_init_model
 
 TINY = names("tiny")
 
@@ -24,7 +24,7 @@ TINY = names("tiny")
 def tiny(request):
     register_attention()
     spec = get_spec(request.param)
-    hf = tiny_model(spec, seed=0)
+    hf = random_init_model(spec, seed=0)
     hf.set_attn_implementation(ATTN_IMPL)
     return HookedModel(hf, spec)
 

@@ -1,9 +1,12 @@
 """Registry errors, offline lookup of paper weights, and the corpus builders (no model weights needed)."""
 
+import json
+
 import numpy as np
 import pytest
 
 from harness import corpus
+from harness.devices import estimate_param_bytes
 from harness.models import REGISTRY, UnknownModelError, UnsupportedModelError, WeightsUnavailable, get_spec, names
 from harness.weights import check_supported, paper_folder
 
@@ -104,3 +107,26 @@ def test_random_token_control_avoids_special_and_blank_tokens():
     tok = ToyTokenizer()
     ps = corpus.random_token_prompts(tok, get_spec("tiny-qwen2"), 4, 200, seed=0)
     assert not np.isin(ps.ids, [0, 1, 2, 5]).any()
+
+
+# published parameter counts (model cards): the paper models' registry shapes must reproduce them
+PUBLISHED_PARAMS = {"llama-3.2-1b": 1.24e9, "llama-3.2-3b": 3.21e9, "llama-3.1-8b": 8.03e9,
+                    "qwen-2.5-3b": 3.09e9, "mistral-7b-v0.3": 7.25e9}
+
+
+@pytest.mark.parametrize("name", names("paper"))
+def test_paper_shape_reproduces_the_published_parameter_count(name):
+    params = estimate_param_bytes(get_spec(name).config, "float32") / 4
+    assert params == pytest.approx(PUBLISHED_PARAMS[name], rel=0.01)
+
+
+@pytest.mark.parametrize("name", names("paper"))
+def test_paper_shape_matches_the_checkpoint_config_when_present(name):
+    spec = get_spec(name)
+    try:
+        folder = paper_folder(spec)
+    except WeightsUnavailable as e:
+        pytest.skip(str(e))
+    config = json.loads((folder / "config.json").read_text())
+    assert {k: config.get(k) for k in spec.config if k != "rope_theta"} == \
+        {k: v for k, v in spec.config.items() if k != "rope_theta"}

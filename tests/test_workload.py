@@ -1,0 +1,70 @@
+"""Forward-pass booking (what a run spent where) and the nightly runtime estimate built on it."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import pytest
+
+from harness import capture as cap
+from harness.hooks import HookedModel, register_attention
+from harness.models import get_spec
+from harness.report import time_accounting
+from harness.weights import random_init_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import bench_nightly  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    register_attention()
+    spec = get_spec("tiny-llama")
+    return HookedModel(random_init_model(spec, seed=0), spec)
+
+
+def test_capture_books_tokens_times_layers_run(tiny):
+    ids = np.random.default_rng(0).integers(3, 250, size=(3, 16))
+    read = {"blocks.0.hook_resid_post": cap.norms}
+    s0, lt0 = cap.WORKLOAD.totals()
+    cap.capture(tiny, ids, read, batch_size=2)
+    s1, lt1 = cap.WORKLOAD.totals()
+    assert lt1 - lt0 == 3 * 16 * tiny.n_layers and s1 > s0
+    cap.capture(tiny, ids, read, batch_size=2, stop_after=0)  # only layer 0 runs
+    assert cap.WORKLOAD.totals()[1] - lt1 == 3 * 16 * 1
+    assert cap.WORKLOAD.layer_tokens["tiny-llama"] >= 3 * 16 * (tiny.n_layers + 1)
+
+
+RECORDS = [
+    {"model": "gemma3-270m", "seconds": 10.0, "forward_seconds": 4.0, "layer_tokens": 1000,
+     "shape": {"layers": 18, "heads": 4}},
+    {"model": "gemma3-270m", "seconds": 2.0, "forward_seconds": 0.0, "layer_tokens": 0,
+     "shape": {"layers": 18, "heads": 4}},
+    {"model": "smollm2-135m", "seconds": 3.0, "forward_seconds": 0.0, "layer_tokens": 0},
+    {"model": None, "seconds": 0.01, "forward_seconds": 0.0, "layer_tokens": 0},  # a skip: no row
+]
+
+
+def test_time_accounting_per_model():
+    rows = {r[0]: r[1:] for r in time_accounting(RECORDS)}
+    assert rows["gemma3-270m"] == ["12", "4", "1,000", "250", "8"]
+    assert rows["smollm2-135m"] == ["3", "0", "0", "—", "3"]  # no forward pass: no throughput
+    assert "—" not in rows
+
+
+def test_nightly_workload_reads_the_booking():
+    assert bench_nightly.workload({"run": "r", "records": RECORDS[:2]}) == {"gemma3-270m": (1000, 8.0, 18, 4)}
+    with pytest.raises(SystemExit, match="predates forward-pass booking"):
+        bench_nightly.workload({"run": "old", "records": [{"model": "x", "seconds": 1.0}]})
+
+
+def test_nightly_throughput_is_measured_on_a_stand_in():
+    rate = bench_nightly.throughput("tiny-llama", "cpu", "float32", seq_len=32, batches=1, n_pairs=64)
+    assert np.isfinite(rate) and rate > 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_random_init_model_is_built_in_its_dtype_and_restores_the_default(dtype):
+    model = random_init_model(get_spec("tiny-qwen2"), seed=0, dtype=dtype)
+    assert {p.dtype for p in model.parameters()} == {dtype}
+    assert torch.get_default_dtype() == torch.float32
