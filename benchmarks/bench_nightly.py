@@ -26,7 +26,6 @@ import argparse
 import json
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +38,7 @@ from harness import devices  # noqa: E402
 from harness.hooks import HookedModel  # noqa: E402
 from harness.leakage import stratified_pairs  # noqa: E402
 from harness.models import get_spec, names  # noqa: E402
+from harness.report import time_per_model  # noqa: E402
 from harness.weights import random_init_model  # noqa: E402
 
 WORKLOAD_SOURCE = {True: "gemma3-270m", False: "qwen2.5-coder-0.5b"}  # by adds_bos
@@ -46,16 +46,10 @@ WORKLOAD_SOURCE = {True: "gemma3-270m", False: "qwen2.5-coder-0.5b"}  # by adds_
 
 def workload(results: dict) -> dict:
     """{bundled model: (layer-tokens, other seconds, layers, heads per layer)} booked by a claims run."""
-    acc: dict = defaultdict(lambda: [0, 0.0, None, None])
-    for r in results["records"]:
-        if "layer_tokens" not in r:
-            raise SystemExit(f"{results['run']} predates forward-pass booking: make a new run (scripts/run-claims.sh)")
-        a = acc[r.get("model")]
-        a[0] += r["layer_tokens"]
-        a[1] += r["seconds"] - r["forward_seconds"]
-        if "shape" in r:
-            a[2:] = r["shape"]["layers"], r["shape"]["heads"]
-    return {m: tuple(v) for m, v in acc.items() if m and v[2]}
+    if any("layer_tokens" not in r for r in results["records"]):
+        raise SystemExit(f"{results['run']} predates forward-pass booking: make a new run (scripts/run-claims.sh)")
+    return {m: (lt, t - f, shape["layers"], shape["heads"])
+            for m, (t, f, lt, shape) in time_per_model(results["records"]).items() if m and shape}
 
 
 def throughput(name: str, device: str, dtype: str, seq_len: int, batches: int, n_pairs: int = 4000) -> float:
@@ -89,9 +83,9 @@ def main() -> None:
     results = json.loads(Path(a.workload).read_text())
     booked, seq_len = workload(results), results["settings"]["seq_len"]
     for name in chosen:
-        if WORKLOAD_SOURCE[get_spec(name).adds_bos] not in booked:
-            raise SystemExit(f"{a.workload} has no {WORKLOAD_SOURCE[get_spec(name).adds_bos]} tests: "
-                             f"its workload is {name}'s reference")
+        source = WORKLOAD_SOURCE[get_spec(name).adds_bos]
+        if source not in booked:
+            raise SystemExit(f"{a.workload} has no {source} tests: its workload is {name}'s reference")
     try:
         device = devices.resolve_device(a.device, None, devices.gpu_count())
     except devices.DeviceError as e:

@@ -171,16 +171,22 @@ def document(results: dict, plots: list) -> list:
     return blocks
 
 
-def time_accounting(records: list) -> list[list[str]]:
-    """Per model: total test seconds, forward-pass seconds, layer-tokens, throughput, other seconds."""
-    acc: dict = defaultdict(lambda: [0.0, 0.0, 0])
+def time_per_model(records: list) -> dict:
+    """{model or None: [test seconds, forward seconds, layer-tokens, shape or None]} summed over its records."""
+    acc: dict = defaultdict(lambda: [0.0, 0.0, 0, None])
     for r in records:
-        a = acc[r.get("model") or "—"]
+        a = acc[r.get("model")]
         a[0] += r.get("seconds") or 0.0
         a[1] += r.get("forward_seconds") or 0.0
         a[2] += r.get("layer_tokens") or 0
-    return [[m, f"{t:.0f}", f"{f:.0f}", f"{lt:,}", f"{lt / f:,.0f}" if f else "—", f"{t - f:.0f}"]
-            for m, (t, f, lt) in acc.items() if t >= 0.5 or lt]
+        a[3] = r.get("shape") or a[3]
+    return dict(acc)
+
+
+def time_accounting(records: list) -> list[list[str]]:
+    """Per model: total test seconds, forward-pass seconds, layer-tokens, throughput, other seconds."""
+    return [[m or "—", f"{t:.0f}", f"{f:.0f}", f"{lt:,}", f"{lt / f:,.0f}" if f else "—", f"{t - f:.0f}"]
+            for m, (t, f, lt, _) in time_per_model(records).items() if t >= 0.5 or lt]
 
 
 def _text(cell) -> str:
