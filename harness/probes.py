@@ -158,11 +158,16 @@ def topic_probe_accuracy(X: np.ndarray, labels: np.ndarray, n_components: int = 
     labels = np.asarray(labels)
     if X.ndim != 2 or labels.shape != (X.shape[0],):
         raise ValueError(f"X must be [n_prompts, d] and labels [n_prompts], got {X.shape} and {labels.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains non-finite values")
     splits = _splits(labels, folds, seed)
     with threadpool_limits(limits=1, user_api="blas"):
-        pred = _fold_predictions(X, labels, splits, n_components, C, max_iter)
+        return _cv_accuracy(X, labels, splits, n_components, C, max_iter, "X")
+
+
+def _cv_accuracy(X, labels, splits, n_components, C, max_iter, what: str) -> float:
+    """Mean per-fold accuracy of the PCA -> logistic probe on ``X`` (named ``what`` in errors)."""
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{what} contains non-finite values")
+    pred = _fold_predictions(X, labels, splits, n_components, C, max_iter)
     return float(np.mean([np.mean(pred[test] == labels[test]) for _, test in splits]))
 
 
@@ -184,19 +189,11 @@ def topic_probe_grid(states: np.ndarray, labels: np.ndarray, n_components: int =
     _, n_layers, n_pos, _ = states.shape
     out = np.empty((n_layers, n_pos), dtype=np.float64)
     with threadpool_limits(limits=1, user_api="blas"):
-        _grid_loop(states, labels, splits, n_components, C, max_iter, out)
+        for layer in range(n_layers):
+            for pos in range(n_pos):
+                out[layer, pos] = _cv_accuracy(np.asarray(states[:, layer, pos, :], dtype=np.float64), labels,
+                                               splits, n_components, C, max_iter, f"states[:, {layer}, {pos}]")
     return out
-
-
-def _grid_loop(states, labels, splits, n_components, C, max_iter, out) -> None:
-    n_layers, n_pos = out.shape
-    for layer in range(n_layers):
-        for pos in range(n_pos):
-            X = np.asarray(states[:, layer, pos, :], dtype=np.float64)
-            if not np.all(np.isfinite(X)):
-                raise ValueError(f"states[:, {layer}, {pos}] contains non-finite values")
-            pred = _fold_predictions(X, labels, splits, n_components, C, max_iter)
-            out[layer, pos] = np.mean([np.mean(pred[test] == labels[test]) for _, test in splits])
 
 
 # --------------------------------------------------------------------------
@@ -351,12 +348,17 @@ def pc1_identity_r2(outputs: np.ndarray, token_ids: np.ndarray) -> tuple[float, 
     permutation mean (G − 1)/(n − 1); if every prompt has its own token, R² ≡ 1.
     Judge R² against ``pc1_identity_null``.
     """
-    z, frac = _pc1_scores(outputs)
-    G, sizes = _onehot(token_ids, z.size)
-    sst = float(np.sum((z - z.mean()) ** 2))
+    z, frac, G, sizes, sst = _pc1_setup(outputs, token_ids)
     if sst <= 0.0:
         return 0.0, frac
     return float(_between_share(z[None, :], G, sizes, sst)[0]), frac
+
+
+def _pc1_setup(outputs, token_ids):
+    """(PC1 scores z, PC1 variance fraction, one-hot groups, group sizes, total SS of z)."""
+    z, frac = _pc1_scores(outputs)
+    G, sizes = _onehot(token_ids, z.size)
+    return z, frac, G, sizes, float(np.sum((z - z.mean()) ** 2))
 
 
 def pc1_identity_null(outputs: np.ndarray, token_ids: np.ndarray, n_perm: int = 1000, seed: int = 0,
@@ -369,10 +371,8 @@ def pc1_identity_null(outputs: np.ndarray, token_ids: np.ndarray, n_perm: int = 
     follows from them (group sizes are permutation-invariant).  Permutations come from
     ``np.random.default_rng(seed)``.
     """
-    z, _ = _pc1_scores(outputs)
+    z, _, G, sizes, sst = _pc1_setup(outputs, token_ids)
     n = z.size
-    G, sizes = _onehot(token_ids, n)
-    sst = float(np.sum((z - z.mean()) ** 2))
     if sst <= 0.0:
         return np.zeros(n_perm)
     rng = np.random.default_rng(seed)

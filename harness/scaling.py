@@ -112,6 +112,12 @@ def fit_power_law(L, y) -> FitResult:
     return FitResult("power", {"a": a, "b": b}, power_law(L, a, b), rss, gaussian_aic(rss, n, 2), 2, n)
 
 
+
+def _improves(rss: float, best: float) -> bool:
+    """A candidate's RSS beats the best so far by more than float round-off (ties keep the earlier one)."""
+    return rss < best - 1e-12 * max(best, 1e-300)
+
+
 def fit_piecewise(L, y) -> FitResult:
     """Flat at c up to L0, then c·(L/L0)^b (continuous), by exact least squares in log space (k = 3).
 
@@ -131,7 +137,7 @@ def fit_piecewise(L, y) -> FitResult:
         x = np.maximum(u - t, 0.0)
         coef, rss = _lstsq_rss(np.column_stack([np.ones_like(u), x]), v)
         cand = (rss, coef[0], coef[1] if np.any(x) else 0.0, t)
-        if best is None or cand[0] < best[0] - 1e-12 * max(best[0], 1e-300):
+        if best is None or _improves(cand[0], best[0]):
             best = cand
     for lo, hi in zip(knots[:-2], knots[1:-1]):
         # Gap (lo, hi): needs >= 2 distinct lengths on the decaying side to identify b.
@@ -141,7 +147,7 @@ def fit_piecewise(L, y) -> FitResult:
         if coef[1] == 0.0:
             continue
         t = -coef[2] / coef[1]
-        if lo < t < hi and rss < best[0] - 1e-12 * max(best[0], 1e-300):
+        if lo < t < hi and _improves(rss, best[0]):
             best = (rss, coef[0], coef[1], t)
     rss, lnc, b, t = best
     c, b, L0 = float(np.exp(lnc)), float(b), float(np.exp(t))

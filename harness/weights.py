@@ -176,12 +176,6 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
     return model.eval(), tok
 
 
-def device_count() -> int:
-    from .devices import gpu_count
-
-    return gpu_count()
-
-
 def dtype_kwarg() -> str:
     """``from_pretrained``'s dtype keyword: ``dtype`` from transformers 4.56, ``torch_dtype`` before
     (older versions silently ignore ``dtype`` and load float32)."""
