@@ -25,7 +25,8 @@ def family_sizes(config_models, family):
 
 
 @pytest.mark.claim("T13")
-@pytest.mark.parametrize("family", [pytest.param(f, marks=getattr(pytest.mark, f)) for f in FAMILIES])
+@pytest.mark.parametrize("family", [  # a family with a paper ladder is also `paper`: the nightly -m "paper and llama"
+    pytest.param(f, marks=[getattr(pytest.mark, f)] + ([pytest.mark.paper] if f in SIZES else [])) for f in FAMILIES])
 def test_T13_leakage_constant_and_residual_share_rises_with_scale(family, session, request, figures):
     from harness.pytest_plugin import selected_models
 
