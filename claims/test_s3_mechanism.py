@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import capture as cap
-from harness.claims import holds
+from harness import holds
 from harness.interventions import bidirectional
 from harness.mechanism import offset_softmax, rotated_dot
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from harness import corpus
-from harness.claims import holds
+from harness import claim, holds
 from harness.leakage import benjamini_hochberg
 from harness.probes import cosine_consistency, decile_split, pc1_identity_null, pc1_identity_pvalue, pc1_identity_r2
 from harness.sinks import sink_reading_strength
 
 TOP_HEADS = 20  # "the top twenty Qwen sink-reading heads"
-PC1_RETAIN = 0.9  # retention threshold lost in extraction; the paper's retained heads all have PC1 >= 0.979
+PC1_RETAIN, Q = claim("T4").threshold("pc1_retain"), claim("T4").threshold("q")
 N_SINK_TOKENS = 8  # distinct tokens at position 0, each recurring, so identity can be regressed on
 
 
@@ -31,37 +31,29 @@ def head_consistency(session, model, prompts):
 
 @pytest.mark.claim("T3")
 def test_T3_top_sink_readers_are_consistent_across_prompts_with_bos(model, session, figures):
-    if not model.spec.adds_bos:
-        pytest.skip(f"{model.spec.name} has no fixed BOS at position 0: see the no-BOS variant of T3")
     top, bottom, strength = head_consistency(session, model, session.prompts(model.spec.name))
     figures.add("cosine_top_decile", float(top.mean()))
     figures.add("cosine_bottom_decile", float(bottom.mean()))
     figures.add("heads_per_decile", len(top))
     figures.add("sink_by_layer_head", strength)
-    figures.verify()
     holds(top.mean() > bottom.mean(), f"top-decile sink readers' cosine consistency {top.mean():.3f} is not above "
                                       f"the bottom decile's {bottom.mean():.3f}")
 
 
 @pytest.mark.claim("T3")
 def test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero(model, session, figures):
-    if model.spec.adds_bos:
-        pytest.skip(f"{model.spec.name} auto-prepends BOS: the no-BOS prediction does not apply")
     text = session.prompts(model.spec.name)
     natural, _, strength = head_consistency(session, model, text)
     fixed, _, _ = head_consistency(session, model, corpus.fixed_token_at_zero(text, int(text.ids[0, 0])))
     figures.add("cosine_top_decile_varying_token0", float(natural.mean()))
     figures.add("cosine_top_decile_fixed_token0", float(fixed.mean()))
     figures.add("sink_by_layer_head", strength)
-    figures.verify()
     holds(natural.mean() < fixed.mean(), f"top-decile consistency with the natural token at 0 ({natural.mean():.3f}) "
                                          f"is not below that with a fixed token at 0 ({fixed.mean():.3f})")
 
 
 @pytest.mark.claim("T4")
 def test_T4_sink_reader_output_carries_token0_identity(model, session, figures):
-    if model.spec.adds_bos:
-        pytest.skip(f"{model.spec.name} auto-prepends BOS: the identity probe is the paper's no-BOS test")
     s = session.settings
     text = session.prompts(model.spec.name, n_prompts=4 * N_SINK_TOKENS)
     prompts = corpus.cycled_tokens_at_zero(text, model.tokenizer, N_SINK_TOKENS, s.seed)
@@ -75,12 +67,11 @@ def test_T4_sink_reader_output_carries_token0_identity(model, session, figures):
         null = pc1_identity_null(z[:, h], token0, s.n_perm, s.seed)
         rows.append((int(h), r2, pc1, float(null.mean()), pc1_identity_pvalue(r2, null)))
     kept = [r for r in rows if r[2] > PC1_RETAIN]
-    significant = benjamini_hochberg(np.array([r[4] for r in kept]), 0.05) if kept else np.array([], bool)
+    significant = benjamini_hochberg(np.array([r[4] for r in kept]), Q) if kept else np.array([], bool)
     heads = strength.size // model.n_layers
     figures.add("retained_heads", [[h // heads, h % heads, r2, pc1, nm] for h, r2, pc1, nm, _ in kept],
                 note="[layer, head, R², PC1 fraction, null mean]")
     figures.add("retained_significant", int(significant.sum()))
-    figures.verify()
     holds(kept, f"none of the top {TOP_HEADS} sink-reading heads has a PC1 fraction above {PC1_RETAIN}")
     holds(significant.all(), f"{int((~significant).sum())}/{len(kept)} retained heads' PC1 projection is not "
                              f"explained by the token at 0 beyond the permutation null")

@@ -9,14 +9,12 @@ give similar mean ΔR²).
 import numpy as np
 import pytest
 
-from harness.claims import holds
+from harness import claim, holds
 from harness.leakage import delta_r2
 from harness.measure import leakage_inputs, pair_targets, significance
 
 
-TOP = 30
-Q = 0.05
-SIMILAR = 2.0  # "similar": natural-text and random-token means within a factor of two of each other
+TOP, Q, SIMILAR = (claim("T5").threshold(k) for k in ("top", "q", "similar"))
 
 
 @pytest.mark.claim("T5")
@@ -31,7 +29,6 @@ def test_T5_top30_heads_significant_after_fdr(model, session, figures):
     figures.add("top30_significant", n_sig, paper=n_top)
     figures.add("heads_significant", int(sig["significant"].sum()))
     figures.add("heads", int(sig["delta"].size))
-    figures.verify()
     holds(n_sig == n_top, f"only {n_sig}/{n_top} of the top heads survive BH-FDR at q={Q} "
                           f"({session.settings.n_perm} permutations)")
 
@@ -45,6 +42,5 @@ def test_T5_leakage_is_content_independent(model, session, figures):
     figures.add("mean_delta_natural_text", natural)
     figures.add("mean_delta_random_tokens", random)
     figures.add("ratio_random_over_natural", random / natural)
-    figures.verify()
     holds(1 / SIMILAR <= random / natural <= SIMILAR,
           f"mean ΔR² on random tokens {random:.4g} vs natural text {natural:.4g}: not within {SIMILAR}x")

@@ -8,13 +8,12 @@ the two nearly equal.
 import numpy as np
 import pytest
 
-from harness.claims import holds
+from harness import claim, holds
 from harness.leakage import causal_mask_share, residual_stream_share
 
 from harness.measure import leakage_inputs, mean_delta_with_ci, pair_targets
 
-PAPER_BI_BAND = (0.09, 0.36)
-NEARLY_EQUAL = 1.5  # identity vs scrambled within 1.5x: the paper's own widest pair (Qwen 0.0496/0.0370) is 1.34x
+PAPER_BI_BAND, NEARLY_EQUAL = claim("T6").threshold("paper_bi_band"), claim("T6").threshold("nearly_equal")
 
 
 def means(session, model, *conditions):
@@ -35,7 +34,6 @@ def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
     figures.add("within_paper_band", bool(PAPER_BI_BAND[0] <= ratio <= PAPER_BI_BAND[1]))
     figures.add("residual_stream_share", residual_stream_share(base, bi))
     figures.add("causal_mask_share", causal_mask_share(base, bi))
-    figures.verify()
     holds(ratio < 1, f"bidirectional mean ΔR² {bi:.4g} is not below causal {base:.4g} (ratio {ratio:.2f})")
 
 
@@ -51,7 +49,6 @@ def test_T6_rope_ablations_raise_leakage_alike(model, session, figures):
     figures.add("ablation:scrambled-RoPE", scr, ci=scr_ci)
     figures.add("identity_over_causal", ident / base, note="paper 2.1-3.2x")
     figures.add("scrambled_over_causal", scr / base, note="paper 2.1-3.2x")
-    figures.verify()
     holds(ident > base and scr > base, f"RoPE ablations do not raise leakage: identity {ident:.4g}, "
                                        f"scrambled {scr:.4g}, causal {base:.4g}")
     holds(abs(np.log(ident / scr)) <= np.log(NEARLY_EQUAL),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.claims import holds
+from harness import claim, holds
 from harness.interventions import project_out_of_residual, rank1_mlp_ablation, zero_heads
 from harness.leakage import delta_r2
 from harness.measure import leakage_inputs, pair_targets
@@ -19,7 +19,7 @@ from harness.probes import decile_split, dominant_direction, fraction_norm_remov
 from harness.sinks import sink_reading_strength
 
 DIRECTION_PROMPTS = 4  # prompts the rank-1 directions are fitted on
-PAPER_MIN_NORM_REMOVED = 0.17  # App. B, smallest per-layer value
+PAPER_MIN_NORM_REMOVED, ACCURACY_SE = claim("T12").threshold("min_norm_removed"), claim("T12").threshold("accuracy_se")
 
 
 def mean_delta(session, model, interventions=None, tag=""):
@@ -64,7 +64,6 @@ def targeted_vs_random(model, session, figures, draws):
                 ci=[min(values), max(values)], note="range over draws")
     for label, v in (("rank1", rank1), ("sink_heads", sink), ("random_heads", rand)):
         figures.add(f"reduction_{label}", 1 - v / base)
-    figures.verify()
     return base, rank1, sink, rand
 
 
@@ -135,8 +134,7 @@ def check_rank1_mlp(model, session, figures, layers):
     figures.add("ablated_layers", layers)
     figures.add("topic_accuracy_before", acc0)
     figures.add("topic_accuracy_after_by_ablated_layer", after)
-    figures.verify()
     holds(removed.mean() >= PAPER_MIN_NORM_REMOVED,
           f"the rank-1 ablation removes only {removed.mean():.3f} of the MLP output norm on average over layers")
-    holds(after.min() >= acc0 - 2 * se, f"topic-probe accuracy falls from {acc0:.3f} to {after.min():.3f} after the "
-                                        f"ablation at layer {layers[int(after.argmin())]} (beyond 2 SE = {2 * se:.3f})")
+    holds(after.min() >= acc0 - ACCURACY_SE * se, f"topic-probe accuracy falls from {acc0:.3f} to {after.min():.3f} after the "
+                                        f"ablation at layer {layers[int(after.argmin())]} (beyond {ACCURACY_SE} SE = {ACCURACY_SE * se:.3f})")

@@ -10,7 +10,9 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-PATH = Path(__file__).resolve().parent.parent / "fixtures" / "known_outcomes.json"
+from .paths import KNOWN_OUTCOMES
+
+PATH = KNOWN_OUTCOMES
 
 
 @lru_cache(maxsize=1)

@@ -1,18 +1,18 @@
-"""PNG figures for the run report, chosen by the names of the figures a claim test recorded.
+"""PNG figures for the run report, chosen by the plot kind each figure declares in the claim registry.
 
 Each plot function is pure (figure dicts in, PNG path out) and returns None, writing nothing, when
-its figures are absent. ``by_model`` maps model -> {figure name -> figure dict} for one claim.
-Conventions (figure names, per model):
+its figures are absent. ``by_model`` maps model -> {figure name -> figure dict} for one claim; ``roles``
+maps a role of the plot kind to the figure names that fill it ("" for the plotted series). Plot kinds
+(``FigureSpec.plot`` = ``kind`` or ``kind.role``):
 
-* ``delta_r2_by_bin_causal``, ``delta_r2_by_bin_bidirectional`` (lists), ``bin_edges`` (n+1 ints)
-  -> per-query-bin profile, causal vs bidirectional, one panel per model (the paper's Figure 1)
+* ``bin_profile`` (lists per query bin), ``bin_profile.x`` (n+1 bin edges)
+  -> per-query-bin profile, one curve per figure, one panel per model (the paper's Figure 1)
 * ``layer_ratio`` (list per layer, nulls allowed) -> layer-wise ratio, one line per model
-* ``sink_by_layer_head`` (nested [layers][heads]) -> heatmap per model
-* ``sink_at_8_default``, ``sink_at_8_bos_moved``, ``sink_at_0_default``, ``sink_at_0_random_token``,
-  ``sink_at_0_no_bos`` (scalars) -> grouped bars, one group per model
-* ``lengths``, ``delta_r2_by_length``, ``power_law_prediction``, ``piecewise_prediction`` -> log-log
-  scatter with both fits, one panel per model
-* ``ablation:<name>`` (scalar, ci [lo, hi] or null) -> bars with CI error bars per (claim, model)
+* ``sink_heatmap`` (nested [layers][heads]) -> heatmap per model
+* ``sink_bars`` (scalars) -> grouped bars, one group per model
+* ``length_scaling`` (measured), ``length_scaling.x`` (lengths), ``length_scaling.fit`` (fitted curves)
+  -> log-log scatter with the fits, one panel per model
+* ``ablation_bars`` (scalar, ci [lo, hi] or null) -> bars with CI error bars per (claim, model)
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
+from .claim_registry import CLAIMS, UndeclaredFigure
+
 DPI = 80
-BIN_CURVES = (("delta_r2_by_bin_causal", "causal", "o-"), ("delta_r2_by_bin_bidirectional", "bidirectional", "s--"))
-SINK_BARS = ("sink_at_8_default", "sink_at_8_bos_moved", "sink_at_0_default", "sink_at_0_random_token",
-             "sink_at_0_no_bos")
-FITS = (("power_law_prediction", "power law", "--"), ("piecewise_prediction", "piecewise", "-"))
+CURVE_STYLES = ("o-", "s--", "^:", "d-.")
+FIT_STYLES = ("--", "-", ":", "-.")
 
 
 class Plot(NamedTuple):
@@ -78,15 +78,22 @@ def _save(fig: Figure, out: Path) -> Path:
     return out
 
 
-def bin_profile(by_model: dict, out: Path) -> Path | None:
-    models = [m for m, f in by_model.items() if any(isinstance(_val(f, k), list) for k, _, _ in BIN_CURVES)]
+def _label(name: str, *prefixes: str) -> str:
+    for p in prefixes:
+        name = name.removeprefix(p)
+    return name.replace("_", " ")
+
+
+def bin_profile(by_model: dict, roles: dict, out: Path) -> Path | None:
+    curves = [(k, _label(k, "delta_r2_by_bin_"), s) for k, s in zip(roles.get("", []), CURVE_STYLES)]
+    models = [m for m, f in by_model.items() if any(isinstance(_val(f, k), list) for k, _, _ in curves)]
     if not models:
         return None
     fig, axes = _panels(len(models))
     for ax, m in zip(axes, models):
-        f, edges = by_model[m], _val(by_model[m], "bin_edges")
+        f, edges = by_model[m], next((_val(by_model[m], k) for k in roles.get("x", [])), None)
         n = 0
-        for key, label, style in BIN_CURVES:
+        for key, label, style in curves:
             y = _val(f, key)
             if isinstance(y, list):
                 n = max(n, len(y))
@@ -98,8 +105,9 @@ def bin_profile(by_model: dict, out: Path) -> Path | None:
     return _save(fig, out)
 
 
-def layer_ratio(by_model: dict, out: Path) -> Path | None:
-    series = {m: _arr(v) for m, f in by_model.items() if isinstance(v := _val(f, "layer_ratio"), list) and v}
+def layer_ratio(by_model: dict, roles: dict, out: Path) -> Path | None:
+    name = next(iter(roles.get("", [])), None)
+    series = {m: _arr(v) for m, f in by_model.items() if isinstance(v := _val(f, name), list) and v}
     if not series:
         return None
     fig = Figure(figsize=(6.5, 3.6))
@@ -114,8 +122,8 @@ def layer_ratio(by_model: dict, out: Path) -> Path | None:
     return _save(fig, out)
 
 
-def sink_heatmap(model: str, figs: dict, out: Path) -> Path | None:
-    v = _val(figs, "sink_by_layer_head")
+def sink_heatmap(model: str, figs: dict, roles: dict, out: Path) -> Path | None:
+    v = next((_val(figs, k) for k in roles.get("", [])), None)
     if not (isinstance(v, list) and v and all(isinstance(row, list) for row in v)):
         return None
     width = max(len(row) for row in v)
@@ -128,8 +136,8 @@ def sink_heatmap(model: str, figs: dict, out: Path) -> Path | None:
     return _save(fig, out)
 
 
-def sink_bars(by_model: dict, out: Path) -> Path | None:
-    names = [n for n in SINK_BARS if any(_scalar(_val(f, n)) for f in by_model.values())]
+def sink_bars(by_model: dict, roles: dict, out: Path) -> Path | None:
+    names = [n for n in roles.get("", []) if any(_scalar(_val(f, n)) for f in by_model.values())]
     models = [m for m, f in by_model.items() if any(_scalar(_val(f, n)) for n in names)]
     if not models:
         return None
@@ -148,17 +156,19 @@ def sink_bars(by_model: dict, out: Path) -> Path | None:
     return _save(fig, out)
 
 
-def length_scaling(by_model: dict, out: Path) -> Path | None:
+def length_scaling(by_model: dict, roles: dict, out: Path) -> Path | None:
+    x_name, y_name = next(iter(roles.get("x", [])), None), next(iter(roles.get("", [])), None)
+    fits = [(k, _label(k).removesuffix(" prediction"), s) for k, s in zip(roles.get("fit", []), FIT_STYLES)]
     models = [m for m, f in by_model.items()
-              if isinstance(_val(f, "lengths"), list) and isinstance(_val(f, "delta_r2_by_length"), list)]
+              if isinstance(_val(f, x_name), list) and isinstance(_val(f, y_name), list)]
     if not models:
         return None
     fig, axes = _panels(len(models))
     for ax, m in zip(axes, models):
         f = by_model[m]
-        x = _arr(_val(f, "lengths"))
-        ax.plot(x, _arr(_val(f, "delta_r2_by_length")), "ko", ms=4, label="measured")
-        for key, label, style in FITS:
+        x = _arr(_val(f, x_name))
+        ax.plot(x, _arr(_val(f, y_name)), "ko", ms=4, label="measured")
+        for key, label, style in fits:
             y = _val(f, key)
             if isinstance(y, list) and len(y) == len(x):
                 ax.plot(x, _arr(y), style, label=label)
@@ -171,9 +181,9 @@ def length_scaling(by_model: dict, out: Path) -> Path | None:
     return _save(fig, out)
 
 
-def ablation_bars(claim: str, model: str, figs: dict, out: Path) -> Path | None:
+def ablation_bars(claim: str, model: str, figs: dict, roles: dict, out: Path) -> Path | None:
     items = [(n.removeprefix("ablation:"), f) for n, f in figs.items()
-             if n.startswith("ablation:") and _scalar(f.get("value"))]
+             if n in roles.get("", []) and _scalar(f.get("value"))]
     if not items:
         return None
     ys = np.array([float(f["value"]) for _, f in items])
@@ -196,6 +206,26 @@ def _slug(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)) + ".png"
 
 
+def plot_roles(claim: str, names) -> dict:
+    """{plot kind: {role: [figure names]}} for the recorded figure names of one claim (registry order kept)."""
+    out: dict = defaultdict(lambda: defaultdict(list))
+    spec = CLAIMS.get(claim)
+    for name in names:
+        try:
+            f = spec.figure(name) if spec else None
+        except UndeclaredFigure:  # a results.json from another version of the registry: not plotted
+            f = None
+        if f is not None and f.plot_kind:
+            out[f.plot_kind][f.plot_role].append(name)
+    return out
+
+
+PER_CLAIM = {"bin_profile": ("per-query-bin ΔR² profile, causal vs bidirectional", bin_profile),
+             "layer_ratio": ("layer-wise ratio ΔR²(bi)/ΔR²(causal)", layer_ratio),
+             "sink_bars": ("sink magnitude by anchor condition", sink_bars),
+             "length_scaling": ("length scaling (log-log) with power-law and piecewise fits", length_scaling)}
+
+
 def make_all(results: dict, fig_dir: Path) -> list[Plot]:
     """Every plot the run's figures support, written into fig_dir (stale PNGs there are removed)."""
     by_claim: dict = defaultdict(lambda: defaultdict(dict))
@@ -215,16 +245,17 @@ def make_all(results: dict, fig_dir: Path) -> list[Plot]:
         if path is not None:
             plots.append(Plot(claim, model, title, path))
 
+    d = Path(fig_dir)
     for claim, by_model in by_claim.items():
-        d = Path(fig_dir)
-        add(claim, None, "per-query-bin ΔR² profile, causal vs bidirectional", bin_profile, by_model,
-            d / _slug(claim, "bin_profile"))
-        add(claim, None, "layer-wise ratio ΔR²(bi)/ΔR²(causal)", layer_ratio, by_model, d / _slug(claim, "layer_ratio"))
-        add(claim, None, "sink magnitude by anchor condition", sink_bars, by_model, d / _slug(claim, "sink_bars"))
-        add(claim, None, "length scaling (log-log) with power-law and piecewise fits", length_scaling, by_model,
-            d / _slug(claim, "length_scaling"))
+        kinds = plot_roles(claim, dict.fromkeys(n for figs in by_model.values() for n in figs))
+        for kind, (title, fn) in PER_CLAIM.items():
+            if kind in kinds:
+                add(claim, None, title, fn, by_model, kinds[kind], d / _slug(claim, kind))
         for m, figs in by_model.items():
-            add(claim, m, f"sink magnitude per layer and head — {m}", sink_heatmap, m, figs,
-                d / _slug(claim, "sink_heatmap", m))
-            add(claim, m, f"ablations — {m}", ablation_bars, claim, m, figs, d / _slug(claim, "ablations", m))
+            if "sink_heatmap" in kinds:
+                add(claim, m, f"sink magnitude per layer and head — {m}", sink_heatmap, m, figs,
+                    kinds["sink_heatmap"], d / _slug(claim, "sink_heatmap", m))
+            if "ablation_bars" in kinds:
+                add(claim, m, f"ablations — {m}", ablation_bars, claim, m, figs, kinds["ablation_bars"],
+                    d / _slug(claim, "ablations", m))
     return plots

@@ -40,7 +40,8 @@ def synthetic() -> dict:
             rec("T8", "test_layer_ratio", m, "xfailed", [fig("layer_ratio", [0.2, None, 0.3 * s, 0.4, 0.5])],
                 reason="ratio grows with depth in this model"),
             rec("T2", "test_bos_moved", m, "passed", [
-                fig("sink_at_8_default", 0.01), fig("sink_at_8_bos_moved", 0.9, paper=0.92),
+                fig("sink_at_8_default", 0.01), fig("sink_at_8_bos_moved", 0.9, paper=0.92)]),
+            rec("T3", "test_consistency", m, "passed", [
                 fig("sink_by_layer_head", [[0.1 * (i + j) / s for j in range(6)] for i in range(4)])]),
             rec("T2", "test_random_token", m, "skipped", [], reason="weights unavailable"),
             rec("T10", "test_length_scaling", m, "failed", [
@@ -49,9 +50,9 @@ def synthetic() -> dict:
                 fig("piecewise_prediction", [0.05, 0.05, 0.03, 0.015, 0.0075])],
                 reason="AssertionError: piecewise | power"),
             rec("T6", "test_ablations", m, "passed", [
-                fig("ablation:baseline", 0.0143, paper=0.0143, ci=[0.0137, 0.0149]),
-                fig("ablation:bidirectional", 0.0051, ci=[0.004, 0.006]), fig("ablation:identity_rope", 0.04),
-                fig("mean_ratio", 0.123456789, note="bi / baseline")]),
+                fig("ablation:causal", 0.0143, paper=0.0143, ci=[0.0137, 0.0149]),
+                fig("ablation:bidirectional", 0.0051, ci=[0.004, 0.006]), fig("ablation:identity-RoPE", 0.04),
+                fig("bidirectional_over_causal", 0.123456789, note="bi / baseline")]),
         ]
     return {"run": "run-synthetic", "settings": {"n_prompts": 8, "seq_len": 128}, "models": MODELS,
             "versions": {"python": "3.11", "torch": "2.x"}, "records": recs}
@@ -69,7 +70,7 @@ def test_build_writes_all_figure_kinds(built):
     d, md, _ = built
     pngs = sorted(p.name for p in (d / "figures").glob("*.png"))
     for kind in ("T7_bin_profile", "T8_layer_ratio", "T2_sink_bars", "T10_length_scaling",
-                 "T2_sink_heatmap_smollm2-135m", "T2_sink_heatmap_qwen-tiny", "T6_ablations_qwen-tiny"):
+                 "T3_sink_heatmap_smollm2-135m", "T3_sink_heatmap_qwen-tiny", "T6_ablations_qwen-tiny"):
         assert f"{kind}.png" in pngs
         assert f"](figures/{kind}.png)" in md
     assert all((d / "figures" / p).read_bytes().startswith(b"\x89PNG") for p in pngs)
@@ -86,15 +87,15 @@ def test_html_is_self_contained(built):
 def test_markdown_tables_per_claim_and_verdicts(built):
     _, md, html = built
     for claim in ("T2", "T6", "T7", "T8", "T10"):
-        assert f"## {claim} — {report.CLAIM_SUMMARY[claim]}" in md
+        assert f"## {claim} — {report.claim_texts()[claim]}" in md
     rows = {line.split(" | ")[2]: line for line in md.splitlines() if line.startswith("| smollm2-135m | test_")}
     assert rows["delta_r2_by_bin_causal"].endswith("| 0.296 | [0.3, 0.1, 0.05, 0.03, 0.02, 0.02, … (7)] |  | held |")
     assert "| [0.2, null, 0.3, 0.4, 0.5] |  | did not hold: ratio grows with depth" in rows["layer_ratio"]
     assert "did not hold (test failed): AssertionError: piecewise \\| power" in rows["lengths"]
-    assert "| ablation:baseline | 0.0143 | 0.0143 | [0.0137, 0.0149] | held |" in rows["ablation:baseline"]
-    assert "0.1235" in rows["mean_ratio (bi / baseline)"] and "[4×6 array" in rows["sink_by_layer_head"]
+    assert "| ablation:causal | 0.0143 | 0.0143 | [0.0137, 0.0149] | held |" in rows["ablation:causal"]
+    assert "0.1235" in rows["bidirectional_over_causal (bi / baseline)"] and "[4×6 array" in rows["sink_by_layer_head"]
     assert "| test_random_token |  |  |  |  | skipped: weights unavailable |" in md
-    assert "| smollm2-135m | 3 | 2 | 1 |" in md  # summary per model: held / did not hold / skipped
+    assert "| smollm2-135m | 4 | 2 | 1 |" in md  # summary per model: held / did not hold / skipped
     assert 'class="not">did not hold: ratio grows' in html
 
 
@@ -125,12 +126,13 @@ def test_compare_flags_perturbed_figure_and_outcome(tmp_path, capsys):
 
 def test_plots_skip_missing_data(tmp_path):
     empty = {"m": {"other": fig("other", 1.0)}}
-    assert plots.bin_profile(empty, tmp_path / "a.png") is None
-    assert plots.layer_ratio(empty, tmp_path / "b.png") is None
-    assert plots.sink_bars(empty, tmp_path / "c.png") is None
-    assert plots.length_scaling(empty, tmp_path / "d.png") is None
-    assert plots.sink_heatmap("m", empty["m"], tmp_path / "e.png") is None
-    assert plots.ablation_bars("T6", "m", empty["m"], tmp_path / "f.png") is None
+    roles = {"": ["absent"], "x": ["absent_x"], "fit": ["absent_fit"]}
+    assert plots.bin_profile(empty, roles, tmp_path / "a.png") is None
+    assert plots.layer_ratio(empty, roles, tmp_path / "b.png") is None
+    assert plots.sink_bars(empty, roles, tmp_path / "c.png") is None
+    assert plots.length_scaling(empty, roles, tmp_path / "d.png") is None
+    assert plots.sink_heatmap("m", empty["m"], roles, tmp_path / "e.png") is None
+    assert plots.ablation_bars("T6", "m", empty["m"], roles, tmp_path / "f.png") is None
     assert plots.make_all({"records": [rec("T1", "t", "m", "passed", [fig("x", [1, 2])])]}, tmp_path) == []
     assert list(tmp_path.iterdir()) == []
 

@@ -1,0 +1,137 @@
+"""The claim registry is the one source of truth: claims/ tests, METHODS.md and Figures agree with it."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from harness import paths
+from harness.claim_registry import (ADDS_BOS, CLAIMS, EVERY_MODEL, LADDER, NO_BOS, SLIDING_WINDOW, FigureSpec,
+                                    PaperValue, Target, UndeclaredFigure, claim, family_sizes, methods_table)
+from harness.models import get_spec
+from harness.verdict import ClaimNotHeld, Figures, SnapshotDrift
+
+
+def claim_tests() -> dict[str, str]:
+    """{test function name: claim id of its marker} over claims/*.py, read from the source."""
+    out = {}
+    for path in sorted((paths.ROOT / "claims").glob("test_*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                ids = [d.args[0].value for d in node.decorator_list if isinstance(d, ast.Call)
+                       and ast.unparse(d.func) == "pytest.mark.claim"]
+                assert len(ids) == 1, f"{path.name}::{node.name} needs exactly one @pytest.mark.claim"
+                out[node.name] = ids[0]
+    return out
+
+
+def test_every_claim_test_is_registered_under_its_marker_and_nothing_else():
+    found = claim_tests()
+    registered = {t: c.id for c in CLAIMS.values() for t in c.tests}
+    assert found == registered
+
+
+def test_test_names_carry_their_claim_id():
+    for name, cid in claim_tests().items():
+        assert name.startswith(f"test_{cid}_"), name
+
+
+def test_methods_claim_table_is_the_registry():
+    assert methods_table() in paths.METHODS.read_text(), \
+        "METHODS.md's claim table differs from the registry: paste `python -m harness.claim_registry` into it"
+
+
+def test_every_paper_value_belongs_to_exactly_one_figure_of_one_claim():
+    owners: dict = {}
+    for c in CLAIMS.values():
+        for f in c.figures:
+            for model in f.paper:
+                owners.setdefault((model, f.name), []).append(c.id)
+                get_spec(model)  # a paper value names a registered model
+    assert owners and all(len(v) == 1 for v in owners.values()), {k: v for k, v in owners.items() if len(v) > 1}
+
+
+def test_thresholds_quote_the_paper():
+    for c in CLAIMS.values():
+        for name, t in c.thresholds.items():
+            assert len(t.sentence) > 20 and t.reading, f"{c.id}.{name}"
+
+
+def test_figure_templates_match_run_time_names():
+    f = FigureSpec("ablation:random heads ({k}, {draws} draws)")
+    assert f.matches("ablation:random heads (27, 3 draws)") and not f.matches("ablation:random heads")
+    assert claim("T9c").figure("percent_of_bidirectional:bi+replace-all").name == "percent_of_bidirectional:{condition}"
+    with pytest.raises(UndeclaredFigure, match="T6 records 'mean_delta_anything'"):
+        claim("T6").figure("mean_delta_anything")
+
+
+@pytest.mark.parametrize("applies, name, why", [
+    (EVERY_MODEL, "gemma3-270m", None),
+    (ADDS_BOS, "gemma3-270m", None),
+    (ADDS_BOS, "smollm2-135m", "not applicable to smollm2-135m: the prediction is for models that auto-prepend BOS"),
+    (NO_BOS, "gemma3-270m", "not applicable to gemma3-270m: the prediction is for models that do not auto-prepend BOS"),
+    (SLIDING_WINDOW, "gemma3-270m", None),
+    (SLIDING_WINDOW, "qwen2.5-coder-0.5b", "not applicable to qwen2.5-coder-0.5b: the prediction is for models with "
+                                           "sliding-window attention layers"),
+])
+def test_applicability_gives_one_uniform_reason(applies, name, why):
+    assert applies.why_not(Target(get_spec(name))) == why
+
+
+def test_ladder_needs_two_sizes_of_the_family():
+    assert family_sizes("llama", ("llama-3.1-8b", "smollm2-135m", "llama-3.2-1b")) == ["llama-3.2-1b", "llama-3.1-8b"]
+    assert family_sizes("qwen", ("qwen2.5-coder-0.5b", "smollm2-135m")) == ["qwen2.5-coder-0.5b"]
+    assert LADDER.why_not(Target(family="llama", selected=("llama-3.2-1b", "llama-3.2-3b"))) is None
+    assert "not applicable to the qwen family" in LADDER.why_not(Target(family="qwen", selected=("qwen2.5-coder-0.5b",)))
+
+
+class Node:
+    def __init__(self):
+        self.user_properties = []
+
+
+class FakeSnapshot:
+    def __init__(self, stored):
+        self.stored = stored
+
+    def __eq__(self, other):
+        return other == self.stored
+
+
+def test_figures_refuse_undeclared_names_and_record_paper_values():
+    node = Node()
+    figs = Figures(node, claim("T6"), model="qwen-2.5-3b")
+    figs.add("mean_delta_causal", 0.015)
+    assert node.user_properties[-1][1]["paper"] == 0.0153
+    with pytest.raises(UndeclaredFigure):
+        figs.add("mean_delta_typo", 1.0)
+    assert list(figs.values) == ["mean_delta_causal"]
+
+
+def test_paper_check_uses_the_claims_own_tolerance():
+    assert PaperValue(0.0143, rtol=0.25).within(0.0143 * 1.24) and not PaperValue(0.0143, rtol=0.25).within(0.0143 * 1.26)
+    figs = Figures(Node(), claim("T6"), model="qwen-2.5-3b")
+    figs.add("mean_delta_causal", 0.0153 * 1.2)
+    figs.check_paper()
+    figs.add("mean_delta_bidirectional", 0.0014 * 2)
+    with pytest.raises(ClaimNotHeld, match="mean_delta_bidirectional = 0.0028 on qwen-2.5-3b; the paper reports 0.0014"):
+        figs.check_paper()
+    # T9c's first-bin 'ablation:bidirectional' (0.115 on Llama-3.2-3B) is not T6's whole-range mean of that name
+    t6 = Figures(Node(), claim("T6"), model="llama-3.2-3b")
+    t6.add("ablation:bidirectional", 0.005)
+    t6.check_paper()
+    t9c = Figures(Node(), claim("T9c"), model="llama-3.2-3b")
+    t9c.add("ablation:bidirectional", 0.005)
+    with pytest.raises(ClaimNotHeld):
+        t9c.check_paper()
+
+
+def test_snapshot_drift_is_not_a_claim_verdict():
+    figs = Figures(Node(), claim("T6"), snapshot=FakeSnapshot({"mean_delta_causal": 1.0}))
+    figs.add("mean_delta_causal", 1.0)
+    figs.check_snapshot()
+    figs.add("causal_mask_share", 0.5)
+    with pytest.raises(SnapshotDrift) as e:
+        figs.check_snapshot()
+    assert not isinstance(e.value, ClaimNotHeld)
