@@ -30,7 +30,7 @@ def child(mode: str, model_name: str, seq_len: int, n_pairs: int) -> None:
 
     session = Session(Settings(n_prompts=4, seq_len=seq_len), log=lambda *a: None)
     model = session.model(model_name)
-    ids = session.prompts(model_name, n_prompts=4).ids[:1]
+    ids = session.prompts(model, n_prompts=4).ids[:1]
     pairs = stratified_pairs(seq_len, n_pairs, seed=0)
     torch.set_grad_enabled(False)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

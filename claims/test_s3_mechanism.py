@@ -6,7 +6,6 @@ change that broke RoPE or the causal mask would show here first.
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -53,7 +52,7 @@ def test_EQ3_causal_denominator_makes_weights_depend_on_query_position(f):
 def test_EQ3_model_attention_applies_causal_mask_and_bidirectional_removes_it(model, session):
     """Through the registered attention function: row i of every head sums exactly i + 1 non-zero weights
     under the causal mask (the mask is really applied), and n (or the sliding band) when it is removed."""
-    ids = session.prompts(model.spec.name).ids[:2, :32]
+    ids = session.prompts(model).ids[:2, :32]
     names = model.names("attn.hook_pattern")
     support = lambda x: (x > 0).sum(-1).float()  # noqa: E731  [B, H, n]
     causal = cap.capture(model, ids, {n: support for n in names}, label="mask check")
@@ -75,7 +74,7 @@ def test_EQ3_model_attention_applies_causal_mask_and_bidirectional_removes_it(mo
 def test_EQ7_position0_is_a_function_of_token0_alone(model, session, tail_seed, length):
     """Eq. 7: under causal attention position 0 attends only to itself, so its state at every layer
     depends on the token at 0 alone: two prompts sharing only that token agree there at every layer."""
-    base = session.prompts(model.spec.name).ids[0, :length]
+    base = session.prompts(model).ids[0, :length]
     rng = np.random.default_rng(tail_seed)
     other = base.copy()
     other[1:] = rng.choice(base.max() + 1, size=length - 1)

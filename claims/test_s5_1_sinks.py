@@ -9,8 +9,8 @@ moving it and on replacing it; models without one on the paper's no-BOS predicti
 import numpy as np
 import pytest
 
-from harness import corpus
-from harness import claim, holds
+from harness import claim, corpus, holds
+from harness.reads import At, ResidMeanContent, Run, SinkProfile, probe_positions
 from harness.sinks import peak_sink, sink_magnitude_by_layer
 
 MOVED_TO = 8  # paper: BOS moved to position 8
@@ -19,12 +19,12 @@ MAJORITY, SUPPRESSED, SATURATED = (T2.threshold(k) for k in ("majority", "suppre
 
 
 def sink_profile(session, model, prompts):
-    return session.measure(model.spec.name, prompts, "sink_profile")["sink_profile"]
+    return session.capture(model, Run(prompts), SinkProfile()).values
 
 
 @pytest.mark.claim("T2")
 def test_T2_moving_bos_moves_the_sink(model, session, figures):
-    text = session.prompts(model.spec.name)
+    text = session.prompts(model)
     default = sink_profile(session, model, text)
     moved = sink_profile(session, model, corpus.bos_at(text, model.spec, MOVED_TO))
     s8, layer = peak_sink(moved, MOVED_TO)
@@ -42,7 +42,7 @@ def test_T2_moving_bos_moves_the_sink(model, session, figures):
 
 @pytest.mark.claim("T2")
 def test_T2_uncommon_token_at_zero_suppresses_the_sink(model, session, figures):
-    text = session.prompts(model.spec.name)
+    text = session.prompts(model)
     s0, _ = peak_sink(sink_profile(session, model, text), 0)
     s0_random, layer = peak_sink(sink_profile(session, model, corpus.random_token_at_zero(text, model.tokenizer)), 0)
     figures.add("sink_at_0_default", s0)
@@ -53,7 +53,7 @@ def test_T2_uncommon_token_at_zero_suppresses_the_sink(model, session, figures):
 
 @pytest.mark.claim("T2")
 def test_T2_without_bos_position0_is_a_saturated_default_sink(model, session, figures):
-    text = session.prompts(model.spec.name)
+    text = session.prompts(model)
     s0, layer = peak_sink(sink_profile(session, model, text), 0)
     figures.add("sink_at_0_no_bos", s0)
     figures.add("peak_layer", layer)
@@ -68,18 +68,18 @@ ORDERS_SMALLER = claim("T1").threshold("orders_smaller")
 def topic_grid(session, model):
     """(positions, sink [layers, positions], probe accuracy [layers, positions], decodable mask, chance),
     computed once per model and session (both T1 tests read it)."""
-    return session.memo((model.spec.name, "T1 topic grid"), lambda: _topic_grid(session, model))
+    return session.memo(model, "T1 topic grid", lambda: _topic_grid(session, model))
 
 
 def _topic_grid(session, model):
     from harness.probes import above_chance, chance_level, topic_probe_grid
-    from harness.session import probe_positions
 
-    text = session.prompts(model.spec.name, n_prompts=session.settings.n_probe_prompts)
-    m = session.measure(model.spec.name, text, ("resid_probe_positions", "sink_profile", "resid_mean_content"))  # T12 reuses the pass
-    pos = probe_positions(text.seq_len)
-    sink = sink_magnitude_by_layer(m["sink_profile"])[:, pos]
-    acc = topic_probe_grid(m["resid_probe_positions"], text.labels, seed=session.settings.seed)
+    text = session.prompts(model, n_prompts=session.settings.n_probe_prompts)
+    pos = list(probe_positions(text.seq_len))
+    states, profile, _ = session.capture(model, Run(text), At(positions=tuple(pos)), SinkProfile(),
+                                         ResidMeanContent())  # T12 reuses the pass
+    sink = sink_magnitude_by_layer(profile.values)[:, pos]
+    acc = topic_probe_grid(states.values, text.labels, seed=session.settings.seed)
     chance = chance_level(text.labels)
     decodable = np.vectorize(lambda a: above_chance(a, len(text), chance))(acc)
     return np.array(pos), sink, acc, decodable, chance

@@ -10,10 +10,10 @@ token identity, against a permutation null).
 import numpy as np
 import pytest
 
-from harness import corpus
-from harness import claim, holds
+from harness import claim, corpus, holds
 from harness.leakage import benjamini_hochberg
 from harness.probes import cosine_consistency, decile_split, pc1_identity_null, pc1_identity_pvalue, pc1_identity_r2
+from harness.reads import At, Run, SinkProfile
 from harness.sinks import sink_reading_strength
 
 TOP_HEADS = 20  # "the top twenty Qwen sink-reading heads"
@@ -21,17 +21,20 @@ PC1_RETAIN, Q = claim("T4").threshold("pc1_retain"), claim("T4").threshold("q")
 N_SINK_TOKENS = 8  # distinct tokens at position 0, each recurring, so identity can be regressed on
 
 
+Z_LAST = At(point="attn.hook_z", positions=(-1,))  # each head's output at the last query (it reads every key)
+
+
 def head_consistency(session, model, prompts):
-    m = session.measure(model.spec.name, prompts, ("z_last", "sink_profile"))
-    strength = sink_reading_strength(m["sink_profile"])  # [layers, heads]
-    cons = cosine_consistency(m["z_last"][:, :, 0])  # head output at the last query, [layers, heads]
+    z, profile = session.capture(model, Run(prompts), Z_LAST, SinkProfile())
+    strength = sink_reading_strength(profile.values)  # [layers, heads]
+    cons = cosine_consistency(z.values[:, :, 0])  # head output at the last query, [layers, heads]
     top, bottom = decile_split(strength)
     return cons.ravel()[top], cons.ravel()[bottom], strength
 
 
 @pytest.mark.claim("T3")
 def test_T3_top_sink_readers_are_consistent_across_prompts_with_bos(model, session, figures):
-    top, bottom, strength = head_consistency(session, model, session.prompts(model.spec.name))
+    top, bottom, strength = head_consistency(session, model, session.prompts(model))
     figures.add("cosine_top_decile", float(top.mean()))
     figures.add("cosine_bottom_decile", float(bottom.mean()))
     figures.add("heads_per_decile", len(top))
@@ -42,7 +45,7 @@ def test_T3_top_sink_readers_are_consistent_across_prompts_with_bos(model, sessi
 
 @pytest.mark.claim("T3")
 def test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero(model, session, figures):
-    text = session.prompts(model.spec.name)
+    text = session.prompts(model)
     natural, _, strength = head_consistency(session, model, text)
     fixed, _, _ = head_consistency(session, model, corpus.fixed_token_at_zero(text, int(text.ids[0, 0])))
     figures.add("cosine_top_decile_varying_token0", float(natural.mean()))
@@ -55,11 +58,11 @@ def test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero(model, sess
 @pytest.mark.claim("T4")
 def test_T4_sink_reader_output_carries_token0_identity(model, session, figures):
     s = session.settings
-    text = session.prompts(model.spec.name, n_prompts=4 * N_SINK_TOKENS)
+    text = session.prompts(model, n_prompts=4 * N_SINK_TOKENS)
     prompts = corpus.cycled_tokens_at_zero(text, model.tokenizer, N_SINK_TOKENS, s.seed)
-    m = session.measure(model.spec.name, prompts, ("z_last", "sink_profile"))
-    strength = sink_reading_strength(m["sink_profile"]).ravel()
-    z = m["z_last"][:, :, 0].reshape(len(prompts), strength.size, -1)  # [prompts, heads, d_head]
+    z_last, profile = session.capture(model, Run(prompts), Z_LAST, SinkProfile())
+    strength = sink_reading_strength(profile.values).ravel()
+    z = z_last.values[:, :, 0].reshape(len(prompts), strength.size, -1)  # [prompts, heads, d_head]
     token0 = prompts.ids[:, 0]
     rows = []
     for h in np.argsort(strength)[::-1][:TOP_HEADS]:

@@ -10,17 +10,14 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.leakage import delta_r2
-from harness.measure import leakage_inputs, pair_targets, significance
-
+from harness.measure import Leakage
 
 TOP, Q, SIMILAR = (claim("T5").threshold(k) for k in ("top", "q", "similar"))
 
 
 @pytest.mark.claim("T5")
 def test_T5_top30_heads_significant_after_fdr(model, session, figures):
-    pairs, text, _ = leakage_inputs(session, model.spec.name)
-    sig = significance(pairs, pair_targets(session, model.spec.name, text), session.settings.n_perm, session.settings.seed, Q)
+    sig = Leakage(session, model).significance(Q)
     top = np.argsort(sig["delta"])[::-1][:TOP]
     n_top = len(top)
     n_sig = int(sig["significant"][top].sum())
@@ -35,10 +32,8 @@ def test_T5_top30_heads_significant_after_fdr(model, session, figures):
 
 @pytest.mark.claim("T5")
 def test_T5_leakage_is_content_independent(model, session, figures):
-    pairs, text, _ = leakage_inputs(session, model.spec.name)
-    _, rand, _ = leakage_inputs(session, model.spec.name, "random")
-    natural = float(delta_r2(pairs, pair_targets(session, model.spec.name, text)).delta.mean())
-    random = float(delta_r2(pairs, pair_targets(session, model.spec.name, rand)).delta.mean())
+    natural = Leakage(session, model).mean_delta()
+    random = Leakage(session, model, "random").mean_delta()
     figures.add("mean_delta_natural_text", natural)
     figures.add("mean_delta_random_tokens", random)
     figures.add("ratio_random_over_natural", random / natural)

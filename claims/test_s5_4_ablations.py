@@ -9,22 +9,21 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
+from harness.edits import Bidirectional, IdentityRope, ScrambledRope
 from harness.leakage import causal_mask_share, residual_stream_share
-
-from harness.measure import leakage_inputs, mean_delta_with_ci, pair_targets
+from harness.measure import Leakage
 
 PAPER_BI_BAND, NEARLY_EQUAL = claim("T6").threshold("paper_bi_band"), claim("T6").threshold("nearly_equal")
 
 
-def means(session, model, *conditions):
-    pairs, text, w = leakage_inputs(session, model.spec.name)
-    return mean_delta_with_ci(pairs, pair_targets(session, model.spec.name, text, conditions), w)
+def means(session, model, *edits):
+    return Leakage(session, model).mean_delta_with_ci(*edits)
 
 
 @pytest.mark.claim("T6")
 def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
     base, base_ci = means(session, model)
-    bi, bi_ci = means(session, model, "bidirectional")
+    bi, bi_ci = means(session, model, Bidirectional())
     ratio = bi / base
     figures.add("mean_delta_causal", base, ci=base_ci)
     figures.add("mean_delta_bidirectional", bi, ci=bi_ci)
@@ -40,8 +39,8 @@ def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
 @pytest.mark.claim("T6")
 def test_T6_rope_ablations_raise_leakage_alike(model, session, figures):
     base, base_ci = means(session, model)
-    ident, id_ci = means(session, model, "identity_rope")
-    scr, scr_ci = means(session, model, "scrambled_rope")
+    ident, id_ci = means(session, model, IdentityRope())
+    scr, scr_ci = means(session, model, ScrambledRope())
     figures.add("mean_delta_causal", base, ci=base_ci)
     figures.add("mean_delta_identity_rope", ident, ci=id_ci)
     figures.add("mean_delta_scrambled_rope", scr, ci=scr_ci)

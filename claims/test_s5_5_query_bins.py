@@ -9,22 +9,21 @@ import numpy as np
 import pytest
 
 from harness import holds
+from harness.edits import Bidirectional
 from harness.leakage import causal_mask_share, query_bins
-from harness.measure import bin_profile, leakage_inputs, pair_targets
+from harness.measure import Leakage
 
 
 def profiles(session, model):
     """(edges, causal, bidirectional, and their bootstrap rows), computed once per model (three tests read it)."""
-    return session.memo((model.spec.name, "T7 bin profiles"), lambda: _profiles(session, model))
+    return session.memo(model, "T7 bin profiles", lambda: _profiles(session, model))
 
 
 def _profiles(session, model):
-    pairs, text, w = leakage_inputs(session, model.spec.name)
-    edges = query_bins(text.seq_len)
-    causal = pair_targets(session, model.spec.name, text)
-    bi = pair_targets(session, model.spec.name, text, ("bidirectional",))
-    return edges, bin_profile(pairs, causal, edges), bin_profile(pairs, bi, edges), \
-        bin_profile(pairs, causal, edges, w), bin_profile(pairs, bi, edges, w)
+    leak = Leakage(session, model)
+    edges = query_bins(leak.prompts.seq_len)
+    return edges, leak.bin_profile(edges=edges), leak.bin_profile(Bidirectional(), edges=edges), \
+        leak.bin_profile(edges=edges, boot=True), leak.bin_profile(Bidirectional(), edges=edges, boot=True)
 
 
 def ci(samples):

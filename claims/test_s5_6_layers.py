@@ -10,22 +10,19 @@ import numpy as np
 import pytest
 
 from harness import holds
-from harness.leakage import layer_ratio
-from harness.measure import depth_slope, layer_means, leakage_inputs, pair_targets
+from harness.edits import Bidirectional
+from harness.measure import Leakage, depth_slope
 
 
 def ratio_profile(session, model):
     """(r_l, depth slope, its bootstrap CI), computed once per model (both T8 tests read it)."""
-    return session.memo((model.spec.name, "T8 layer ratio"), lambda: _ratio_profile(session, model))
+    return session.memo(model, "T8 layer ratio", lambda: _ratio_profile(session, model))
 
 
 def _ratio_profile(session, model):
-    pairs, text, w = leakage_inputs(session, model.spec.name)
-    causal = pair_targets(session, model.spec.name, text)
-    bi = pair_targets(session, model.spec.name, text, ("bidirectional",))
-    n = model.n_layers
-    point = layer_means(pairs, bi, n) / layer_means(pairs, causal, n)
-    boot = layer_means(pairs, bi, n, w) / layer_means(pairs, causal, n, w)
+    leak = Leakage(session, model)
+    point = leak.layer_means(Bidirectional()) / leak.layer_means()
+    boot = leak.layer_means(Bidirectional(), boot=True) / leak.layer_means(boot=True)
     return point, depth_slope(point), np.quantile(depth_slope(boot), [0.025, 0.975])
 
 

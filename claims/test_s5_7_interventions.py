@@ -9,45 +9,38 @@ normally constant position vary across prompts.
 
 import numpy as np
 import pytest
-import torch
 
-from harness import corpus
-from harness import holds
-from harness.interventions import replace_embedding_at, replace_state_with_mid_mean
+from harness import corpus, holds
+from harness.edits import Bidirectional, ReplaceEmbedding, ReplaceStateWithMidMean
 from harness.leakage import query_bins
-from harness.measure import bin_profile, layer_means, leakage_inputs, pair_targets
+from harness.measure import Leakage
 
 
-def first_bin(session, model, interventions=None, tag=""):
-    pairs, text, w = leakage_inputs(session, model.spec.name)
-    Y = pair_targets(session, model.spec.name, text, ("bidirectional",), interventions=interventions, tag=tag)
-    edges = query_bins(text.seq_len)[:2]
-    boot = bin_profile(pairs, Y, edges, w)[:, 0]
-    return float(bin_profile(pairs, Y, edges)[0]), np.quantile(boot, [0.025, 0.975])
+def first_bin(session, model, *edits):
+    """First-bin head-mean ΔR² under bidirectional attention (plus the edits), with its bootstrap CI."""
+    leak = Leakage(session, model)
+    edges = query_bins(leak.prompts.seq_len)[:2]
+    boot = leak.bin_profile(Bidirectional(), *edits, edges=edges, boot=True)[:, 0]
+    return float(leak.bin_profile(Bidirectional(), *edits, edges=edges)[0]), np.quantile(boot, [0.025, 0.975])
 
 
 def most_leaky_layer(session, model) -> int:
     """L*: the layer with the largest head-mean causal ΔR² (whole range)."""
-    pairs, text, _ = leakage_inputs(session, model.spec.name)
-    return int(np.argmax(layer_means(pairs, pair_targets(session, model.spec.name, text), model.n_layers)))
+    return int(np.argmax(Leakage(session, model).layer_means()))
 
 
-def random_token_embedding(model, seed):
-    vocab = corpus.ordinary_vocab(model.tokenizer)
-    token = int(np.random.default_rng(seed).choice(vocab))
-    return model.base.embed_tokens(torch.tensor([token], device=model.device))[0].detach(), token
+def random_token(model, seed) -> int:
+    return int(np.random.default_rng(seed).choice(corpus.ordinary_vocab(model.tokenizer)))
 
 
 @pytest.fixture
 def table9(model, session, figures):
-    vec, token = random_token_embedding(model, session.settings.seed)
+    token = random_token(model, session.settings.seed)
     l_star = most_leaky_layer(session, model)
     out = {"bidirectional": first_bin(session, model),
-           "bi+replace-embedding": first_bin(session, model, lambda m: replace_embedding_at(m, 0, vec), f"emb{token}"),
-           "bi+replace-Lstar": first_bin(session, model, lambda m: replace_state_with_mid_mean(m, [l_star]),
-                                         f"mid@{l_star}"),
-           "bi+replace-all": first_bin(session, model, lambda m: replace_state_with_mid_mean(m, range(m.n_layers)),
-                                       "mid@all")}
+           "bi+replace-embedding": first_bin(session, model, ReplaceEmbedding(0, token)),
+           "bi+replace-Lstar": first_bin(session, model, ReplaceStateWithMidMean((l_star,))),
+           "bi+replace-all": first_bin(session, model, ReplaceStateWithMidMean(tuple(range(model.n_layers))))}
     base = out["bidirectional"][0]
     for label, (value, ci) in out.items():
         figures.add(f"ablation:{label}", value, ci=ci)

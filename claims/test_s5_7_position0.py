@@ -8,15 +8,15 @@ and it is an anomalously large vector.
 import numpy as np
 import pytest
 
-from harness import corpus
-from harness import claim, holds
+from harness import claim, corpus, holds
+from harness.reads import At, ResidNorms, Run
 from harness.sinks import cross_prompt_std, norm_ratio_position0
 
 NORM_FACTOR = claim("T9b").threshold("norm_factor")
 
 
 def fixed_token_prompts(session, model):
-    text = session.prompts(model.spec.name)
+    text = session.prompts(model)
     if model.spec.adds_bos:
         return text
     return corpus.fixed_token_at_zero(text, int(text.ids[0, 0]))
@@ -24,9 +24,9 @@ def fixed_token_prompts(session, model):
 
 @pytest.mark.claim("T9a")
 def test_T9a_position0_state_is_identical_across_prompts(model, session, figures):
-    states = session.measure(model.spec.name, fixed_token_prompts(session, model), "resid_pos01")["resid_pos01"]
-    std0 = cross_prompt_std(states[:, :, 0])  # [L+1] embedding then each layer
-    std1 = cross_prompt_std(states[:, :, 1])
+    states = session.capture(model, Run(fixed_token_prompts(session, model)), At(positions=(0, 1), embed=True))
+    std0 = cross_prompt_std(states.values[:, :, 0])  # [L+1] embedding then each layer
+    std1 = cross_prompt_std(states.values[:, :, 1])
     figures.add("max_std_position0", float(std0.max()), paper=0.0)
     figures.add("min_std_position1", float(std1.min()))
     figures.add("std_position1_by_layer", std1)
@@ -37,8 +37,8 @@ def test_T9a_position0_state_is_identical_across_prompts(model, session, figures
 
 @pytest.mark.claim("T9b")
 def test_T9b_position0_norm_exceeds_mid_sequence_tenfold(model, session, figures):
-    norms = session.measure(model.spec.name, fixed_token_prompts(session, model), "resid_norms")["resid_norms"]
-    ratio = norm_ratio_position0(norms)[1:]  # decoder layers (the embedding is not a 'downstream' state)
+    norms = session.capture(model, Run(fixed_token_prompts(session, model)), ResidNorms())
+    ratio = norm_ratio_position0(norms.decoder)  # decoder layers (the embedding is not a 'downstream' state)
     over = int((ratio > NORM_FACTOR).sum())
     figures.add("norm_ratio_by_layer", ratio)
     figures.add("layers_over_10x", over)

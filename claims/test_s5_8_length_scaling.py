@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.leakage import delta_r2
-from harness.measure import pair_targets
+from harness.measure import mean_delta
+from harness.reads import Run, ScoresAtPairs
 from harness.scaling import compare_aic
 
 FIRST_LAYERS = 4
@@ -20,12 +20,11 @@ FULL_LENGTHS = tuple(int(round(16 * 2 ** (k / 3))) for k in range(16))  # 16 ...
 
 
 def length_profile(session, model, lengths):
-    name, out = model.spec.name, []
+    out = []
     for n in lengths:
-        prompts = session.prompts(name, seq_len=n)
-        pairs = session.pairs(n, "uniform")
-        Y = pair_targets(session, name, prompts, target="logit", pair_kind="uniform", layers=FIRST_LAYERS)
-        out.append(float(delta_r2(pairs, Y).delta.mean()))
+        run = Run(session.prompts(model, seq_len=n), layers=FIRST_LAYERS)  # the pass stops after layer 4
+        Y = session.capture(model, run, ScoresAtPairs(pairs="uniform")).heads_flat()
+        out.append(mean_delta(session.pairs(n, "uniform"), Y))
     return np.array(lengths), np.array(out)
 
 

@@ -9,54 +9,49 @@ of the MLP output norm (paper 0.17–0.80 per layer) but leaves the topic decoda
 
 import numpy as np
 import pytest
-import torch
 
 from harness import claim, holds
-from harness.interventions import project_out_of_residual, rank1_mlp_ablation, zero_heads
-from harness.leakage import delta_r2
-from harness.measure import leakage_inputs, pair_targets
-from harness.probes import decile_split, dominant_direction, fraction_norm_removed, rank1_direction, topic_probe_accuracy
+from harness.edits import Directions, ProjectOutOfResidual, Rank1MLPAblation, ZeroHeads
+from harness.measure import Leakage
+from harness.probes import (
+    decile_split,
+    dominant_direction,
+    fraction_norm_removed,
+    rank1_direction,
+    topic_probe_accuracy,
+)
+from harness.reads import At, ResidMeanContent, Run, SinkProfile
 from harness.sinks import sink_reading_strength
 
 DIRECTION_PROMPTS = 4  # prompts the rank-1 directions are fitted on
 PAPER_MIN_NORM_REMOVED, ACCURACY_SE = claim("T12").threshold("min_norm_removed"), claim("T12").threshold("accuracy_se")
 
 
-def mean_delta(session, model, interventions=None, tag=""):
-    pairs, text, _ = leakage_inputs(session, model.spec.name)
-    Y = pair_targets(session, model.spec.name, text, interventions=interventions, tag=tag)
-    return float(delta_r2(pairs, Y).delta.mean())
-
-
-def position_directions(session, model) -> dict:
+def position_directions(session, model) -> Directions:
     """Per layer, the unit direction of the residual stream that best predicts the position (positions >= 1)."""
-    few = session.prompts(model.spec.name, n_prompts=DIRECTION_PROMPTS)
-    states = session.measure(model.spec.name, few, "resid_all")["resid_all"][:, :, 1:]  # [N, layers, n-1, D]
+    few = session.prompts(model, n_prompts=DIRECTION_PROMPTS)
+    states = session.capture(model, Run(few), At(start=1)).values  # [N, layers, n-1, D]
     pos = np.tile(np.arange(1, few.seq_len), len(few))
-    return {l: torch.tensor(rank1_direction(states[:, l].reshape(-1, model.d_model), pos), dtype=torch.float32)
-            for l in range(model.n_layers)}
+    return Directions({l: rank1_direction(states[:, l].reshape(-1, model.d_model), pos) for l in range(model.n_layers)})
 
 
-def random_control(session, model, k: int, draws: int) -> tuple[float, list[float]]:
-    rng = np.random.default_rng(session.settings.seed)
+def random_control(leak, model, k: int, draws: int, seed: int) -> tuple[float, list[float]]:
+    rng = np.random.default_rng(seed)
     n = model.n_layers * model.n_heads
-    values = []
-    for d in range(draws):
-        heads = [divmod(int(h), model.n_heads) for h in rng.choice(n, k, replace=False)]
-        values.append(mean_delta(session, model, lambda m, hs=heads: zero_heads(m, hs), f"random{k}-{d}"))
+    values = [leak.mean_delta(ZeroHeads([divmod(int(h), model.n_heads) for h in rng.choice(n, k, replace=False)],
+                                        name=f"random{k}-{d}")) for d in range(draws)]
     return float(np.mean(values)), values
 
 
 def targeted_vs_random(model, session, figures, draws):
-    name = model.spec.name
-    base = mean_delta(session, model)
-    dirs = position_directions(session, model)
-    rank1 = mean_delta(session, model, lambda m: project_out_of_residual(m, dirs), "rank1-position")
-    strength = sink_reading_strength(session.measure(name, session.prompts(name), "sink_profile")["sink_profile"])
+    leak = Leakage(session, model)
+    base = leak.mean_delta()
+    rank1 = leak.mean_delta(ProjectOutOfResidual(position_directions(session, model), name="rank1-position"))
+    strength = sink_reading_strength(session.capture(model, leak.run(), SinkProfile()).values)
     top, _ = decile_split(strength)
     heads = [divmod(int(h), model.n_heads) for h in top]
-    sink = mean_delta(session, model, lambda m: zero_heads(m, heads), f"top-sink{len(heads)}")
-    rand, values = random_control(session, model, len(heads), draws)
+    sink = leak.mean_delta(ZeroHeads(heads, name=f"top-sink{len(heads)}"))
+    rand, values = random_control(leak, model, len(heads), draws, session.settings.seed)
     figures.add("ablation:baseline", base)
     figures.add("ablation:rank-1 position probe", rank1)
     figures.add(f"ablation:top-decile sink heads ({len(heads)})", sink)
@@ -112,22 +107,19 @@ def test_T12_rank1_mlp_ablation_at_three_depths(model, session, figures):
 
 
 def check_rank1_mlp(model, session, figures, layers):
-    name = model.spec.name
-    mlp = session.measure(name, session.prompts(name), "mlp_out_content")["mlp_out_content"]  # [N, layers, n-1, D]
+    mlp = session.capture(model, Run(session.prompts(model)), At(point="hook_mlp_out", start=1)).values  # [N, layers, n-1, D]
     flat = [mlp[:, l].reshape(-1, model.d_model) for l in range(model.n_layers)]
     dirs = [dominant_direction(y) for y in flat]
     removed = np.array([fraction_norm_removed(y, u) for y, u in zip(flat, dirs)])
-    text = session.prompts(name, n_prompts=session.settings.n_probe_prompts)
+    text = session.prompts(model, n_prompts=session.settings.n_probe_prompts)
     seed = session.settings.seed
 
-    def accuracy(layer=None):
-        kw = {} if layer is None else {"interventions": lambda m: rank1_mlp_ablation(
-            m, {layer: torch.tensor(dirs[layer], dtype=torch.float32)}, slice(1, None)), "tag": f"rank1-mlp@{layer}"}
-        states = session.measure(name, text, "resid_mean_content", **kw)["resid_mean_content"][:, -1]
+    def accuracy(*edits):
+        states = session.capture(model, Run(text, edits), ResidMeanContent()).decoder[:, -1]  # last layer
         return topic_probe_accuracy(states, text.labels, seed=seed)
 
     acc0 = accuracy()
-    after = np.array([accuracy(l) for l in layers])
+    after = np.array([accuracy(Rank1MLPAblation(Directions({l: dirs[l]}), start=1)) for l in layers])
     se = np.sqrt(acc0 * (1 - acc0) / len(text))
     figures.add("fraction_norm_removed_by_layer", removed)
     figures.add("mean_fraction_norm_removed", float(removed.mean()), note="paper 0.17-0.80 per layer")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from harness import claim, family_sizes, holds
-from harness.leakage import delta_r2
-from harness.measure import leakage_inputs, pair_targets
 from harness.claim_registry import LADDERS
+from harness.edits import Bidirectional
+from harness.measure import Leakage
 from harness.models import FAMILIES, WeightsUnavailable
 
 CONSTANT = claim("T13").threshold("constant")
@@ -25,12 +25,13 @@ def test_T13_leakage_constant_and_residual_share_rises_with_scale(family, sessio
     base, bi = [], []
     for name in sizes:
         try:
-            pairs, text, _ = leakage_inputs(session, name)
+            model = session.model(name)
         except WeightsUnavailable as e:
             pytest.skip(f"{family} scale ladder incomplete: {e}")
-        base.append(float(delta_r2(pairs, pair_targets(session, name, text)).delta.mean()))
-        bi.append(float(delta_r2(pairs, pair_targets(session, name, text, ("bidirectional",))).delta.mean()))
-        session.release(name)
+        leak = Leakage(session, model)
+        base.append(leak.mean_delta())
+        bi.append(leak.mean_delta(Bidirectional()))
+        session.release(model)
     base, share = np.array(base), np.array(bi) / np.array(base)
     figures.add("models", sizes)
     figures.add("mean_delta_causal_by_size", base)

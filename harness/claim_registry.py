@@ -247,7 +247,7 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         "T5", "§5.3 Table 5", "leakage ΔR² is significant in every architecture (top-30 heads survive BH-FDR), content-independent",
         {"test_T5_top30_heads_significant_after_fdr": EVERY_MODEL,
          "test_T5_leakage_is_content_independent": EVERY_MODEL},
-        "`measure.significance` (`leakage.delta_r2`, `permutation_null`, `benjamini_hochberg`)",
+        "`measure.Leakage.significance` (`leakage.delta_r2`, `permutation_null`, `benjamini_hochberg`)",
         figures=(F("peak_delta", paper={QWEN: magnitude(0.108), MISTRAL: magnitude(0.241)}),
                  F("median_top30_delta", paper={QWEN: magnitude(0.041), MISTRAL: magnitude(0.047)}),
                  F("top30_significant"), F("heads_significant"), F("heads"),
@@ -262,7 +262,7 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         "T6", "§5.4 Table 6", "bidirectional cuts mean ΔR² to 0.09–0.36× baseline; identity/scrambled RoPE raise it 2.1–3.2×",
         {"test_T6_bidirectional_attention_reduces_leakage": EVERY_MODEL,
          "test_T6_rope_ablations_raise_leakage_alike": EVERY_MODEL},
-        "`interventions.bidirectional/identity_rope/scrambled_rope`, `measure.mean_delta_with_ci`",
+        "`edits.Bidirectional/IdentityRope/ScrambledRope`, `measure.Leakage.mean_delta_with_ci`",
         figures=(F("mean_delta_causal", paper={LLAMA_1B: magnitude(0.0121), LLAMA_3B: magnitude(0.0143),
                                                LLAMA_8B: magnitude(0.0135), QWEN: magnitude(0.0153),
                                                MISTRAL: magnitude(0.0182)}),
@@ -289,7 +289,7 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         {"test_T7_leakage_concentrates_in_first_query_bin": EVERY_MODEL,
          "test_T7_bidirectional_far_below_causal_in_first_bin": EVERY_MODEL,
          "test_T7_curves_meet_at_later_bins": EVERY_MODEL},
-        "`measure.bin_profile`, `leakage.query_bins`, `leakage.causal_mask_share`",
+        "`measure.Leakage.bin_profile`, `leakage.query_bins`, `leakage.causal_mask_share`",
         figures=(F("bin_edges", "bin_profile.x"), F("delta_r2_by_bin_causal", "bin_profile"),
                  F("delta_r2_by_bin_bidirectional", "bin_profile"),
                  F("first_bin_causal", paper={LLAMA_3B: magnitude(0.296), QWEN: magnitude(0.254),
@@ -305,7 +305,7 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         "T8", "§5.6 Table 8", "layer-wise ratio ΔR²(bi)/ΔR²(causal): Qwen low/flat, Llama mid/flat, Mistral grows with depth",
         {"test_T8_layer_ratio_is_flat_or_rising_with_depth": EVERY_MODEL,
          "test_T8_sliding_window_ratio_rises_with_depth": SLIDING_WINDOW},
-        "`measure.layer_means`, `measure.depth_slope`",
+        "`measure.Leakage.layer_means`, `measure.depth_slope`",
         figures=(F("layer_ratio", "layer_ratio"),
                  F("mean_layer_ratio", paper={LLAMA_3B: share(0.62), QWEN: share(0.21), MISTRAL: share(0.66)}),
                  F("depth_slope")),
@@ -333,7 +333,7 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         {"test_T9c_replacing_bos_embedding_removes_residual_leakage": ADDS_BOS,
          "test_T9c_replacing_position0_at_most_leaky_layer_reduces_it": ADDS_BOS,
          "test_T9c_replacing_position0_at_every_layer_raises_it": ADDS_BOS},
-        "`interventions.replace_embedding_at`, `interventions.replace_state_with_mid_mean`",
+        "`edits.ReplaceEmbedding`, `edits.ReplaceStateWithMidMean`",
         figures=(F("ablation:bidirectional", "ablation_bars", {LLAMA_3B: magnitude(0.115)}),
                  F("ablation:bi+replace-embedding", "ablation_bars", {LLAMA_3B: magnitude(0.068)}),
                  F("ablation:bi+replace-Lstar", "ablation_bars", {LLAMA_3B: magnitude(0.089)}),
@@ -355,7 +355,7 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         {"test_T11_position_probe_ablation_reduces_less_than_random_heads": EVERY_MODEL,
          "test_T11_sink_head_ablation_reduces_less_than_random_heads": EVERY_MODEL,
          "test_T11_targeted_ablations_against_ten_random_draws": EVERY_MODEL},
-        "`probes.rank1_direction`, `interventions.project_out_of_residual`, `interventions.zero_heads`",
+        "`probes.rank1_direction`, `edits.ProjectOutOfResidual`, `edits.ZeroHeads`",
         figures=(F("ablation:baseline", "ablation_bars"), F("ablation:rank-1 position probe", "ablation_bars"),
                  F("ablation:top-decile sink heads ({k})", "ablation_bars"),
                  F("ablation:random heads ({k}, {draws} draws)", "ablation_bars"),
@@ -364,7 +364,7 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         "T12", "App. B", "rank-1 MLP ablation removes MLP output norm without lowering topic-probe accuracy",
         {"test_T12_rank1_mlp_ablation_removes_norm_not_topic": EVERY_MODEL,
          "test_T12_rank1_mlp_ablation_at_three_depths": EVERY_MODEL},
-        "`probes.dominant_direction`, `probes.fraction_norm_removed`, `interventions.rank1_mlp_ablation`",
+        "`probes.dominant_direction`, `probes.fraction_norm_removed`, `edits.Rank1MLPAblation`",
         figures=(F("fraction_norm_removed_by_layer"), F("mean_fraction_norm_removed"), F("ablated_layers"),
                  F("topic_accuracy_before"), F("topic_accuracy_after_by_ablated_layer")),
         thresholds={"min_norm_removed": T(0.17, "The rank- MLP ablation at removes up to of the MLP output norm at the "
@@ -388,13 +388,6 @@ def claim(claim_id: str) -> ClaimSpec:
         return CLAIMS[claim_id]
     except KeyError:
         raise UnknownClaim(f"unknown claim {claim_id!r}; registered: {', '.join(CLAIMS)}") from None
-
-
-def claim_of_test(test_name: str) -> ClaimSpec | None:
-    for c in CLAIMS.values():
-        if test_name in c.tests:
-            return c
-    return None
 
 
 def methods_table() -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import weakref
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -102,12 +103,19 @@ def special_ids(tokenizer) -> set[int]:
     return ids
 
 
+_ORDINARY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def ordinary_vocab(tokenizer) -> np.ndarray:
-    """Token ids that are neither special/added tokens nor whitespace-only pieces."""
-    special = special_ids(tokenizer)
-    n = len(tokenizer)
-    keep = [i for i in range(n) if i not in special and tokenizer.decode([i]).strip()]
-    return np.asarray(keep, dtype=np.int64)
+    """Token ids that are neither special/added tokens nor whitespace-only pieces (decoding a 150k vocabulary
+    token by token takes seconds: computed once per tokenizer). Read-only."""
+    if tokenizer not in _ORDINARY:
+        special = special_ids(tokenizer)
+        keep = [i for i in range(len(tokenizer)) if i not in special and tokenizer.decode([i]).strip()]
+        vocab = np.asarray(keep, dtype=np.int64)
+        vocab.flags.writeable = False
+        _ORDINARY[tokenizer] = vocab
+    return _ORDINARY[tokenizer]
 
 
 def uncommon_vocab(tokenizer) -> np.ndarray:

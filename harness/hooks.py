@@ -32,6 +32,8 @@ from typing import Callable
 
 import torch
 
+from .models import UnsupportedModelError, names
+
 ATTN_IMPL = "abspos"
 HookFn = Callable[[object, str], object]
 _ATTN_POINTS = ("mask", "scores", "pattern")
@@ -86,12 +88,28 @@ def register_attention() -> None:
 _NAME = re.compile(r"^(?:hook_(?P<top>embed|rotary)|blocks\.(?P<layer>\d+)\.(?P<point>attn\.hook_(?:mask|scores|pattern|z)|hook_mlp_out|hook_resid_post))$")
 
 
+def check_supported(model, spec_name: str) -> None:
+    """Refuse models the harness cannot measure, naming what is missing."""
+    base = getattr(model, "model", None)
+    layers = getattr(base, "layers", None)
+    problems = []
+    if layers is None:
+        problems.append("no model.model.layers decoder stack")
+    elif not all(hasattr(l, "self_attn") and hasattr(l.self_attn, "o_proj") for l in layers):
+        problems.append("decoder layers lack self_attn.o_proj")
+    if base is not None and not hasattr(base, "rotary_emb"):
+        problems.append("no rotary embedding module (the paper's claims are about RoPE models)")
+    if problems:
+        raise UnsupportedModelError(
+            f"{spec_name}: the harness cannot handle this architecture ({'; '.join(problems)}). "
+            f"Supported: decoder-only RoPE models of the Llama/Qwen2/Mistral/Gemma3 families, e.g. {', '.join(names())}"
+        )
+
+
 class HookedModel:
     """A Hugging Face causal LM plus its spec, tokenizer and named hook points."""
 
     def __init__(self, hf_model, spec, tokenizer=None):
-        from .weights import check_supported
-
         check_supported(hf_model, spec.name)
         self.hf = hf_model
         self.spec = spec

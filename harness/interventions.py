@@ -1,13 +1,13 @@
 """Interventions as composable context managers over named hook points.
 
-Each returns a context manager; compose with ``contextlib.ExitStack`` or ``condition(model, ...)``.
+Each returns a context manager; the edits of ``harness.edits`` (hashable values, composed in a ``Run``)
+apply them.
 All act at every layer and head unless told otherwise, and leave the weights untouched.
 """
 
 from __future__ import annotations
 
-import contextlib
-from typing import Callable, Iterable
+from typing import Iterable
 
 import torch
 
@@ -135,22 +135,3 @@ def rank1_mlp_ablation(model: HookedModel, directions: dict[int, torch.Tensor], 
     """Replace the MLP output at ``positions`` of each given layer by its projection orthogonal to that
     layer's direction (the dominant singular vector of the MLP outputs; paper §4, App. B)."""
     return _remove_directions(model, "hook_mlp_out", directions, positions)
-
-
-CONDITIONS: dict[str, Callable[[HookedModel], contextlib.AbstractContextManager]] = {
-    "causal": lambda m: contextlib.nullcontext(),
-    "bidirectional": bidirectional,
-    "identity_rope": identity_rope,
-    "scrambled_rope": scrambled_rope,
-}
-
-
-@contextlib.contextmanager
-def condition(model: HookedModel, *names: str):
-    """Apply named conditions together, e.g. ``condition(m, 'bidirectional', 'identity_rope')``."""
-    with contextlib.ExitStack() as stack:
-        for name in names:
-            if name not in CONDITIONS:
-                raise KeyError(f"unknown condition {name!r}; known: {', '.join(CONDITIONS)}")
-            stack.enter_context(CONDITIONS[name](model))
-        yield model

@@ -58,10 +58,8 @@ __all__ = [
     "bootstrap_weights",
     "bootstrap_delta_r2",
     "mean_ci",
-    "delta_r2_by_query_bin",
     "causal_mask_share",
     "residual_stream_share",
-    "layer_ratio",
 ]
 
 #: A head whose standard deviation is <= SST_REL_TOL * max|y| is treated as
@@ -536,22 +534,6 @@ def mean_ci(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
 # --------------------------------------------------------------------------
 # Per-bin profile, causal-mask share, layer ratio
 # --------------------------------------------------------------------------
-def delta_r2_by_query_bin(pairs: PairSet, Y: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """ΔR² per head fitted separately on the pairs whose query i is in [edges[b], edges[b+1]).
-
-    Each bin gets its own offset baseline (the d-groups present in that bin).
-    Returns [n_bins, H]; a bin without pairs is NaN.
-    """
-    Y3 = _as_3d(pairs, Y)
-    edges = np.asarray(edges)
-    out = np.full((edges.size - 1, Y3.shape[2]), np.nan)
-    for b in range(edges.size - 1):
-        mask = (pairs.i >= edges[b]) & (pairs.i < edges[b + 1])
-        if mask.any():
-            out[b] = delta_r2(pairs.subset(mask), Y3[:, mask, :]).delta
-    return out
-
-
 def _ratio(num, den):
     """num / den with NaN where den == 0; scalar in, float out."""
     num = np.asarray(num, dtype=np.float64)
@@ -570,16 +552,3 @@ def causal_mask_share(delta_causal, delta_bidirectional):
     """Causal-mask share 1 − ΔR²_bi / ΔR²_causal (Eq. 5); NaN where ΔR²_causal == 0."""
     r = residual_stream_share(delta_causal, delta_bidirectional)
     return 1.0 - r
-
-
-def layer_ratio(delta_causal: np.ndarray, delta_bi: np.ndarray) -> np.ndarray:
-    """Per-layer residual-stream ratio r_l = mean_h ΔR²_bi / mean_h ΔR²_causal.
-
-    Inputs [n_layers, heads_per_layer] (reshape flattened heads layer-major);
-    returns [n_layers], NaN where a layer's causal mean is 0.
-    """
-    dc = np.asarray(delta_causal, dtype=np.float64)
-    db = np.asarray(delta_bi, dtype=np.float64)
-    if dc.ndim != 2 or dc.shape != db.shape:
-        raise ValueError(f"expected matching [n_layers, heads] arrays, got {dc.shape} and {db.shape}")
-    return np.atleast_1d(_ratio(db.mean(axis=1), dc.mean(axis=1)))

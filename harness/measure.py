@@ -1,6 +1,9 @@
-"""From captures to the paper's leakage figures: the glue between a Session's cached forward passes
-and the pure statistics of ``harness.leakage``. Every function returns numbers for all heads at once.
+"""From captures to the paper's leakage figures: the glue between a Session's cached forward passes and
+the pure statistics of ``harness.leakage``. Every function returns numbers for all heads at once.
 
+``Leakage(session, model)`` is one model's view: its topic prompts, the shared stratified pairs and the
+bootstrap weights over prompts; each target's per-prompt sufficient statistics (``PromptStats``) are
+computed once per (run, read, query bin) and every fit (point, bootstrap, per layer, per bin) reuses them.
 Heads are flattened layer-major (head index = layer * n_heads + h) everywhere.
 """
 
@@ -9,21 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import leakage as lk
+from .edits import Edit
+from .reads import PatternAtPairs, Read, Run
 
-TARGETS = {"weight": "pattern_pairs", "logit": "score_pairs"}  # post-softmax (default) or pre-softmax
-
-
-def pair_targets(session, name: str, prompts, conditions: tuple[str, ...] = (), target: str = "weight",
-                 interventions=None, tag: str = "", pair_kind: str = "stratified",
-                 layers: int | None = None) -> np.ndarray:
-    """The regression target at the session's pairs: [n_prompts, n_pairs, n_heads] (first ``layers`` only
-    when given: the forward pass then stops there)."""
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
-    recipe = TARGETS[target]
-    raw = session.measure(name, prompts, recipe, conditions, interventions, tag, pair_kind, layers)[recipe]
-    n, l, p, h = raw.shape
-    return raw.transpose(0, 2, 1, 3).reshape(n, p, l * h)
+WEIGHT = PatternAtPairs()  # post-softmax weights (the paper's target); ScoresAtPairs() for the logits
 
 
 def by_layer(per_head: np.ndarray, n_layers: int) -> np.ndarray:
@@ -31,37 +23,23 @@ def by_layer(per_head: np.ndarray, n_layers: int) -> np.ndarray:
     return per_head.reshape(*per_head.shape[:-1], n_layers, -1)
 
 
+def head_mean(stats: lk.PromptStats, weights: np.ndarray | None = None) -> np.ndarray:
+    """Head-mean ΔR²: a float for the plain fit, or [B] for bootstrap weights [B, P]."""
+    if weights is None:
+        return float(lk.fit_from_stats(stats, np.ones((1, stats.a.shape[0]))).delta[0].mean())
+    return lk.fit_from_stats(stats, weights).delta.mean(axis=-1)
+
+
+def mean_delta(pairs: lk.PairSet, Y: np.ndarray) -> float:
+    """Head-mean ΔR² of a target [prompts, pairs, heads]."""
+    return float(lk.delta_r2(pairs, Y).delta.mean())
+
+
 def significance(pairs: lk.PairSet, Y: np.ndarray, n_perm: int, seed: int, q: float = 0.05) -> dict:
     """ΔR² per head with its permutation p-value and the Benjamini–Hochberg decision (§4, Table 5)."""
     fit = lk.delta_r2(pairs, Y)
     p = lk.permutation_pvalues(fit.delta, lk.permutation_null(pairs, Y, n_perm, seed))
     return {"delta": fit.delta, "p": p, "significant": lk.benjamini_hochberg(p, q)}
-
-
-def mean_delta_with_ci(pairs: lk.PairSet, Y: np.ndarray, weights: np.ndarray) -> tuple[float, tuple[float, float]]:
-    """Head-mean ΔR² and its bootstrap CI over prompts (weights: bootstrap_weights rows)."""
-    point = float(lk.delta_r2(pairs, Y).delta.mean())
-    return point, lk.mean_ci(lk.bootstrap_delta_r2(pairs, Y, weights=weights))
-
-
-def bin_profile(pairs: lk.PairSet, Y: np.ndarray, edges: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """Head-mean ΔR² per query bin: [n_bins] or, with bootstrap weights [B, P], [B, n_bins]."""
-    w = np.ones((1, Y.shape[0])) if weights is None else weights
-    out = []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        mask = (pairs.i >= lo) & (pairs.i < hi)
-        stats = lk.prompt_stats(pairs.subset(mask), Y[:, mask, :])
-        out.append(lk.fit_from_stats(stats, w).delta.mean(axis=-1))
-    prof = np.stack(out, axis=-1)
-    return prof[0] if weights is None else prof
-
-
-def layer_means(pairs: lk.PairSet, Y: np.ndarray, n_layers: int, weights: np.ndarray | None = None) -> np.ndarray:
-    """Per-layer head-mean ΔR²: [n_layers] or, with bootstrap weights [B, P], [B, n_layers]."""
-    w = np.ones((1, Y.shape[0])) if weights is None else weights
-    delta = lk.fit_from_stats(lk.prompt_stats(pairs, Y), w).delta  # [B, H]
-    means = by_layer(delta, n_layers).mean(axis=-1)
-    return means[0] if weights is None else means
 
 
 def depth_slope(values: np.ndarray) -> np.ndarray:
@@ -74,8 +52,55 @@ def depth_slope(values: np.ndarray) -> np.ndarray:
     return (xd * np.where(ok, values, 0.0)).sum(-1) / (xd * xd).sum(-1)
 
 
-def leakage_inputs(session, name: str, kind: str = "topic"):
-    """(pairs, prompts, bootstrap weights) for one model at the session's settings."""
-    prompts = session.prompts(name, kind)
-    s = session.settings
-    return session.pairs(prompts.seq_len), prompts, lk.bootstrap_weights(len(prompts), s.n_boot, s.seed)
+class Leakage:
+    """Leakage figures of one model on one prompt set (topic prompts by default) at the session's pairs."""
+
+    def __init__(self, session, model, kind: str = "topic"):
+        s = session.settings
+        self.session, self.model, self.kind = session, model, kind
+        self.prompts = session.prompts(model, kind)
+        self.pairs = session.pairs(self.prompts.seq_len)
+        self.weights = lk.bootstrap_weights(len(self.prompts), s.n_boot, s.seed)
+
+    def run(self, *edits: Edit) -> Run:
+        return Run(self.prompts, edits)
+
+    def target(self, *edits: Edit, read: Read = WEIGHT) -> np.ndarray:
+        """The regression target [prompts, pairs, heads] under the edits."""
+        return self.session.capture(self.model, self.run(*edits), read).heads_flat()
+
+    def stats(self, *edits: Edit, read: Read = WEIGHT, bin: tuple[int, int] | None = None) -> lk.PromptStats:
+        """Per-prompt sufficient statistics of the target, on all pairs or on the queries in [lo, hi)."""
+        def compute():
+            Y = self.target(*edits, read=read)
+            if bin is None:
+                return lk.prompt_stats(self.pairs, Y)
+            mask = (self.pairs.i >= bin[0]) & (self.pairs.i < bin[1])
+            return lk.prompt_stats(self.pairs.subset(mask), Y[:, mask, :])
+
+        return self.session.memo(self.model, ("prompt stats", self.run(*edits), read, bin), compute)
+
+    def mean_delta(self, *edits: Edit) -> float:
+        return head_mean(self.stats(*edits))
+
+    def mean_delta_with_ci(self, *edits: Edit) -> tuple[float, tuple[float, float]]:
+        """Head-mean ΔR² and its bootstrap CI over prompts."""
+        stats = self.stats(*edits)
+        return head_mean(stats), lk.mean_ci(lk.fit_from_stats(stats, self.weights).delta)
+
+    def bin_profile(self, *edits: Edit, edges: np.ndarray, boot: bool = False) -> np.ndarray:
+        """Head-mean ΔR² per query bin: [n_bins] or, with ``boot``, [n_boot, n_bins]."""
+        w = self.weights if boot else np.ones((1, len(self.prompts)))
+        prof = np.stack([lk.fit_from_stats(self.stats(*edits, bin=(int(lo), int(hi))), w).delta.mean(axis=-1)
+                         for lo, hi in zip(edges[:-1], edges[1:])], axis=-1)
+        return prof if boot else prof[0]
+
+    def layer_means(self, *edits: Edit, boot: bool = False) -> np.ndarray:
+        """Per-layer head-mean ΔR²: [n_layers] or, with ``boot``, [n_boot, n_layers]."""
+        w = self.weights if boot else np.ones((1, len(self.prompts)))
+        means = by_layer(lk.fit_from_stats(self.stats(*edits), w).delta, self.model.n_layers).mean(axis=-1)
+        return means if boot else means[0]
+
+    def significance(self, q: float = 0.05) -> dict:
+        s = self.session.settings
+        return significance(self.pairs, self.target(), s.n_perm, s.seed, q)

@@ -13,7 +13,7 @@ import pytest
 
 from . import devices, known_outcomes
 from .capture import WORKLOAD
-from .claim_registry import Target, claim, claim_of_test
+from .claim_registry import Target, claim
 from .models import FAMILIES, REGISTRY, WeightsUnavailable
 from .paths import REPORTS
 from .run import RecordCollector, RunContext
@@ -109,12 +109,17 @@ def session(run_context) -> Session:
     return Session(run_context.settings, log=run_context.log)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def model(session, model_name):
+    """The loaded model, once per model: pytest runs one model's tests together (``model_name`` is a
+    session-scoped parameter) and this teardown then frees it and everything cached for it. Weights that
+    are absent skip every test of that model with the one reason, without retrying."""
     try:
-        return session.model(model_name)
+        handle = session.model(model_name)
     except WeightsUnavailable as e:
         pytest.skip(str(e))
+    yield handle
+    session.release(handle)
 
 
 @pytest.fixture

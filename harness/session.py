@@ -1,25 +1,24 @@
 """A measurement session: settings, loaded models, prompt sets and cached forward passes.
 
-Models load once; each (model, prompt set, condition, recipe) capture runs once per session, and
-recipes asked for together share one forward pass.
+Models load once; each (model, run, read) capture runs once per session, and reads asked for together
+share one forward pass. Claims pass the model handle (``HookedModel``) around, never its name.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from . import capture as cap
-from . import corpus
-from . import devices
+from . import corpus, devices
 from .hooks import HookedModel
-from .interventions import condition as apply_condition
 from .leakage import PairSet, stratified_pairs, uniform_pairs
 from .models import get_spec
+from .reads import Capture, Read, Run
 from .weights import load_pretrained, random_init_model
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -40,40 +39,6 @@ class Settings:
         return asdict(self)
 
 
-# Recipes: what to read during a forward pass. Each maps a model (and the pair set) to {hook name: reader};
-# per-layer outputs are stacked on axis 1 in layer order.
-def _per_layer(model, point, reader):
-    return {name: reader for name in model.names(point)}
-
-
-def probe_positions(seq_len: int) -> list[int]:
-    """Positions whose residual states the topic probe reads: 0, 1, 2, 4, ... and the last one."""
-    out, k = [0], 1
-    while k < seq_len - 1:
-        out.append(k)
-        k *= 2
-    return out + [seq_len - 1]
-
-
-def _mean_content(x):
-    return x[:, 1:].float().mean(dim=1)  # [B, n, D] -> [B, D], positions >= 1
-
-
-RECIPES = {
-    "pattern_pairs": lambda m, p, n: _per_layer(m, "attn.hook_pattern", cap.pattern_at_pairs(p.i, p.j)),
-    "score_pairs": lambda m, p, n: _per_layer(m, "attn.hook_scores", cap.pattern_at_pairs(p.i, p.j)),
-    "sink_profile": lambda m, p, n: _per_layer(m, "attn.hook_pattern", cap.sink_profile),
-    "resid_norms": lambda m, p, n: {"hook_embed": cap.norms, **_per_layer(m, "hook_resid_post", cap.norms)},
-    "resid_pos01": lambda m, p, n: {"hook_embed": cap.positions([0, 1]),
-                                    **_per_layer(m, "hook_resid_post", cap.positions([0, 1]))},
-    "resid_probe_positions": lambda m, p, n: _per_layer(m, "hook_resid_post", cap.positions(probe_positions(n))),
-    "resid_mean_content": lambda m, p, n: _per_layer(m, "hook_resid_post", _mean_content),
-    "resid_all": lambda m, p, n: _per_layer(m, "hook_resid_post", cap.positions(list(range(n)))),
-    "mlp_out_content": lambda m, p, n: _per_layer(m, "hook_mlp_out", cap.positions(list(range(1, n)))),
-    "z_last": lambda m, p, n: _per_layer(m, "attn.hook_z", cap.positions([n - 1])),
-}
-
-
 @dataclass
 class Session:
     settings: Settings = field(default_factory=Settings)
@@ -81,7 +46,7 @@ class Session:
 
     def __post_init__(self):
         self._models: dict[str, HookedModel] = {}
-        self._cache: dict[tuple, np.ndarray] = {}
+        self._cache: dict[tuple, Capture] = {}
         self._prompts: dict[tuple, corpus.PromptSet] = {}
         self._derived: dict[tuple, object] = {}
 
@@ -97,21 +62,21 @@ class Session:
             self._models[name] = HookedModel(hf, spec, tok)
         return self._models[name]
 
-    def release(self, name: str) -> None:
-        """Drop a model and its cached captures (keeps memory flat across many models)."""
+    def release(self, model: HookedModel | str) -> None:
+        """Drop a model, its prompt sets, cached captures and derived results (keeps memory flat)."""
+        name = model if isinstance(model, str) else model.spec.name
         self._models.pop(name, None)
-        for cache in (self._cache, self._derived):
+        for cache in (self._cache, self._derived, self._prompts):
             for key in [k for k in cache if k[0] == name]:
                 del cache[key]
 
     # ---- prompts --------------------------------------------------------------------------------
-    def prompts(self, name: str, kind: str = "topic", seq_len: int | None = None,
+    def prompts(self, model: HookedModel, kind: str = "topic", seq_len: int | None = None,
                 n_prompts: int | None = None) -> corpus.PromptSet:
         s = self.settings
-        key = (name, kind, seq_len or s.seq_len, n_prompts or s.n_prompts)
+        key = (model.spec.name, kind, seq_len or s.seq_len, n_prompts or s.n_prompts)
         if key not in self._prompts:
-            m = self.model(name)
-            args = (m.tokenizer, m.spec, key[3], key[2])
+            args = (model.tokenizer, model.spec, key[3], key[2])
             if kind == "topic":
                 ps = corpus.topic_prompts(*args, seed=s.seed, source=s.corpus)
             elif kind == "random":
@@ -131,43 +96,36 @@ class Session:
             return uniform_pairs(n, s.n_pairs, seed=s.seed)
         raise ValueError(f"unknown pair kind {kind!r}: stratified or uniform")
 
-    def memo(self, key: tuple, compute):
-        """A derived result computed once per session (e.g. a probe grid that several claim tests read);
-        ``key`` must name everything the result depends on besides the session's settings."""
+    def memo(self, model: HookedModel, what: str, compute):
+        """A derived result computed once per model and session (e.g. a probe grid several claim tests read);
+        ``what`` must name everything the result depends on besides the model and the session's settings."""
+        key = (model.spec.name, what)
         if key not in self._derived:
             self._derived[key] = compute()
         return self._derived[key]
 
     # ---- captures -------------------------------------------------------------------------------
-    def measure(self, name: str, prompts: corpus.PromptSet, recipes: tuple[str, ...] | str,
-                conditions: tuple[str, ...] = (), interventions=None, tag: str = "",
-                pair_kind: str = "stratified", layers: int | None = None) -> dict[str, np.ndarray]:
-        """{recipe: array [N, layers(+1), ...]} for the prompts under the named conditions.
-
-        ``interventions`` is an optional callable model -> context manager for ad-hoc interventions;
-        give it a distinct ``tag`` so its captures are cached apart. ``layers`` = k reads (and runs)
-        only the first k decoder layers."""
-        recipes = (recipes,) if isinstance(recipes, str) else tuple(recipes)
-        digest = hashlib.sha1(prompts.ids.tobytes()).hexdigest()[:12]
-        keys = {r: (name, digest, tuple(conditions), tag, pair_kind, layers, r) for r in recipes}
-        missing = [r for r in recipes if keys[r] not in self._cache]
+    def capture(self, model: HookedModel, run: Run, *reads: Read) -> Capture | tuple[Capture, ...]:
+        """The captures of ``reads`` in ``run`` (one Capture, or a tuple for several reads). Reads not yet
+        cached share one forward pass; ``run.layers`` = k runs (and reads) only the first k decoder layers."""
+        name, seq_len = model.spec.name, run.prompts.seq_len
+        keys = {r: (name, run, r) for r in reads}
+        missing = [r for r in dict.fromkeys(reads) if keys[r] not in self._cache]
         if missing:
-            model = self.model(name)
-            pairs = self.pairs(prompts.seq_len, pair_kind)
+            layers = tuple(range(model.n_layers if run.layers is None else min(run.layers, model.n_layers)))
             readers, layout = {}, {}
             for r in missing:
-                for hook_name, reader in RECIPES[r](model, pairs, prompts.seq_len).items():
-                    if layers is not None and hook_name.startswith("blocks.") and int(hook_name.split(".")[1]) >= layers:
-                        continue
-                    readers[f"{r}|{hook_name}"] = (hook_name, reader)
-                    layout.setdefault(r, []).append(f"{r}|{hook_name}")
-            label = f"{prompts.name} [{'+'.join(conditions) or 'causal'}{'+' + tag if tag else ''}]"
-            with apply_condition(model, *conditions):
-                ctx = interventions(model) if interventions else contextlib.nullcontext()
-                with ctx:
-                    raw = cap.capture(model, prompts.ids, readers, self.settings.batch_size, label,
-                                      stop_after=None if layers is None else layers - 1)
+                pairs = self.pairs(seq_len, r.pairs) if r.pairs else None
+                reader = r.reader(seq_len, pairs)
+                hooks = (["hook_embed"] if r.embed else []) + [f"blocks.{l}.{r.point}" for l in layers]
+                layout[r] = [f"{r!r}|{h}" for h in hooks]
+                readers.update({f"{r!r}|{h}": (h, reader) for h in hooks})
+            with contextlib.ExitStack() as stack:
+                for edit in run.edits:
+                    stack.enter_context(edit.apply(model))
+                raw = cap.capture(model, run.prompts.ids, readers, self.settings.batch_size, run.label,
+                                  stop_after=None if run.layers is None else run.layers - 1)
             for r in missing:
-                self._cache[keys[r]] = np.stack([raw[k] for k in layout[r]], axis=1)
-        return {r: self._cache[keys[r]] for r in recipes}
-
+                self._cache[keys[r]] = Capture(np.stack([raw[k] for k in layout[r]], axis=1), r, layers, r.embed)
+        out = tuple(self._cache[keys[r]] for r in reads)
+        return out[0] if len(out) == 1 else out

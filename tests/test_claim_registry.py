@@ -2,13 +2,25 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
 from harness import paths
-from harness.claim_registry import (ADDS_BOS, CLAIMS, EVERY_MODEL, LADDER, NO_BOS, SLIDING_WINDOW, FigureSpec,
-                                    PaperValue, Target, UndeclaredFigure, claim, family_sizes, methods_table)
+from harness.claim_registry import (
+    ADDS_BOS,
+    CLAIMS,
+    EVERY_MODEL,
+    LADDER,
+    NO_BOS,
+    SLIDING_WINDOW,
+    FigureSpec,
+    PaperValue,
+    Target,
+    UndeclaredFigure,
+    claim,
+    family_sizes,
+    methods_table,
+)
 from harness.models import get_spec
 from harness.verdict import ClaimNotHeld, Figures, SnapshotDrift
 

@@ -5,7 +5,6 @@
 - each intervention changes what it should and nothing else, and undoes itself on exit.
 """
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ import torch
 
 from harness import capture as cap
 from harness import interventions as iv
+from harness.edits import Bidirectional, Directions, IdentityRope, ReplaceEmbedding, ZeroHeads
 from harness.hooks import ATTN_IMPL, HookedModel, MissingMaskError, register_attention
 from harness.models import get_spec, names
 from harness.weights import random_init_model
@@ -148,16 +148,16 @@ def test_replace_state_touches_only_position0(tiny):
     np.testing.assert_array_equal(new[:, 1:], base[:, 1:])
 
 
-def test_conditions_compose(tiny):
+def test_edits_are_values_that_apply_their_intervention(tiny):
     x = ids()
-    with iv.condition(tiny, "bidirectional", "identity_rope"):
+    with Bidirectional().apply(tiny), IdentityRope().apply(tiny):
         both = logits(tiny, x)
     with iv.bidirectional(tiny), iv.identity_rope(tiny):
         nested = logits(tiny, x)
     assert torch.equal(both, nested)
-    with pytest.raises(KeyError, match="unknown condition"):
-        with iv.condition(tiny, "sideways"):
-            pass
+    assert Bidirectional() == Bidirectional() and ZeroHeads([(0, 1)], name="a") == ZeroHeads(((0, 1),), name="b")
+    assert Directions({0: np.ones(3)}) == Directions({0: np.ones(3)}) != Directions({0: np.arange(3.0)})
+    assert len({ReplaceEmbedding(0, 5), ReplaceEmbedding(0, 5), ReplaceEmbedding(0, 6)}) == 2
 
 
 def test_unknown_hook_point_is_an_error(tiny):

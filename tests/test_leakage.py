@@ -19,8 +19,6 @@ from harness.leakage import (  # noqa: E402
     bootstrap_weights,
     causal_mask_share,
     delta_r2,
-    delta_r2_by_query_bin,
-    layer_ratio,
     mean_ci,
     permutation_null,
     permutation_pvalues,
@@ -487,28 +485,8 @@ def test_stratified_pairs_seed_changes_sample():
 # --------------------------------------------------------------------------
 # Per-bin profile, shares, layer ratio
 # --------------------------------------------------------------------------
-def test_delta_by_query_bin_matches_reference_per_bin():
-    L = 64
-    pairs = stratified_pairs(L, 420, seed=0, first=1)
-    Y = gather_pairs(causal_softmax_attention(L, 2, 3, seed=0), pairs)
-    edges = query_bins(L, first=1)
-    prof = delta_r2_by_query_bin(pairs, Y, edges)
-    assert prof.shape == (7, 3)
-    for b in range(7):
-        m = (pairs.i >= edges[b]) & (pairs.i < edges[b + 1])
-        np.testing.assert_allclose(prof[b], ref_fit(pairs.subset(m), Y[:, m])[2], atol=1e-8)
-    assert np.all(prof[0] == 0)  # bin [0,1) holds the single pair (0,0)
-    gap = delta_r2_by_query_bin(pairs, Y, np.array([0, 4, 4, 64]))
-    assert np.all(np.isnan(gap[1])) and np.all(np.isfinite(gap[[0, 2]]))
-
-
-def test_causal_mask_share_and_layer_ratio():
+def test_causal_mask_share_and_residual_stream_share():
     assert causal_mask_share(0.296, 0.114) == pytest.approx(1 - 0.114 / 0.296)
     assert residual_stream_share(0.296, 0.114) == pytest.approx(0.114 / 0.296)
     assert isinstance(causal_mask_share(0.2, 0.1), float)
     np.testing.assert_allclose(causal_mask_share(np.array([0.2, 0.0]), np.array([0.05, 0.1])), [0.75, np.nan])
-    dc = np.array([[0.2, 0.4], [0.1, 0.1], [0.0, 0.0]])
-    db = np.array([[0.1, 0.2], [0.1, 0.3], [0.1, 0.0]])
-    np.testing.assert_allclose(layer_ratio(dc, db), [0.5, 2.0, np.nan])
-    with pytest.raises(ValueError):
-        layer_ratio(dc.ravel(), db.ravel())

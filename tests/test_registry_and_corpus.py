@@ -7,8 +7,9 @@ import pytest
 
 from harness import corpus
 from harness.devices import estimate_param_bytes
+from harness.hooks import check_supported
 from harness.models import REGISTRY, UnknownModelError, UnsupportedModelError, WeightsUnavailable, get_spec, names
-from harness.weights import check_supported, paper_folder
+from harness.weights import paper_folder
 
 
 def test_unknown_model_names_the_supported_ones():

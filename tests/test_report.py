@@ -1,7 +1,6 @@
 """The run report (harness/report.py, harness/plots.py) on synthetic results.json data: no models run."""
 from __future__ import annotations
 
-import copy
 import json
 import re
 import sys

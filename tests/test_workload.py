@@ -3,8 +3,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
 import pytest
+import torch
 
 from harness import capture as cap
 from harness.hooks import HookedModel, register_attention
