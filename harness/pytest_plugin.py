@@ -142,12 +142,10 @@ def pytest_runtest_call(item):
         return (yield)
     seconds, layer_tokens = WORKLOAD.totals()
     try:
-        return (yield)
+        result = yield
     except ClaimNotHeld:
         _check_figures(item, held=False)
         raise
-    else:
-        _check_figures(item, held=True)
     finally:
         s2, lt2 = WORKLOAD.totals()
         booked = {"seconds": round(s2 - seconds, 3), "layer_tokens": lt2 - layer_tokens}
@@ -155,6 +153,8 @@ def pytest_runtest_call(item):
         if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
             booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}
         item.user_properties.append(("forward", booked))
+    _check_figures(item, held=True)
+    return result
 
 
 def _check_figures(item, held: bool) -> None:

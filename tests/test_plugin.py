@@ -1,4 +1,6 @@
 """The pytest plugin refuses bad model selections before anything runs, with a one-line reason."""
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +32,62 @@ def test_bundled_selection_collects_every_claim_per_model():
     assert r.returncode == 0, r.stdout + r.stderr
     ids = [line for line in r.stdout.splitlines() if "::" in line and "[" in line and "test_T13" not in line]  # T13: per family
     assert len(ids) > 20 and all("[smollm2-135m" in line for line in ids)
+
+
+def run_claims(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "claims", "--no-report", "-p", "no:cacheprovider",
+                           "-rs", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_every_run_ends_with_the_claims_by_models_matrix():
+    r = run_claims("--models", "smollm2-135m", "-k", "EQ3_causal_denominator or T2_moving")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "abspos claims × models" in out
+    matrix = out.split("abspos claims × models")[1].splitlines()
+    assert any(line.startswith("EQ3 ") and "1 held" in line for line in matrix)
+    assert any(line.startswith("T2 ") and "1 n/a" in line for line in matrix)
+
+
+def test_inapplicable_predictions_skip_at_collection_with_one_reason():
+    r = run_claims("--models", "smollm2-135m", "-k", "T2_moving or T9c_replacing_bos or T8_sliding")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "not applicable to smollm2-135m: the prediction is for models that auto-prepend BOS" in r.stdout
+    assert ("not applicable to smollm2-135m: the prediction is for models with sliding-window attention layers"
+            in r.stdout)
+    assert "3 skipped" in r.stdout
+
+
+def test_non_default_settings_say_snapshots_are_not_compared():
+    r = run_claims("--models", "smollm2-135m", "-k", "EQ3_causal_denominator", "--n-perm", "10")
+    assert "snapshots not compared: snapshots are taken at the default settings; this run changes n_perm" in r.stdout
+
+
+SNAP = "test_T9a_position0_state_is_identical_across_prompts[smollm2-135m].json"
+
+
+def t9a_in(tmp_path, perturb: float) -> subprocess.CompletedProcess:
+    """T9a on SmolLM2 (it holds there) from a copy of its claim file and snapshot, the snapshot's
+    'min_std_position1' scaled by ``perturb``."""
+    (tmp_path / "__snapshots__" / "test_s5_7_position0").mkdir(parents=True)
+    (tmp_path / "test_s5_7_position0.py").write_text((ROOT / "claims" / "test_s5_7_position0.py").read_text())
+    snap = json.loads((ROOT / "claims" / "__snapshots__" / "test_s5_7_position0" / SNAP).read_text())
+    snap["min_std_position1"] *= perturb
+    (tmp_path / "__snapshots__" / "test_s5_7_position0" / SNAP).write_text(json.dumps(snap, indent=2))
+    return subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_s5_7_position0.py"), "-p",
+                           "harness.pytest_plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           "--models", "smollm2-135m", "-k", "T9a", "--no-report", "-q", "--tb=line"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_a_held_claim_is_compared_with_its_snapshot(tmp_path):
+    r = t9a_in(tmp_path, 1.0)
+    assert r.returncode == 0 and "1 passed" in r.stdout and "1 snapshot passed" in r.stdout, r.stdout + r.stderr
+
+
+def test_snapshot_drift_fails_a_held_claim_as_a_harness_error(tmp_path):
+    r = t9a_in(tmp_path, 1.01)  # 1% > the snapshot's rtol 1e-3
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "SnapshotDrift: T9a: measured figures drifted from the snapshot" in r.stdout
+    assert "ClaimNotHeld" not in r.stdout
