@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from harness import claim, corpus, holds
+from harness.heads import cosine_consistency, decile_split, pc1_identity_null, pc1_identity_pvalue, pc1_identity_r2
 from harness.leakage import benjamini_hochberg
-from harness.probes import cosine_consistency, decile_split, pc1_identity_null, pc1_identity_pvalue, pc1_identity_r2
 from harness.reads import At, Run, SinkProfile
 from harness.sinks import sink_reading_strength
 

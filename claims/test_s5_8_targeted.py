@@ -11,15 +11,11 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
+from harness.directions import dominant_direction, fraction_norm_removed, rank1_direction
 from harness.edits import Directions, ProjectOutOfResidual, Rank1MLPAblation, ZeroHeads
+from harness.heads import decile_split
 from harness.measure import Leakage
-from harness.probes import (
-    decile_split,
-    dominant_direction,
-    fraction_norm_removed,
-    rank1_direction,
-    topic_probe_accuracy,
-)
+from harness.probes import topic_probe_accuracy
 from harness.reads import At, ResidMeanContent, Run, SinkProfile
 from harness.sinks import sink_reading_strength
 

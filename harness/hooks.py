@@ -15,7 +15,9 @@ name                            what                                            
 ``blocks.{l}.hook_resid_post``  decoder layer output (residual stream)              [B, n, D]
 ==============================  ==================================================  =================
 
-A hook is ``fn(value, name) -> value | None``; returning a value replaces the activation.
+A hook is ``fn(value, hook) -> value | None``; returning a value replaces the activation. ``hook`` is a
+``HookPoint``: the point's name (a ``str``) that also carries its ``.layer`` (``None`` for the embedding
+and the rotary module), so no hook has to parse a name.
 Attention-internal points (mask, scores, pattern) are served by the attention function
 ``abspos`` registered in transformers' ``AttentionInterface`` *together with* its mask
 function in ``AttentionMaskInterface`` (without the latter transformers silently hands a
@@ -35,6 +37,18 @@ import torch
 from .models import UnsupportedModelError, names
 
 ATTN_IMPL = "abspos"
+
+
+class HookPoint(str):
+    """A hook point's name, e.g. ``blocks.3.attn.hook_pattern``, with its decoder ``layer`` (or None)."""
+
+    layer: int | None
+
+    def __new__(cls, name: str, layer: int | None = None):
+        point = super().__new__(cls, name)
+        point.layer = layer
+        return point
+
 HookFn = Callable[[object, str], object]
 _ATTN_POINTS = ("mask", "scores", "pattern")
 
@@ -56,7 +70,7 @@ def abspos_attention(module, query, key, value, attention_mask, scaling, dropout
         scores = torch.tanh(scores / softcap) * softcap
     mask = attention_mask
     for fn in hooks.get("mask", ()):
-        out = fn(mask, f"blocks.{layer}.attn.hook_mask")
+        out = fn(mask, HookPoint(f"blocks.{layer}.attn.hook_mask", layer))
         mask = mask if out is None else out
     if mask is None and query.shape[2] > 1:
         raise MissingMaskError(
@@ -64,13 +78,13 @@ def abspos_attention(module, query, key, value, attention_mask, scaling, dropout
             "its mask function is not registered, and attention would run unmasked"
         )
     for fn in hooks.get("scores", ()):
-        out = fn(scores, f"blocks.{layer}.attn.hook_scores")
+        out = fn(scores, HookPoint(f"blocks.{layer}.attn.hook_scores", layer))
         scores = scores if out is None else out
     if mask is not None:
         scores = scores + mask[:, :, :, : key.shape[-2]]
     weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
     for fn in hooks.get("pattern", ()):
-        out = fn(weights, f"blocks.{layer}.attn.hook_pattern")
+        out = fn(weights, HookPoint(f"blocks.{layer}.attn.hook_pattern", layer))
         weights = weights if out is None else out
     output = torch.matmul(weights, value).transpose(1, 2).contiguous()
     return output, weights
@@ -150,6 +164,7 @@ class HookedModel:
 
     def _install(self, name, fn, handles, attn_added):
         m = _NAME.match(name)
+        name = HookPoint(name, None if m is None or m["layer"] is None else int(m["layer"]))
         if not m:
             raise KeyError(f"unknown hook point {name!r}; see harness.hooks for the names")
         if m["top"] == "embed":

@@ -19,9 +19,8 @@ def bidirectional(model: HookedModel):
     as a symmetric band |i - j| < w: only causality is removed, not locality. We never pad, so the
     bidirectional mask is otherwise all zeros."""
 
-    def replace(mask, name):
-        layer = int(name.split(".")[1])
-        window = getattr(model.layers[layer].self_attn, "sliding_window", None)
+    def replace(mask, hook):
+        window = getattr(model.layers[hook.layer].self_attn, "sliding_window", None)
         n = mask.shape[-1]
         new = torch.zeros_like(mask)
         if window:

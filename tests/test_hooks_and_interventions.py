@@ -164,3 +164,11 @@ def test_unknown_hook_point_is_an_error(tiny):
     with pytest.raises(KeyError, match="unknown hook point"):
         with tiny.hooks({"blocks.0.hook_nonsense": lambda v, n: None}):
             pass
+
+
+def test_hooks_receive_their_point_with_its_layer(tiny):
+    seen = []
+    record = lambda value, hook: seen.append((str(hook), hook.layer))  # noqa: E731
+    with tiny.hooks({"blocks.1.attn.hook_pattern": record, "blocks.0.hook_resid_post": record, "hook_embed": record}):
+        logits(tiny, ids())
+    assert set(seen) == {("blocks.1.attn.hook_pattern", 1), ("blocks.0.hook_resid_post", 0), ("hook_embed", None)}

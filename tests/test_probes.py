@@ -1,4 +1,4 @@
-"""Tests of the probe measurements (harness/probes.py) on synthetic data, against plain references.
+"""Tests of the probe measurements (harness/probes.py, heads.py, directions.py) on synthetic data, against plain references.
 
 No model runs here: every array is synthetic, float64, small.
 """
@@ -18,20 +18,19 @@ from hypothesis.extra.numpy import arrays
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import harness.probes as probes  # noqa: E402
+from harness.directions import dominant_direction, fraction_norm_removed, project_out, rank1_direction  # noqa: E402
+from harness.heads import (  # noqa: E402
+    cosine_consistency,
+    decile_split,
+    pc1_identity_null,
+    pc1_identity_pvalue,
+    pc1_identity_r2,
+)
 from harness.probes import (  # noqa: E402
     above_chance,
     binomial_sf,
     chance_level,
-    cosine_consistency,
-    decile_split,
-    dominant_direction,
     effective_n_components,
-    fraction_norm_removed,
-    pc1_identity_null,
-    pc1_identity_pvalue,
-    pc1_identity_r2,
-    project_out,
-    rank1_direction,
     topic_probe_accuracy,
     topic_probe_grid,
 )
