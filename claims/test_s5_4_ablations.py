@@ -16,14 +16,10 @@ from harness.measure import Leakage
 PAPER_BI_BAND, NEARLY_EQUAL = claim("T6").threshold("paper_bi_band"), claim("T6").threshold("nearly_equal")
 
 
-def means(session, model, *edits):
-    return Leakage(session, model).mean_delta_with_ci(*edits)
-
-
 @pytest.mark.claim("T6")
 def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
-    base, base_ci = means(session, model)
-    bi, bi_ci = means(session, model, Bidirectional())
+    leak = Leakage(session, model)
+    (base, base_ci), (bi, bi_ci) = leak.mean_delta_with_ci(), leak.mean_delta_with_ci(Bidirectional())
     ratio = bi / base
     figures.add("mean_delta_causal", base, ci=base_ci)
     figures.add("mean_delta_bidirectional", bi, ci=bi_ci)
@@ -38,9 +34,10 @@ def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
 
 @pytest.mark.claim("T6")
 def test_T6_rope_ablations_raise_leakage_alike(model, session, figures):
-    base, base_ci = means(session, model)
-    ident, id_ci = means(session, model, IdentityRope())
-    scr, scr_ci = means(session, model, ScrambledRope())
+    leak = Leakage(session, model)
+    base, base_ci = leak.mean_delta_with_ci()
+    ident, id_ci = leak.mean_delta_with_ci(IdentityRope())
+    scr, scr_ci = leak.mean_delta_with_ci(ScrambledRope())
     figures.add("mean_delta_causal", base, ci=base_ci)
     figures.add("mean_delta_identity_rope", ident, ci=id_ci)
     figures.add("mean_delta_scrambled_rope", scr, ci=scr_ci)

@@ -33,14 +33,23 @@ def random_token(model, seed) -> int:
     return int(np.random.default_rng(seed).choice(corpus.ordinary_vocab(model.tokenizer)))
 
 
+def table9_rows(session, model):
+    """({condition: (first-bin ΔR², CI)}, L*, replacement token), computed once per model (three tests read it)."""
+    def compute():
+        token = random_token(model, session.settings.seed)
+        l_star = most_leaky_layer(session, model)
+        out = {"bidirectional": first_bin(session, model),
+               "bi+replace-embedding": first_bin(session, model, ReplaceEmbedding(0, token)),
+               "bi+replace-Lstar": first_bin(session, model, ReplaceStateWithMidMean((l_star,))),
+               "bi+replace-all": first_bin(session, model, ReplaceStateWithMidMean(tuple(range(model.n_layers))))}
+        return out, l_star, token
+
+    return session.memo(model, "T9c Table 9", compute)
+
+
 @pytest.fixture
 def table9(model, session, figures):
-    token = random_token(model, session.settings.seed)
-    l_star = most_leaky_layer(session, model)
-    out = {"bidirectional": first_bin(session, model),
-           "bi+replace-embedding": first_bin(session, model, ReplaceEmbedding(0, token)),
-           "bi+replace-Lstar": first_bin(session, model, ReplaceStateWithMidMean((l_star,))),
-           "bi+replace-all": first_bin(session, model, ReplaceStateWithMidMean(tuple(range(model.n_layers))))}
+    out, l_star, token = table9_rows(session, model)
     base = out["bidirectional"][0]
     for label, (value, ci) in out.items():
         figures.add(f"ablation:{label}", value, ci=ci)

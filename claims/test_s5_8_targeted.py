@@ -40,6 +40,21 @@ def random_control(leak, model, k: int, draws: int, seed: int) -> tuple[float, l
 
 
 def targeted_vs_random(model, session, figures, draws):
+    """Mean ΔR² at baseline, with the position direction projected out, with the top-decile sink heads zeroed
+    and with as many random heads zeroed (mean over draws); computed once per model, recorded by each test."""
+    base, rank1, sink, rand, k, values = session.memo(model, ("T11 targeted vs random", draws),
+                                                      lambda: _targeted_vs_random(model, session, draws))
+    figures.add("ablation:baseline", base)
+    figures.add("ablation:rank-1 position probe", rank1)
+    figures.add(f"ablation:top-decile sink heads ({k})", sink)
+    figures.add(f"ablation:random heads ({k}, {draws} draws)", rand, ci=[min(values), max(values)],
+                note="range over draws")
+    for label, v in (("rank1", rank1), ("sink_heads", sink), ("random_heads", rand)):
+        figures.add(f"reduction_{label}", 1 - v / base)
+    return base, rank1, sink, rand
+
+
+def _targeted_vs_random(model, session, draws):
     leak = Leakage(session, model)
     base = leak.mean_delta()
     rank1 = leak.mean_delta(ProjectOutOfResidual(position_directions(session, model), name="rank1-position"))
@@ -48,14 +63,7 @@ def targeted_vs_random(model, session, figures, draws):
     heads = [divmod(int(h), model.n_heads) for h in top]
     sink = leak.mean_delta(ZeroHeads(heads, name=f"top-sink{len(heads)}"))
     rand, values = random_control(leak, model, len(heads), draws, session.settings.seed)
-    figures.add("ablation:baseline", base)
-    figures.add("ablation:rank-1 position probe", rank1)
-    figures.add(f"ablation:top-decile sink heads ({len(heads)})", sink)
-    figures.add(f"ablation:random heads ({len(heads)}, {draws} draws)", rand,
-                ci=[min(values), max(values)], note="range over draws")
-    for label, v in (("rank1", rank1), ("sink_heads", sink), ("random_heads", rand)):
-        figures.add(f"reduction_{label}", 1 - v / base)
-    return base, rank1, sink, rand
+    return base, rank1, sink, rand, len(heads), values
 
 
 @pytest.fixture

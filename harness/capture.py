@@ -24,11 +24,12 @@ Reader = Callable[[torch.Tensor], torch.Tensor]
 
 
 class Progress:
-    """One status line per batch on stderr: model, what, prompts done, time left. Quiet under CI."""
+    """One status line per batch on stderr: model, what, prompts done, time left. Off when the caller says
+    so (the run context is quiet under CI) or with ABSPOS_PROGRESS=0."""
 
-    def __init__(self, label: str, total: int):
+    def __init__(self, label: str, total: int, enabled: bool = True):
         self.label, self.total, self.t0 = label, total, time.time()
-        self.enabled = not os.environ.get("CI") and os.environ.get("ABSPOS_PROGRESS", "1") != "0"
+        self.enabled = enabled and os.environ.get("ABSPOS_PROGRESS", "1") != "0"
 
     def update(self, done: int) -> None:
         if not self.enabled:
@@ -69,7 +70,7 @@ def _stop(value, name):
 
 
 def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int = 8,
-            label: str = "capture", stop_after: int | None = None) -> dict[str, np.ndarray]:
+            label: str = "capture", stop_after: int | None = None, progress: bool | None = None) -> dict[str, np.ndarray]:
     """Run ``ids`` [N, L]; return {key: reader outputs concatenated over prompts (float64 numpy)}.
 
     ``readers`` maps a key to a reader, read at the hook point of the same name, or to a
@@ -82,7 +83,8 @@ def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int 
         hooks.setdefault(point, []).append(_collector(out[key], reader))
     if stop_after is not None:
         hooks.setdefault(f"blocks.{stop_after}.hook_resid_post", []).append(_stop)
-    progress = Progress(f"{model.spec.name} {label}", len(ids))
+    progress = Progress(f"{model.spec.name} {label}", len(ids),
+                        enabled=not os.environ.get("CI") if progress is None else progress)
     t0, layers_run = time.perf_counter(), model.n_layers if stop_after is None else stop_after + 1
     with torch.no_grad(), model.hooks(hooks):
         for start in range(0, len(ids), batch_size):

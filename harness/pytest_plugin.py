@@ -106,7 +106,7 @@ def selected_models(run_context) -> tuple[str, ...]:
 
 @pytest.fixture(scope="session")
 def session(run_context) -> Session:
-    return Session(run_context.settings, log=run_context.log)
+    return Session(run_context.settings, log=run_context.log, progress=not run_context.quiet)
 
 
 @pytest.fixture(scope="session")

@@ -82,8 +82,15 @@ class RunContext:
             print(*args)
 
 
-MARK = {"passed": "held", "xpassed": "held", "xfailed": "not held", "failed": "FAILED", "skipped": "n/a",
+MARK = {"passed": "held", "xpassed": "held", "xfailed": "not held", "failed": "FAILED", "skipped": "skipped",
         "error": "ERROR"}
+
+
+def mark(record: dict) -> str:
+    """One word for a record in the matrix; a skip is 'n/a' when the prediction does not apply to the model."""
+    if record["outcome"] == "skipped" and record["reason"].startswith("not applicable"):
+        return "n/a"
+    return MARK.get(record["outcome"], record["outcome"])
 
 
 class RecordCollector:
@@ -119,7 +126,7 @@ class RecordCollector:
         """The claims × models matrix, one line per claim: how many of its tests held / did not / n/a per model."""
         cells: dict = defaultdict(lambda: defaultdict(list))
         for r in self.records:
-            cells[r["claim"]][r["model"] or "(per family)"].append(MARK.get(r["outcome"], r["outcome"]))
+            cells[r["claim"]][r["model"] or "(per family)"].append(mark(r))
         models = list(dict.fromkeys([*self.run.models, *(m for c in cells.values() for m in c)]))
         models = [m for m in models if any(m in c for c in cells.values())]
         width = max([len(m) for m in models] + [14])
@@ -137,7 +144,7 @@ class RecordCollector:
         if not self.records:
             return
         tr = terminalreporter
-        tr.write_sep("=", "abspos claims × models (tests per cell: held / not held / FAILED / n/a)")
+        tr.write_sep("=", "abspos claims × models (tests per cell: held / not held / FAILED / skipped / n/a)")
         for line in self.matrix():
             tr.write_line(line)
         if self.run.snapshots_off:

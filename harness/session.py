@@ -43,6 +43,7 @@ class Settings:
 class Session:
     settings: Settings = field(default_factory=Settings)
     log: object = print
+    progress: bool = True  # a status line per captured batch
 
     def __post_init__(self):
         self._models: dict[str, HookedModel] = {}
@@ -124,7 +125,7 @@ class Session:
                 for edit in run.edits:
                     stack.enter_context(edit.apply(model))
                 raw = cap.capture(model, run.prompts.ids, readers, self.settings.batch_size, run.label,
-                                  stop_after=None if run.layers is None else run.layers - 1)
+                                  stop_after=None if run.layers is None else run.layers - 1, progress=self.progress)
             for r in missing:
                 self._cache[keys[r]] = Capture(np.stack([raw[k] for k in layout[r]], axis=1), r, layers, r.embed)
         out = tuple(self._cache[keys[r]] for r in reads)
