@@ -12,7 +12,8 @@ from harness import claim, family_sizes, holds
 from harness.claim_registry import LADDERS
 from harness.edits import Bidirectional
 from harness.measure import Leakage
-from harness.models import FAMILIES, WeightsUnavailable
+from harness.models import FAMILIES, WeightsUnavailable, get_spec
+from harness.weights import ensure_available
 
 CONSTANT = claim("T13").threshold("constant")
 
@@ -22,12 +23,14 @@ CONSTANT = claim("T13").threshold("constant")
     pytest.param(f, marks=[getattr(pytest.mark, f)] + ([pytest.mark.paper] if f in LADDERS else [])) for f in FAMILIES])
 def test_T13_leakage_constant_and_residual_share_rises_with_scale(family, session, selected_models, figures):
     sizes = family_sizes(family, selected_models)
+    try:  # every size present before any is measured (a ladder up to 8B takes a while)
+        for name in sizes:
+            ensure_available(get_spec(name))
+    except WeightsUnavailable as e:
+        pytest.skip(f"{family} scale ladder incomplete: {e}")
     base, bi = [], []
     for name in sizes:
-        try:
-            model = session.model(name)
-        except WeightsUnavailable as e:
-            pytest.skip(f"{family} scale ladder incomplete: {e}")
+        model = session.model(name)
         leak = Leakage(session, model)
         base.append(leak.mean_delta())
         bi.append(leak.mean_delta(Bidirectional()))

