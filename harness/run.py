@@ -129,16 +129,16 @@ class RecordCollector:
             cells[r["claim"]][r["model"] or "(per family)"].append(mark(r))
         models = list(dict.fromkeys([*self.run.models, *(m for c in cells.values() for m in c)]))
         models = [m for m in models if any(m in c for c in cells.values())]
-        width = max([len(m) for m in models] + [14])
-        lines = ["claim  " + "  ".join(m.ljust(width) for m in models)]
+        rows = {}
         for cid in [c for c in CLAIMS if c in cells] + sorted(set(cells) - set(CLAIMS)):
-            row = []
+            rows[cid] = []
             for m in models:
                 marks = cells[cid].get(m, [])
                 counts = {k: marks.count(k) for k in dict.fromkeys(marks)}
-                row.append(", ".join(f"{n} {k}" for k, n in counts.items()) or "-")
-            lines.append(f"{cid:<6} " + "  ".join(c.ljust(width) for c in row))
-        return lines
+                rows[cid].append(", ".join(f"{n} {k}" for k, n in counts.items()) or "-")
+        width = max([len(m) for m in models] + [len(c) for row in rows.values() for c in row])
+        return ["claim  " + "  ".join(m.ljust(width) for m in models).rstrip()] + \
+            [f"{cid:<6} " + "  ".join(c.ljust(width) for c in row).rstrip() for cid, row in rows.items()]
 
     def pytest_terminal_summary(self, terminalreporter):
         if not self.records:
