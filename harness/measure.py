@@ -57,7 +57,7 @@ class Leakage:
 
     def __init__(self, session, model, kind: str = "topic"):
         s = session.settings
-        self.session, self.model, self.kind = session, model, kind
+        self.session, self.model = session, model
         self.prompts = session.prompts(model, kind)
         self.pairs = session.pairs(self.prompts.seq_len)
         self.weights = lk.bootstrap_weights(len(self.prompts), s.n_boot, s.seed)

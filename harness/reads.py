@@ -138,9 +138,6 @@ class Capture:
         """The decoder layers only: [prompts, layers, ...]."""
         return self.values[:, 1:] if self.embed else self.values
 
-    def layer(self, l: int) -> np.ndarray:
-        return self.decoder[:, self.layers.index(l)]
-
     def heads_flat(self) -> np.ndarray:
         """A pair read as the leakage target: [prompts, pairs, layers × heads], heads layer-major."""
         n, l, p, h = self.decoder.shape
