@@ -32,7 +32,7 @@ def head_mean(stats: lk.PromptStats, weights: np.ndarray | None = None) -> np.nd
 
 def mean_delta(pairs: lk.PairSet, Y: np.ndarray) -> float:
     """Head-mean ΔR² of a target [prompts, pairs, heads]."""
-    return float(lk.delta_r2(pairs, Y).delta.mean())
+    return head_mean(lk.prompt_stats(pairs, Y))
 
 
 def significance(pairs: lk.PairSet, Y: np.ndarray, n_perm: int, seed: int, q: float = 0.05) -> dict:
@@ -88,17 +88,19 @@ class Leakage:
         stats = self.stats(*edits)
         return head_mean(stats), lk.mean_ci(lk.fit_from_stats(stats, self.weights).delta)
 
+    def _fit(self, stats: lk.PromptStats, boot: bool) -> np.ndarray:
+        """ΔR² per head: [1, heads] for the plain fit, [n_boot, heads] with the bootstrap weights."""
+        return lk.fit_from_stats(stats, self.weights if boot else np.ones((1, len(self.prompts)))).delta
+
     def bin_profile(self, *edits: Edit, edges: np.ndarray, boot: bool = False) -> np.ndarray:
         """Head-mean ΔR² per query bin: [n_bins] or, with ``boot``, [n_boot, n_bins]."""
-        w = self.weights if boot else np.ones((1, len(self.prompts)))
-        prof = np.stack([lk.fit_from_stats(self.stats(*edits, bin=(int(lo), int(hi))), w).delta.mean(axis=-1)
+        prof = np.stack([self._fit(self.stats(*edits, bin=(int(lo), int(hi))), boot).mean(axis=-1)
                          for lo, hi in zip(edges[:-1], edges[1:])], axis=-1)
         return prof if boot else prof[0]
 
     def layer_means(self, *edits: Edit, boot: bool = False) -> np.ndarray:
         """Per-layer head-mean ΔR²: [n_layers] or, with ``boot``, [n_boot, n_layers]."""
-        w = self.weights if boot else np.ones((1, len(self.prompts)))
-        means = by_layer(lk.fit_from_stats(self.stats(*edits), w).delta, self.model.n_layers).mean(axis=-1)
+        means = by_layer(self._fit(self.stats(*edits), boot), self.model.n_layers).mean(axis=-1)
         return means if boot else means[0]
 
     def significance(self, q: float = 0.05) -> dict:
