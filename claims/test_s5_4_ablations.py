@@ -1,51 +1,58 @@
 """§5.4 Mechanism ablations expose two architectural components (Table 6).
 
 On the same stratified pairs: removing the causal mask lowers mean ΔR² (the paper: to 0.09–0.36 of
-baseline); replacing RoPE by the identity, or scrambling its frequency bands, raises it (2.1–3.2x),
-the two nearly equal.
+baseline; judged: at most 0.46, with the paired bootstrap CI of the ratio below 1); replacing RoPE by the
+identity, or permuting its frequency bands over the query dimensions, raises it (paper 2.1–3.2x; judged:
+each at least 2.02x), the two nearly equal.
 """
 
 import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.edits import Bidirectional, IdentityRope, ScrambledRope
-from harness.leakage import causal_mask_share, residual_stream_share
+from harness.edits import Bidirectional, IdentityRope, ScrambledRope, ScrambledRopeAllEntries
 from harness.measure import Leakage
 
-PAPER_BI_BAND, NEARLY_EQUAL = claim("T6").threshold("paper_bi_band"), claim("T6").threshold("nearly_equal")
+T6 = claim("T6")
+BI_AT_MOST, RISE_AT_LEAST, NEARLY_EQUAL = (T6.threshold(k) for k in ("bi_at_most", "rise_at_least", "nearly_equal"))
+
+
+def ratio_to_causal(leak, edit):
+    """(ratio of the edit's mean ΔR² to causal, its paired bootstrap CI over prompts, the edit's value and CI)."""
+    base, value = leak.mean_delta(), leak.mean_delta(edit)
+    ratio_ci = np.quantile(leak.mean_delta_boot(edit) / leak.mean_delta_boot(), [0.025, 0.975])
+    return value / base, ratio_ci, value, leak.mean_delta_with_ci(edit)[1]
 
 
 @pytest.mark.claim("T6")
 def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
     leak = Leakage(session, model)
-    (base, base_ci), (bi, bi_ci) = leak.mean_delta_with_ci(), leak.mean_delta_with_ci(Bidirectional())
-    ratio = bi / base
+    base, base_ci = leak.mean_delta_with_ci()
+    ratio, ratio_ci, bi, bi_ci = ratio_to_causal(leak, Bidirectional())
     figures.add("mean_delta_causal", base, ci=base_ci)
     figures.add("mean_delta_bidirectional", bi, ci=bi_ci)
-    figures.add("ablation:causal", base, ci=base_ci)
-    figures.add("ablation:bidirectional", bi, ci=bi_ci)
-    figures.add("bidirectional_over_causal", ratio, note=f"paper band {PAPER_BI_BAND}")
-    figures.add("within_paper_band", bool(PAPER_BI_BAND[0] <= ratio <= PAPER_BI_BAND[1]))
-    figures.add("residual_stream_share", residual_stream_share(base, bi))
-    figures.add("causal_mask_share", causal_mask_share(base, bi))
-    holds(ratio < 1, f"bidirectional mean ΔR² {bi:.4g} is not below causal {base:.4g} (ratio {ratio:.2f})")
+    figures.add("bidirectional_over_causal", ratio, ci=ratio_ci, note="paper 0.09-0.36 across its models")
+    holds(ratio <= BI_AT_MOST and ratio_ci[1] < 1,
+          f"bidirectional mean ΔR² {bi:.4g} vs causal {base:.4g}: ratio {ratio:.2f} (95% CI "
+          f"{np.round(ratio_ci, 2).tolist()}), not <= {BI_AT_MOST} with the CI below 1")
 
 
 @pytest.mark.claim("T6")
 def test_T6_rope_ablations_raise_leakage_alike(model, session, figures):
     leak = Leakage(session, model)
     base, base_ci = leak.mean_delta_with_ci()
-    ident, id_ci = leak.mean_delta_with_ci(IdentityRope())
-    scr, scr_ci = leak.mean_delta_with_ci(ScrambledRope())
+    ident, ident_ci, ident_v, ident_v_ci = ratio_to_causal(leak, IdentityRope())
+    scr, scr_ci, scr_v, scr_v_ci = ratio_to_causal(leak, ScrambledRope())
     figures.add("mean_delta_causal", base, ci=base_ci)
-    figures.add("mean_delta_identity_rope", ident, ci=id_ci)
-    figures.add("mean_delta_scrambled_rope", scr, ci=scr_ci)
-    figures.add("ablation:identity-RoPE", ident, ci=id_ci)
-    figures.add("ablation:scrambled-RoPE", scr, ci=scr_ci)
-    figures.add("identity_over_causal", ident / base, note="paper 2.1-3.2x")
-    figures.add("scrambled_over_causal", scr / base, note="paper 2.1-3.2x")
-    holds(ident > base and scr > base, f"RoPE ablations do not raise leakage: identity {ident:.4g}, "
-                                       f"scrambled {scr:.4g}, causal {base:.4g}")
+    figures.add("mean_delta_identity_rope", ident_v, ci=ident_v_ci)
+    figures.add("mean_delta_scrambled_rope", scr_v, ci=scr_v_ci)
+    figures.add("identity_over_causal", ident, ci=ident_ci, note="paper 2.1-3.2x")
+    figures.add("scrambled_over_causal", scr, ci=scr_ci, note="paper 2.1-3.2x")
+    sens = leak.mean_delta(ScrambledRopeAllEntries())
+    figures.add("scrambled_all_entries_over_causal_sensitivity", sens / base,
+                note="sensitivity only: all d cos/sin entries permuted, not a rotation; not judged")
+    holds(min(ident, scr) >= RISE_AT_LEAST,
+          f"RoPE ablations do not raise leakage {RISE_AT_LEAST}x: identity {ident:.2f}x, scrambled {scr:.2f}x of "
+          f"causal {base:.4g}")
     holds(abs(np.log(ident / scr)) <= np.log(NEARLY_EQUAL),
-          f"identity-RoPE {ident:.4g} and scrambled-RoPE {scr:.4g} differ by more than {NEARLY_EQUAL}x")
+          f"identity-RoPE {ident_v:.4g} and scrambled-RoPE {scr_v:.4g} differ by more than {NEARLY_EQUAL}x")

@@ -10,18 +10,19 @@ normally constant position vary across prompts.
 import numpy as np
 import pytest
 
-from harness import corpus, holds
+from harness import claim, corpus, holds
 from harness.edits import Bidirectional, ReplaceEmbedding, ReplaceStateWithMidMean
 from harness.leakage import query_bins
 from harness.measure import Leakage
 
 
 def first_bin(session, model, *edits):
-    """First-bin head-mean ΔR² under bidirectional attention (plus the edits), with its bootstrap CI."""
+    """First-bin head-mean ΔR² under bidirectional attention (plus the edits) and its bootstrap rows (the
+    same prompt resamples for every condition, so differences row by row are paired)."""
     leak = Leakage(session, model)
     edges = query_bins(leak.prompts.seq_len)[:2]
-    boot = leak.bin_profile(Bidirectional(), *edits, edges=edges, boot=True)[:, 0]
-    return float(leak.bin_profile(Bidirectional(), *edits, edges=edges)[0]), np.quantile(boot, [0.025, 0.975])
+    return (float(leak.bin_profile(Bidirectional(), *edits, edges=edges)[0]),
+            leak.bin_profile(Bidirectional(), *edits, edges=edges, boot=True)[:, 0])
 
 
 def most_leaky_layer(session, model) -> int:
@@ -34,7 +35,7 @@ def random_token(model, seed) -> int:
 
 
 def table9_rows(session, model):
-    """({condition: (first-bin ΔR², CI)}, L*, replacement token), computed once per model (three tests read it)."""
+    """({condition: (first-bin ΔR², bootstrap rows)}, L*, replacement token), once per model (three tests)."""
     def compute():
         token = random_token(model, session.settings.seed)
         l_star = most_leaky_layer(session, model)
@@ -47,31 +48,54 @@ def table9_rows(session, model):
     return session.memo(model, "T9c Table 9", compute)
 
 
+def ci(samples):
+    return np.quantile(samples, [0.025, 0.975])
+
+
 @pytest.fixture
 def table9(model, session, figures):
+    """{condition: (value, paired 95% CI of condition minus bidirectional)}; figures recorded for every test."""
     out, l_star, token = table9_rows(session, model)
-    base = out["bidirectional"][0]
-    for label, (value, ci) in out.items():
-        figures.add(f"ablation:{label}", value, ci=ci)
+    base, base_boot = out["bidirectional"]
+    rows = {}
+    for label, (value, boot) in out.items():
+        figures.add(f"first_bin:{label}", value, ci=ci(boot))
         figures.add(f"percent_of_bidirectional:{label}", 100 * value / base)
+        if label != "bidirectional":
+            rows[label] = (value, ci(boot - base_boot))
+            figures.add(f"difference_from_bidirectional:{label}", value - base, ci=rows[label][1])
     figures.add("most_leaky_layer", l_star)
     figures.add("replacement_token", token)
-    return {k: v[0] for k, v in out.items()}
+    rows["bidirectional"] = (base, None)
+    return rows
+
+
+PERCENT = claim("T9c").threshold("percent")
+
+
+def check(table9, condition, lower: bool, what: str):
+    """Direction (the paired CI of the difference) and magnitude (percent of bidirectional vs Table 9)."""
+    bi, _ = table9["bidirectional"]
+    value, (lo, hi) = table9[condition]
+    significant = hi < 0 if lower else lo > 0
+    holds(significant, f"{what} gives first-bin ΔR² {value:.4g} vs bidirectional {bi:.4g}: not significantly "
+                       f"{'below' if lower else 'above'} it (paired 95% CI of the difference [{lo:.3g}, {hi:.3g}])")
+    op, bound = PERCENT[condition]
+    percent = 100 * value / bi
+    holds(percent <= bound if op == "<=" else percent >= bound,
+          f"{what} gives {percent:.0f}% of bidirectional, not {op} {bound}% (Table 9's value widened by 10 points)")
 
 
 @pytest.mark.claim("T9c")
 def test_T9c_replacing_bos_embedding_removes_residual_leakage(table9):
-    bi, emb = table9["bidirectional"], table9["bi+replace-embedding"]
-    holds(emb < bi, f"replacing the BOS embedding gives first-bin ΔR² {emb:.4g}, not below bidirectional {bi:.4g}")
+    check(table9, "bi+replace-embedding", True, "replacing the BOS embedding")
 
 
 @pytest.mark.claim("T9c")
 def test_T9c_replacing_position0_at_most_leaky_layer_reduces_it(table9):
-    bi, rep = table9["bidirectional"], table9["bi+replace-Lstar"]
-    holds(rep < bi, f"replacing the position-0 state at L* gives {rep:.4g}, not below bidirectional {bi:.4g}")
+    check(table9, "bi+replace-Lstar", True, "replacing the position-0 state at L*")
 
 
 @pytest.mark.claim("T9c")
 def test_T9c_replacing_position0_at_every_layer_raises_it(table9):
-    bi, rep = table9["bidirectional"], table9["bi+replace-all"]
-    holds(rep > bi, f"replacing the position-0 state at every layer gives {rep:.4g}, not above bidirectional {bi:.4g}")
+    check(table9, "bi+replace-all", False, "replacing the position-0 state at every layer")

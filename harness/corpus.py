@@ -160,10 +160,11 @@ def fixed_token_at_zero(prompts: PromptSet, token_id: int) -> PromptSet:
     return replace(prompts, ids=ids, name=f"{prompts.name}+fixed@0")
 
 
-def cycled_tokens_at_zero(prompts: PromptSet, tokenizer, n_tokens: int, seed: int = 0) -> PromptSet:
-    """Position 0 set to one of ``n_tokens`` uncommon tokens (seeded draw), cycled over the prompts so each
-    token recurs: prompt p gets token p % n_tokens (the sink-token identity probe, §4)."""
+def token0_identity_prompts(prompts: PromptSet, tokenizer, n_tokens: int, n_prompts: int, seed: int = 0) -> PromptSet:
+    """The sink-token identity design (§4): ``n_prompts`` prompts whose token at 0 is one of ``n_tokens`` tokens
+    drawn uniformly from the uncommon range (seeded), cycled so each recurs (prompt p gets token p % n_tokens),
+    and whose remaining tokens are identical across prompts (the first prompt's tokens 1..n-1)."""
     tokens = np.random.default_rng(seed).choice(uncommon_vocab(tokenizer), size=n_tokens, replace=False)
-    ids = prompts.ids.copy()
-    ids[:, 0] = tokens[np.arange(len(prompts)) % n_tokens]
-    return replace(prompts, ids=ids, name=f"{prompts.name}+cycled{n_tokens}@0")
+    ids = np.repeat(prompts.ids[:1], n_prompts, axis=0)
+    ids[:, 0] = tokens[np.arange(n_prompts) % n_tokens]
+    return PromptSet(ids, np.zeros(n_prompts, dtype=np.int64), prompts.topics, f"{prompts.name}+identity{n_tokens}@0")

@@ -48,7 +48,9 @@ class IdentityRope(Edit):
 
 @dataclass(frozen=True)
 class ScrambledRope(Edit):
-    """A fixed random permutation of RoPE's cos/sin entries (see interventions.scrambled_rope)."""
+    """Scrambled-RoPE (paper §4): a fixed random permutation of the frequency bands, applied to the queries
+    only, so each query is still a rotation but q.k no longer depends on i - j alone
+    (see interventions.scrambled_rope)."""
 
     seed: int = 0
 
@@ -58,6 +60,21 @@ class ScrambledRope(Edit):
     @property
     def label(self):
         return "scrambled_rope"
+
+
+@dataclass(frozen=True)
+class ScrambledRopeAllEntries(Edit):
+    """Sensitivity variant only: one fixed random permutation of all d cos/sin entries, for queries and keys;
+    NOT a rotation (norms change). See interventions.scrambled_rope_all_entries."""
+
+    seed: int = 0
+
+    def apply(self, model):
+        return iv.scrambled_rope_all_entries(model, self.seed)
+
+    @property
+    def label(self):
+        return "scrambled_rope_all_entries"
 
 
 @dataclass(frozen=True)

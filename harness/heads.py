@@ -50,6 +50,35 @@ def cosine_consistency(outputs: np.ndarray) -> np.ndarray:
     return np.clip(mean, -1.0, 1.0)
 
 
+def cosine_consistency_boot(outputs: np.ndarray, weights: np.ndarray, chunk: int = 100) -> np.ndarray:
+    """``cosine_consistency`` under prompt resampling: [n_prompts, *heads, d], weights [B, n_prompts] -> [B, *heads].
+
+    A bootstrap row draws prompts with multiplicities w_p (``leakage.bootstrap_weights``). A prompt drawn twice
+    is still one prompt: pairs of a prompt with its own copy are left out (their cosine is 1 by construction),
+    so row b is Σ_{p≠q} w_p w_q u_p·u_q / Σ_{p≠q} w_p w_q = (||Σ w_p u_p||² − Σ w_p² ||u_p||²) / ((Σ w)² − Σ w²).
+    All-ones weights give ``cosine_consistency`` exactly. Rows with fewer than two distinct prompts are NaN.
+    """
+    o = np.asarray(outputs, dtype=np.float64)
+    w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    if w.shape[1] != o.shape[0]:
+        raise ValueError(f"weights are over {w.shape[1]} prompts, outputs have {o.shape[0]}")
+    norms = np.linalg.norm(o, axis=-1, keepdims=True)
+    u = np.divide(o, norms, out=np.zeros_like(o), where=norms > 0)
+    nonzero = (norms[..., 0] > 0).astype(np.float64)  # [n, *heads]
+    flat = u.reshape(u.shape[0], -1)
+    out = []
+    for lo in range(0, w.shape[0], chunk):
+        wb = w[lo:lo + chunk]
+        total = (wb @ flat).reshape(len(wb), *u.shape[1:])  # [b, *heads, d]
+        sq = np.einsum("b...d,b...d->b...", total, total)
+        self_sum = np.tensordot(wb ** 2, nonzero, axes=(1, 0))  # [b, *heads]
+        pairs = wb.sum(1) ** 2 - (wb ** 2).sum(1)
+        den = pairs.reshape(-1, *([1] * (sq.ndim - 1)))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(np.where(den > 0, (sq - self_sum) / np.where(den > 0, den, 1), np.nan))
+    return np.clip(np.concatenate(out), -1.0, 1.0)
+
+
 def decile_split(strength: np.ndarray, frac: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
     """Flat indices of the top and bottom ``frac`` of heads by ``strength`` (any shape, e.g. [L, H]).
 

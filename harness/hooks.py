@@ -7,6 +7,9 @@ name                            what                                            
 ==============================  ==================================================  =================
 ``hook_embed``                  token embedding output (Gemma: after its scaling)   [B, n, D]
 ``hook_rotary``                 the rotary module's (cos, sin)                      2 x [B, n, d_head]
+``blocks.{l}.attn.hook_rope``   the (cos, sin) this layer's self_attn received      2 x [B|1, n, d_head]
+``blocks.{l}.attn.hook_q``      rotated query handed to attention, before scores    [B, H, n, d_head]
+``blocks.{l}.attn.hook_k``      rotated key handed to attention, before GQA repeat  [B, KV, n_k, d_head]
 ``blocks.{l}.attn.hook_mask``   additive mask handed to attention (0 / -inf)        [B, 1, n, n]
 ``blocks.{l}.attn.hook_scores`` pre-softmax logits q.k * scale (before the mask)    [B, H, n, n]
 ``blocks.{l}.attn.hook_pattern``post-softmax attention weights                      [B, H, n, n]
@@ -17,17 +20,22 @@ name                            what                                            
 
 A hook is ``fn(value, hook) -> value | None``; returning a value replaces the activation. ``hook`` is a
 ``HookPoint``: the point's name (a ``str``) that also carries its ``.layer`` (``None`` for the embedding
-and the rotary module), so no hook has to parse a name.
-Attention-internal points (mask, scores, pattern) are served by the attention function
+and the rotary module), so no hook has to parse a name. ``n_k`` = n, or all cached positions with a KV cache.
+``hook_rotary`` is the output of the rotary module(s), shared by every layer of one RoPE kind;
+``attn.hook_rope`` is what one layer's attention actually received (a forward pre-hook on
+``self_attn`` reading its ``position_embeddings`` argument), so on Gemma-3 the sliding and the global
+layers each see their own RoPE there. Returning a new (cos, sin) replaces it for that layer only.
+Attention-internal points (q, k, mask, scores, pattern) are served by the attention function
 ``abspos`` registered in transformers' ``AttentionInterface`` *together with* its mask
 function in ``AttentionMaskInterface`` (without the latter transformers silently hands a
 custom attention no mask at all; the function refuses to run without one).
-The others are torch forward hooks on the model's own modules.
+The others are torch forward (pre-)hooks on the model's own modules.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 from collections import defaultdict
 from typing import Callable
@@ -50,7 +58,7 @@ class HookPoint(str):
         return point
 
 HookFn = Callable[[object, str], object]
-_ATTN_POINTS = ("mask", "scores", "pattern")
+_ATTN_POINTS = ("q", "k", "mask", "scores", "pattern")
 
 
 class MissingMaskError(RuntimeError):
@@ -61,6 +69,12 @@ def abspos_attention(module, query, key, value, attention_mask, scaling, dropout
     """Eager attention with named hook points; numerically the same as transformers' eager path."""
     hooks = getattr(module, "_abspos_hooks", {})
     layer = getattr(module, "layer_idx", None)
+    for fn in hooks.get("q", ()):
+        out = fn(query, HookPoint(f"blocks.{layer}.attn.hook_q", layer))
+        query = query if out is None else out
+    for fn in hooks.get("k", ()):
+        out = fn(key, HookPoint(f"blocks.{layer}.attn.hook_k", layer))
+        key = key if out is None else out
     groups = query.shape[1] // key.shape[1]
     if groups > 1:
         key = key.repeat_interleave(groups, dim=1)
@@ -99,7 +113,7 @@ def register_attention() -> None:
     AttentionMaskInterface.register(ATTN_IMPL, eager_mask)
 
 
-_NAME = re.compile(r"^(?:hook_(?P<top>embed|rotary)|blocks\.(?P<layer>\d+)\.(?P<point>attn\.hook_(?:mask|scores|pattern|z)|hook_mlp_out|hook_resid_post))$")
+_NAME = re.compile(r"^(?:hook_(?P<top>embed|rotary)|blocks\.(?P<layer>\d+)\.(?P<point>attn\.hook_(?:q|k|rope|mask|scores|pattern|z)|hook_mlp_out|hook_resid_post))$")
 
 
 def check_supported(model, spec_name: str) -> None:
@@ -184,6 +198,9 @@ class HookedModel:
             handles.append(block.mlp.register_forward_hook(_out_hook(fn, name)))
         elif point == "attn.hook_z":
             handles.append(block.self_attn.o_proj.register_forward_pre_hook(_z_hook(fn, name, self.n_heads)))
+        elif point == "attn.hook_rope":
+            attn = block.self_attn
+            handles.append(attn.register_forward_pre_hook(_rope_hook(fn, name, attn), with_kwargs=True))
         else:
             kind = point.split("hook_")[1]
             attn = block.self_attn
@@ -213,6 +230,32 @@ def _out_hook(fn, name):
             return output if new is None else (new,) + tuple(output[1:])
         new = fn(output, name)
         return output if new is None else new
+
+    return hook
+
+
+def _rope_hook(fn, name, attn):
+    """Forward pre-hook on ``self_attn`` serving its ``position_embeddings`` (cos, sin), whether the
+    decoder layer passes it by keyword (Llama/Qwen2/Mistral/Gemma3 in transformers 5) or by position."""
+    params = [p for p in inspect.signature(attn.forward).parameters if p != "self"]
+    if "position_embeddings" not in params:
+        raise UnsupportedModelError(f"{name}: {type(attn).__name__}.forward takes no position_embeddings")
+    index = params.index("position_embeddings")
+
+    def hook(module, args, kwargs):
+        if "position_embeddings" in kwargs:
+            cos_sin = kwargs["position_embeddings"]
+        elif len(args) > index:
+            cos_sin = args[index]
+        else:
+            raise RuntimeError(f"{name}: {type(module).__name__} was called without position_embeddings")
+        new = fn(cos_sin, name)
+        if new is None:
+            return None
+        new = tuple(new)
+        if "position_embeddings" in kwargs:
+            return args, {**kwargs, "position_embeddings": new}
+        return args[:index] + (new,) + args[index + 1:], kwargs
 
     return hook
 

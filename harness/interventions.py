@@ -42,13 +42,88 @@ def identity_rope(model: HookedModel):
     return model.hooks({"hook_rotary": replace})
 
 
-def scrambled_rope(model: HookedModel, seed: int = 0):
-    """A fixed random permutation of the frequency bands over the query/key dimensions (paper §4).
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """Transformers' rotate-half: dimension k pairs with k + d/2 (the layout of Llama/Qwen2/Mistral/Gemma3)."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
-    Transformers lays cos/sin out as [f_0..f_{d/2-1}, f_0..f_{d/2-1}] and rotates dimension k with
-    k + d/2. We permute all d entries with one fixed permutation, so the two dimensions of a pair
-    receive different frequencies: magnitudes (the set of angles) are kept, the pairing that makes
-    q.k depend on i - j alone is destroyed. Permuting only the d/2 bands would keep Eq. 2 exact."""
+
+def band_permutation(n_bands: int, seed: int = 0) -> torch.Tensor:
+    """The fixed random permutation p of the ``n_bands`` = d/2 frequency bands used by ``scrambled_rope``:
+    ``torch.randperm`` from a generator seeded ``seed``; redrawn with seed + 1, + 2, ... while it is the
+    identity (a scramble must move bands). A single band cannot be scrambled."""
+    if n_bands < 2:
+        raise ValueError(f"cannot scramble {n_bands} frequency band(s)")
+    s = seed
+    while True:
+        perm = torch.randperm(n_bands, generator=torch.Generator().manual_seed(s))
+        if not torch.equal(perm, torch.arange(n_bands)):
+            return perm
+        s += 1
+
+
+def band_permuted_query(q_rot: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """q' = R_P(i) R(i)^T q_rot: undo the model's rotation of a query and rotate it again with the frequency
+    bands reassigned by ``perm`` (band b of the query turns by the angle of band p(b) at the same position).
+
+    ``q_rot`` [..., n, d] is the query as rotated by the model (``q*cos + rotate_half(q)*sin``); ``cos``,
+    ``sin`` are the model's own, broadcastable to it, in transformers' layout [c_0..c_{d/2-1}, c_0..c_{d/2-1}];
+    ``perm`` is a permutation of the d/2 bands, P = cat(p, p + d/2). Each q' is a rotation of q (norm kept
+    exactly), but against an unchanged key q'_i . k_j = sum_b q_b^T R(w_b j - w_{p(b)} i) k_b depends on i
+    and j separately: Eq. 2's relative-offset property is gone. Computed in float32 at least."""
+    d = q_rot.shape[-1]
+    dtype = torch.promote_types(q_rot.dtype, torch.float32)
+    q_rot, cos, sin = q_rot.to(dtype), cos.to(dtype), sin.to(dtype)
+    perm = perm.to(cos.device)
+    full = torch.cat((perm, perm + d // 2))
+    q = q_rot * cos - _rotate_half(q_rot) * sin
+    return q * cos[..., full] + _rotate_half(q) * sin[..., full]
+
+
+def scrambled_rope(model: HookedModel, seed: int = 0):
+    """Scrambled-RoPE (paper §4): "a fixed random permutation to the assignment of frequency bands to
+    query/key dimensions, preserving rotation magnitudes while destroying the relative-offset property of
+    Eq. 2". Permuting the bands identically for queries and keys would keep Eq. 2 exact (the dot product of
+    a band only sees its own frequency times i - j), so the permutation ``band_permutation(d/2, seed)`` is
+    applied to the QUERIES only; keys keep the model's own assignment. At every layer the query handed to
+    attention is replaced by ``band_permuted_query`` (that layer's cos/sin, read at ``attn.hook_rope``, so
+    Gemma-3's sliding and global layers each use their own RoPE): every query is still a rotation of the
+    unrotated query (norms exact), and q'_i . k_j depends on i and j separately.
+    Partial rotary (cos/sin narrower than the head) is refused."""
+    rope: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    perms: dict[int, torch.Tensor] = {}
+
+    def store(cos_sin, hook):
+        rope[hook.layer] = cos_sin
+
+    def scramble(q, hook):
+        cos, sin = rope[hook.layer]
+        d = q.shape[-1]
+        if cos.shape[-1] != d:
+            raise NotImplementedError(
+                f"{hook}: cos/sin cover {cos.shape[-1]} of {d} head dimensions (partial rotary); "
+                "scrambled_rope only supports RoPE over the whole head")
+        half = d // 2
+        if not (torch.equal(cos[..., :half], cos[..., half:]) and torch.equal(sin[..., :half], sin[..., half:])):
+            raise NotImplementedError(f"{hook}: cos/sin are not in transformers' rotate-half layout")
+        if d not in perms:
+            perms[d] = band_permutation(half, seed)
+        if cos.shape[-2] != q.shape[-2]:
+            raise RuntimeError(f"{hook}: cos/sin for {cos.shape[-2]} positions, query has {q.shape[-2]}")
+        return band_permuted_query(q, cos.unsqueeze(1), sin.unsqueeze(1), perms[d]).to(q.dtype)
+
+    mapping = {name: store for name in model.names("attn.hook_rope")}
+    mapping.update({name: scramble for name in model.names("attn.hook_q")})
+    return model.hooks(mapping)
+
+
+def scrambled_rope_all_entries(model: HookedModel, seed: int = 0):
+    """SENSITIVITY VARIANT, not the paper's Scrambled-RoPE, and NOT a rotation: one fixed random permutation
+    of all d entries of cos/sin (at ``hook_rotary``, so for queries and keys alike). Transformers rotates
+    dimension k with k + d/2; after this permutation the two dimensions of a pair get different angles, so
+    the map q -> q*cos' + rotate_half(q)*sin' changes norms (it is not orthogonal). It was the harness's
+    first reading of §4 and is kept only to report as a labelled sensitivity figure beside
+    ``scrambled_rope``."""
     perm_cache: dict[int, torch.Tensor] = {}
 
     def replace(cos_sin, name):

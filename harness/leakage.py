@@ -531,6 +531,17 @@ def mean_ci(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def t_interval(values, level: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of independent draws (T11's random-head control over its draws)."""
+    from scipy.stats import t
+
+    v = np.asarray(values, dtype=np.float64)
+    if v.size < 2:
+        raise ValueError("a t-interval needs at least two draws")
+    half = t.ppf((1 + level) / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+    return float(v.mean() - half), float(v.mean() + half)
+
+
 # --------------------------------------------------------------------------
 # Per-bin profile, causal-mask share, layer ratio
 # --------------------------------------------------------------------------

@@ -55,10 +55,10 @@ def depth_slope(values: np.ndarray) -> np.ndarray:
 class Leakage:
     """Leakage figures of one model on one prompt set (topic prompts by default) at the session's pairs."""
 
-    def __init__(self, session, model, kind: str = "topic"):
+    def __init__(self, session, model, kind: str = "topic", seq_len: int | None = None):
         s = session.settings
         self.session, self.model = session, model
-        self.prompts = session.prompts(model, kind)
+        self.prompts = session.prompts(model, kind, seq_len=seq_len)
         self.pairs = session.pairs(self.prompts.seq_len)
         self.weights = lk.bootstrap_weights(len(self.prompts), s.n_boot, s.seed)
 
@@ -85,8 +85,13 @@ class Leakage:
 
     def mean_delta_with_ci(self, *edits: Edit) -> tuple[float, tuple[float, float]]:
         """Head-mean ΔR² and its bootstrap CI over prompts."""
-        stats = self.stats(*edits)
-        return head_mean(stats), lk.mean_ci(lk.fit_from_stats(stats, self.weights).delta)
+        return head_mean(self.stats(*edits)), lk.mean_ci(self.mean_delta_boot(*edits))
+
+    def mean_delta_boot(self, *edits: Edit) -> np.ndarray:
+        """Head-mean ΔR² per bootstrap row [n_boot]: the same prompt resamples for every edit, so ratios and
+        differences between conditions row by row are paired."""
+        return self.session.memo(self.model, ("mean delta boot", self.run(*edits)),
+                                 lambda: head_mean(self.stats(*edits), self.weights))
 
     def _fit(self, stats: lk.PromptStats, boot: bool) -> np.ndarray:
         """ΔR² per head: [1, heads] for the plain fit, [n_boot, heads] with the bootstrap weights."""

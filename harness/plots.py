@@ -182,7 +182,7 @@ def length_scaling(by_model: dict, roles: dict, out: Path) -> Path | None:
 
 
 def ablation_bars(claim: str, model: str, figs: dict, roles: dict, out: Path) -> Path | None:
-    items = [(n.removeprefix("ablation:"), f) for n, f in figs.items()
+    items = [(n.split(":", 1)[-1], f) for n, f in figs.items()
              if n in roles.get("", []) and _scalar(f.get("value"))]
     if not items:
         return None

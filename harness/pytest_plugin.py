@@ -81,7 +81,8 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid}: test not listed under claim {spec.id} in harness/claim_registry.py")
         params = item.callspec.params if hasattr(item, "callspec") else {}
         model = params.get("model_name")
-        why_not = applies.why_not(Target(REGISTRY[model] if model else None, params.get("family"), run.models))
+        why_not = applies.why_not(Target(REGISTRY[model] if model else None, params.get("family"), run.models,
+                                         run.settings.seq_len))
         if why_not:
             item.add_marker(pytest.mark.skip(reason=why_not))
         elif item.get_closest_marker("slow") and not run.run_slow:

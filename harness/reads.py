@@ -96,6 +96,9 @@ class At(Read):
         return cap.positions(list(pos))
 
 
+MLP_AT_TARGET = At(point="hook_mlp_out", positions=(-1,))  # T12's target: the MLP output at the last position
+
+
 def probe_positions(seq_len: int) -> tuple[int, ...]:
     """Positions whose residual states the topic probe reads: 0, 1, 2, 4, ... and the last one."""
     out, k = [0], 1

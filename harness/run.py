@@ -112,8 +112,10 @@ class RecordCollector:
             reason = report.longrepr[2].removeprefix("Skipped: ")
         elif outcome == "xfailed":
             reason = report.wasxfail
-        elif outcome == "failed":
-            reason = str(report.longrepr).strip().splitlines()[-1][:300] if report.longrepr else ""
+        elif outcome == "failed":  # the exception's own message, whatever --tb style the run uses
+            crash = getattr(report.longrepr, "reprcrash", None)
+            reason = crash.message if crash is not None else (str(report.longrepr).strip().splitlines() or [""])[-1]
+            reason = reason.replace("harness.verdict.ClaimNotHeld: ", "ClaimNotHeld: ")
         figs = [v for k, v in report.user_properties if k == "figure"]
         forward = next((v for k, v in report.user_properties if k == "forward"), {"seconds": 0.0, "layer_tokens": 0})
         self.records.append({"test": report.nodeid, "claim": props["claim"], "model": props.get("model"),

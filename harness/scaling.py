@@ -172,3 +172,11 @@ def compare_aic(L, y) -> dict:
         "delta_aicc": float(pw.aicc - pc.aicc),
         "preferred": "piecewise" if delta > 0 else "power",
     }
+
+
+def interior_breakpoint(L, L0: float) -> bool:
+    """Whether a piecewise fit's breakpoint lies strictly inside the length grid. At the smallest length the
+    piecewise law is the power law itself (ΔAIC ≡ −2 by the parameter count), at the largest it is a
+    constant: either way there is no breakpoint to report. ``exp(log(16))`` may be 15.9999…: relative slack."""
+    L = np.asarray(L, dtype=np.float64)
+    return bool(L.min() * (1 + 1e-9) < L0 < L.max() * (1 - 1e-9))

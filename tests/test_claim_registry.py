@@ -10,15 +10,19 @@ from harness.claim_registry import (
     ADDS_BOS,
     CLAIMS,
     EVERY_MODEL,
+    FLAT,
     LADDER,
     NO_BOS,
-    SLIDING_WINDOW,
+    NO_BOS_T1,
+    RISING,
+    WINDOW_PAST,
     FigureSpec,
     PaperValue,
     Target,
     UndeclaredFigure,
     claim,
     family_sizes,
+    length_past_window,
     methods_table,
 )
 from harness.models import get_spec
@@ -64,6 +68,18 @@ def test_every_paper_value_belongs_to_exactly_one_figure_of_one_claim():
     assert owners and all(len(v) == 1 for v in owners.values()), {k: v for k, v in owners.items() if len(v) > 1}
 
 
+def test_a_figure_name_with_a_paper_value_is_recorded_by_one_figure_of_one_claim_only():
+    """A paper number is keyed by its figure's name: no other figure of any claim (templates included) may be
+    recordable under that name, whatever model it runs on (T6's whole-range bidirectional mean and T9c's
+    first-bin value once shared a name, so a perfect reproduction on Llama-3.2-3B failed T6)."""
+    for c in CLAIMS.values():
+        for f in c.figures:
+            if not f.paper:
+                continue
+            producers = [(o.id, g.name) for o in CLAIMS.values() for g in o.figures if g.matches(f.name)]
+            assert producers == [(c.id, f.name)], f"{f.name!r}: {producers}"
+
+
 def test_thresholds_quote_the_paper():
     for c in CLAIMS.values():
         for name, t in c.thresholds.items():
@@ -83,12 +99,31 @@ def test_figure_templates_match_run_time_names():
     (ADDS_BOS, "gemma3-270m", None),
     (ADDS_BOS, "smollm2-135m", "not applicable to smollm2-135m: the prediction is for models that auto-prepend BOS"),
     (NO_BOS, "gemma3-270m", "not applicable to gemma3-270m: the prediction is for models that do not auto-prepend BOS"),
-    (SLIDING_WINDOW, "gemma3-270m", None),
-    (SLIDING_WINDOW, "qwen2.5-coder-0.5b", "not applicable to qwen2.5-coder-0.5b: the prediction is for models with "
-                                           "sliding-window attention layers"),
+    (NO_BOS_T1, "qwen2.5-coder-0.5b", None),
+    (WINDOW_PAST, "gemma3-270m", None),
+    (WINDOW_PAST, "qwen2.5-coder-0.5b", "not applicable to qwen2.5-coder-0.5b: the prediction is for models with "
+                                        "sliding-window layers, run at a length past the window"),
 ])
 def test_applicability_gives_one_uniform_reason(applies, name, why):
     assert applies.why_not(Target(get_spec(name))) == why
+
+
+@pytest.mark.parametrize("name, seq_len, rising", [
+    ("mistral-7b-v0.3", 128, True),  # the paper's sliding-window model: v0.3's config has no window
+    ("gemma3-270m", 128, False),  # a 512-token window does not bind on 128-token prompts
+    ("gemma3-270m", 1024, True),
+    ("smollm2-135m", 1024, False),
+    ("qwen2.5-coder-0.5b", 128, False),
+])
+def test_T8_predictions_follow_the_family_and_whether_the_window_binds(name, seq_len, rising):
+    target = Target(get_spec(name), seq_len=seq_len)
+    assert (RISING.why_not(target) is None) == rising
+    assert (FLAT.why_not(target) is None) == (not rising)
+
+
+def test_the_window_variant_runs_past_the_window_at_a_stratified_length():
+    assert length_past_window(512, 128) == 1024 and length_past_window(4096, 128) == 8192
+    assert length_past_window(512, 2048) == 2048
 
 
 def test_ladder_needs_two_sizes_of_the_family():
@@ -129,21 +164,20 @@ def test_paper_check_uses_the_claims_own_tolerance():
     figs.add("mean_delta_bidirectional", 0.0014 * 2)
     with pytest.raises(ClaimNotHeld, match="mean_delta_bidirectional = 0.0028 on qwen-2.5-3b; the paper reports 0.0014"):
         figs.check_paper()
-    # T9c's first-bin 'ablation:bidirectional' (0.115 on Llama-3.2-3B) is not T6's whole-range mean of that name
-    t6 = Figures(Node(), claim("T6"), model="llama-3.2-3b")
-    t6.add("ablation:bidirectional", 0.005)
-    t6.check_paper()
+    # T9c's first-bin value (0.115 on Llama-3.2-3B) is checked under its own name; T6 has no such figure
     t9c = Figures(Node(), claim("T9c"), model="llama-3.2-3b")
-    t9c.add("ablation:bidirectional", 0.005)
+    t9c.add("first_bin:bidirectional", 0.005)
     with pytest.raises(ClaimNotHeld):
         t9c.check_paper()
+    with pytest.raises(UndeclaredFigure):
+        Figures(Node(), claim("T6"), model="llama-3.2-3b").add("first_bin:bidirectional", 0.005)
 
 
 def test_snapshot_drift_is_not_a_claim_verdict():
     figs = Figures(Node(), claim("T6"), snapshot=FakeSnapshot({"mean_delta_causal": 1.0}))
     figs.add("mean_delta_causal", 1.0)
     figs.check_snapshot()
-    figs.add("causal_mask_share", 0.5)
+    figs.add("bidirectional_over_causal", 0.5)
     with pytest.raises(SnapshotDrift) as e:
         figs.check_snapshot()
     assert not isinstance(e.value, ClaimNotHeld)

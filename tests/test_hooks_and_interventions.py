@@ -12,8 +12,17 @@ import torch
 
 from harness import capture as cap
 from harness import interventions as iv
-from harness.edits import Bidirectional, Directions, IdentityRope, ReplaceEmbedding, ZeroHeads
+from harness.edits import (
+    Bidirectional,
+    Directions,
+    IdentityRope,
+    ReplaceEmbedding,
+    ScrambledRope,
+    ScrambledRopeAllEntries,
+    ZeroHeads,
+)
 from harness.hooks import ATTN_IMPL, HookedModel, MissingMaskError, register_attention
+from harness.mechanism import apply_rotary
 from harness.models import get_spec, names
 from harness.weights import random_init_model
 
@@ -80,6 +89,7 @@ INTERVENTIONS = {
     "bidirectional": lambda m: iv.bidirectional(m),
     "identity_rope": lambda m: iv.identity_rope(m),
     "scrambled_rope": lambda m: iv.scrambled_rope(m, seed=1),
+    "scrambled_rope_all_entries": lambda m: iv.scrambled_rope_all_entries(m, seed=1),
     "zero_heads": lambda m: iv.zero_heads(m, [(0, 1)]),
     "replace_embedding": lambda m: iv.replace_embedding_at(m, 0, torch.ones(m.d_model)),
     "replace_state": lambda m: iv.replace_state_with_mid_mean(m, [0]),
@@ -139,6 +149,110 @@ def test_scrambled_rope_breaks_relative_offset_property(tiny):
     assert diag_spread(scr) > 1e-3 * np.abs(scr).max()
 
 
+def _recorder(store, tag):
+    def fn(value, hook):
+        store[tag, hook.layer] = tuple(v.detach().double().clone() for v in value) if isinstance(value, tuple) \
+            else value.detach().double().clone()
+
+    return fn
+
+
+def test_scrambled_rope_rotates_each_query_by_the_band_permutation(tiny):
+    """Scrambled-RoPE replaces each rotated query by a rotation of it (norm per batch, head, position kept)
+    that is exactly ``band_permuted_query`` with the layer's own cos/sin; queries move at positions > 0.
+    One forward pass: hooks at one point run in installation order, so a reader installed before the
+    intervention sees the model's query and one installed after sees the scrambled one."""
+    seen = {}
+    before = {n: _recorder(seen, "before") for n in tiny.names("attn.hook_q")}
+    before.update({n: _recorder(seen, "rope") for n in tiny.names("attn.hook_rope")})
+    with tiny.hooks(before), iv.scrambled_rope(tiny, seed=0):
+        with tiny.hooks({n: _recorder(seen, "after") for n in tiny.names("attn.hook_q")}):
+            logits(tiny, ids())
+    perm = iv.band_permutation(tiny.head_dim // 2, seed=0)
+    for layer in range(tiny.n_layers):
+        q0, q1 = seen["before", layer], seen["after", layer]
+        ratio = q1.norm(dim=-1) / q0.norm(dim=-1)
+        assert torch.allclose(ratio, torch.ones_like(ratio), rtol=0, atol=1e-6), (ratio.min(), ratio.max())
+        assert not torch.allclose(q1[:, :, 1:], q0[:, :, 1:], atol=1e-3), "scrambled_rope left the queries alone"
+        assert torch.allclose(q1[:, :, 0], q0[:, :, 0], atol=1e-6)  # position 0: every angle is 0
+        cos, sin = seen["rope", layer]
+        expected = iv.band_permuted_query(q0, cos.unsqueeze(1), sin.unsqueeze(1), perm)
+        assert torch.allclose(q1, expected, atol=1e-5)
+
+
+def test_band_permuted_query_breaks_eq2_while_standard_rope_keeps_it(tiny):
+    """Eq. 2: q_i . k_j of the model's own RoPE is unchanged when i and j shift together; with the queries'
+    bands permuted (keys standard) it changes. Uses each layer's cos/sin as read at ``attn.hook_rope`` and
+    the model's own ``apply_rotary_pos_emb`` for the standard rotation."""
+    seen, n = {}, 24
+    with tiny.hooks({name: _recorder(seen, "rope") for name in tiny.names("attn.hook_rope")}):
+        logits(tiny, ids(n=n, batch=1))
+    perm = iv.band_permutation(tiny.head_dim // 2, seed=0)
+    assert sorted(perm.tolist()) == list(range(tiny.head_dim // 2)) and perm.tolist() != sorted(perm.tolist())
+    g = torch.Generator().manual_seed(0)
+    q, k = (torch.randn(tiny.head_dim, dtype=torch.float64, generator=g) for _ in range(2))
+    scale = float(q.norm() * k.norm())
+    for layer in range(tiny.n_layers):
+        cos, sin = seen["rope", layer]
+        qr, kr = apply_rotary(tiny, q.expand(1, 1, n, -1), k.expand(1, 1, n, -1), cos, sin)
+        assert torch.allclose(iv.band_permuted_query(qr, cos[:, None], sin[:, None], torch.arange(len(perm))), qr,
+                              atol=1e-12), "un-rotation does not invert the model's apply_rotary_pos_emb"
+        qs = iv.band_permuted_query(qr, cos[:, None], sin[:, None], perm)
+        standard, scrambled = qr[0, 0] @ kr[0, 0].T, qs[0, 0] @ kr[0, 0].T
+        eq2_error = lambda s: max(abs(float(s[i + t, j + t] - s[i, j])) / scale  # noqa: E731
+                                  for i in range(8) for j in range(8) for t in range(1, n - 8))
+        assert eq2_error(standard) < 1e-5
+        assert eq2_error(scrambled) > 1e-2
+
+
+def test_scrambled_rope_all_entries_is_not_a_rotation(tiny):
+    """The sensitivity variant gives the two dimensions of a rotate-half pair different angles: the map
+    changes query norms, which is why it is not the paper's Scrambled-RoPE. (Layer 0's query input is
+    the same in both passes, so its norms compare directly.)"""
+    read = {"q": ("blocks.0.attn.hook_q", lambda q: q)}
+    base = cap.capture(tiny, ids(), read)["q"]
+    with iv.scrambled_rope_all_entries(tiny, seed=0):
+        scr = cap.capture(tiny, ids(), read)["q"]
+    ratio = np.linalg.norm(scr, axis=-1) / np.linalg.norm(base, axis=-1)
+    assert np.abs(ratio - 1).max() > 1e-2
+
+
+def test_q_k_rope_points_read_without_changing_anything(tiny):
+    """Reading ``attn.hook_q/hook_k/hook_rope`` leaves the logits bit-identical, has the documented shapes,
+    and the hooks are gone afterwards."""
+    x, seen = ids(), {}
+    before = logits(tiny, x)
+    points = ("attn.hook_q", "attn.hook_k", "attn.hook_rope")
+    with tiny.hooks({name: _recorder(seen, name.split(".")[-1]) for p in points for name in tiny.names(p)}):
+        during = logits(tiny, x)
+    assert torch.equal(before, during)
+    B, n, d, cfg = *x.shape, tiny.head_dim, tiny.hf.config
+    for layer in range(tiny.n_layers):
+        assert seen["hook_q", layer].shape == (B, tiny.n_heads, n, d)
+        assert seen["hook_k", layer].shape == (B, cfg.num_key_value_heads, n, d)
+        cos, sin = seen["hook_rope", layer]
+        assert cos.shape[-2:] == sin.shape[-2:] == (n, d)
+    kinds = getattr(cfg, "layer_types", None) or []
+    if len(set(kinds)) > 1:  # Gemma-3: sliding and global layers receive their own RoPE
+        a, b = (kinds.index(t) for t in dict.fromkeys(kinds))
+        assert not torch.allclose(seen["hook_rope", a][0], seen["hook_rope", b][0])
+    assert torch.equal(before, logits(tiny, x))
+    for block in tiny.layers:
+        assert not block.self_attn._forward_pre_hooks
+        assert not any(block.self_attn.__dict__.get("_abspos_hooks", {}).values())
+
+
+def test_hook_rope_replacement_reaches_attention(tiny):
+    """Returning (1, 0) at every layer's ``attn.hook_rope`` is the same as Identity-RoPE at ``hook_rotary``."""
+    x = ids()
+    with iv.identity_rope(tiny):
+        ident = logits(tiny, x)
+    one = lambda cs, hook: (torch.ones_like(cs[0]), torch.zeros_like(cs[1]))  # noqa: E731
+    with tiny.hooks({name: one for name in tiny.names("attn.hook_rope")}):
+        replaced = logits(tiny, x)
+    assert torch.equal(ident, replaced)
+
+
 def test_replace_state_touches_only_position0(tiny):
     read = {"h": ("blocks.0.hook_resid_post", lambda h: h)}
     base = cap.capture(tiny, ids(), read)["h"]
@@ -158,6 +272,13 @@ def test_edits_are_values_that_apply_their_intervention(tiny):
     assert Bidirectional() == Bidirectional() and ZeroHeads([(0, 1)], name="a") == ZeroHeads(((0, 1),), name="b")
     assert Directions({0: np.ones(3)}) == Directions({0: np.ones(3)}) != Directions({0: np.arange(3.0)})
     assert len({ReplaceEmbedding(0, 5), ReplaceEmbedding(0, 5), ReplaceEmbedding(0, 6)}) == 2
+    for edit, fn in ((ScrambledRope(3), iv.scrambled_rope), (ScrambledRopeAllEntries(3), iv.scrambled_rope_all_entries)):
+        with edit.apply(tiny):
+            via_edit = logits(tiny, x)
+        with fn(tiny, seed=3):
+            assert torch.equal(via_edit, logits(tiny, x))
+    assert ScrambledRope().label == "scrambled_rope" and ScrambledRopeAllEntries().label == "scrambled_rope_all_entries"
+    assert ScrambledRope(1) != ScrambledRope(2) and ScrambledRope() != ScrambledRopeAllEntries()
 
 
 def test_unknown_hook_point_is_an_error(tiny):

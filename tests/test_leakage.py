@@ -490,3 +490,14 @@ def test_causal_mask_share_and_residual_stream_share():
     assert residual_stream_share(0.296, 0.114) == pytest.approx(0.114 / 0.296)
     assert isinstance(causal_mask_share(0.2, 0.1), float)
     np.testing.assert_allclose(causal_mask_share(np.array([0.2, 0.0]), np.array([0.05, 0.1])), [0.75, np.nan])
+
+
+def test_t_interval_covers_the_mean_at_its_level():
+    """Coverage of the t-interval for normal draws (T11's random control): 95% within Monte-Carlo error."""
+    from harness.leakage import t_interval
+
+    rng = np.random.default_rng(0)
+    hits = [lo <= 1.0 <= hi for lo, hi in (t_interval(rng.normal(1.0, 0.3, size=10)) for _ in range(2000))]
+    assert abs(np.mean(hits) - 0.95) < 3 * np.sqrt(0.95 * 0.05 / 2000)
+    with pytest.raises(ValueError, match="two draws"):
+        t_interval([1.0])

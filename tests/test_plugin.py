@@ -53,9 +53,11 @@ def test_inapplicable_predictions_skip_at_collection_with_one_reason():
     r = run_claims("--models", "smollm2-135m", "-k", "T2_moving or T9c_replacing_bos or T8_sliding")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "not applicable to smollm2-135m: the prediction is for models that auto-prepend BOS" in r.stdout
-    assert ("not applicable to smollm2-135m: the prediction is for models with sliding-window attention layers"
-            in r.stdout)
-    assert "3 skipped" in r.stdout
+    assert ("not applicable to smollm2-135m: the prediction is for the Mistral family and models whose sliding "
+            "window binds at the run's length" in r.stdout)
+    assert ("not applicable to smollm2-135m: the prediction is for models with sliding-window layers, run at a "
+            "length past the window" in r.stdout)
+    assert "4 skipped" in r.stdout
 
 
 def test_non_default_settings_say_snapshots_are_not_compared():

@@ -21,6 +21,7 @@ import harness.probes as probes  # noqa: E402
 from harness.directions import dominant_direction, fraction_norm_removed, project_out, rank1_direction  # noqa: E402
 from harness.heads import (  # noqa: E402
     cosine_consistency,
+    cosine_consistency_boot,
     decile_split,
     pc1_identity_null,
     pc1_identity_pvalue,
@@ -403,3 +404,26 @@ def test_fraction_norm_removed_extremes():
 def test_fraction_norm_removed_is_a_fraction(Y, u):
     for mode in ("frobenius", "mean", "energy"):
         assert -1e-12 <= fraction_norm_removed(Y, u, mode) <= 1 + 1e-12
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(2, 9), st.integers(0, 10_000))
+def test_bootstrap_consistency_with_unit_weights_equals_the_point_value(n, seed):
+    o = np.random.default_rng(seed).normal(size=(n, 3, 2, 5))
+    boot = cosine_consistency_boot(o, np.ones((1, n)))
+    np.testing.assert_allclose(boot[0], cosine_consistency(o), atol=1e-12)
+
+
+@given(st.integers(0, 10_000))
+@settings(max_examples=25, deadline=None)
+def test_bootstrap_consistency_counts_a_repeated_prompt_as_one_prompt(seed):
+    rng = np.random.default_rng(seed)
+    o = rng.normal(size=(5, 4, 6))
+    w = rng.multinomial(5, np.full(5, 0.2), size=3).astype(float)
+    boot = cosine_consistency_boot(o, w)
+    for row, counts in zip(boot, w):  # brute force: every pair of draws that are distinct prompts
+        idx = np.repeat(np.arange(5), counts.astype(int))
+        u = o / np.linalg.norm(o, axis=-1, keepdims=True)
+        pairs = [(a, b) for a in range(len(idx)) for b in range(len(idx)) if idx[a] != idx[b]]
+        want = np.mean([np.einsum("hd,hd->h", u[idx[a]], u[idx[b]]) for a, b in pairs], axis=0) if pairs else np.nan
+        np.testing.assert_allclose(row, want, atol=1e-12)

@@ -18,6 +18,7 @@ from harness.scaling import (  # noqa: E402
     fit_piecewise,
     fit_power_law,
     gaussian_aic,
+    interior_breakpoint,
     piecewise_law,
     power_law,
 )
@@ -109,3 +110,16 @@ def test_invalid_inputs():
         fit_piecewise([1.0, 2.0, 2.0], [1.0, 1.0, 1.0])
     with pytest.raises(ValueError):
         compare_aic(L16, np.ones(15))
+
+
+def test_a_breakpoint_at_the_edge_of_the_grid_is_not_interior():
+    """A convex log-log decay (steep, then flattening) drives the flat-then-decay hinge to the first length, where
+    it is the power law itself: ΔAIC is then exactly −2 (the extra parameter), a constant, not a measurement."""
+    L = np.array([16, 20, 25, 32, 40, 50, 64, 80, 101, 128, 161, 203, 256, 322, 406, 512], dtype=float)
+    y = 0.02 * (L / 16) ** -1.2 + 0.006  # decays, then flattens
+    fits = compare_aic(L, y)
+    assert not interior_breakpoint(L, fits["piecewise"].params["L0"])
+    assert fits["delta_aic"] == pytest.approx(-2.0, abs=1e-6)
+    flat_then_decay = piecewise_law(L, 0.02, -1.0, 100.0)
+    assert interior_breakpoint(L, fit_piecewise(L, flat_then_decay).params["L0"])
+    assert not interior_breakpoint(L, float(np.exp(np.log(16.0)))) and not interior_breakpoint(L, 512.0)
