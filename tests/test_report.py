@@ -49,8 +49,8 @@ def synthetic() -> dict:
                 fig("piecewise_prediction", [0.05, 0.05, 0.03, 0.015, 0.0075])],
                 reason="AssertionError: piecewise | power"),
             rec("T6", "test_ablations", m, "passed", [
-                fig("ablation:causal", 0.0143, paper=0.0143, ci=[0.0137, 0.0149]),
-                fig("ablation:bidirectional", 0.0051, ci=[0.004, 0.006]), fig("ablation:identity-RoPE", 0.04),
+                fig("mean_delta_causal", 0.0143, paper=0.0143, ci=[0.0137, 0.0149]),
+                fig("mean_delta_bidirectional", 0.0051, ci=[0.004, 0.006]), fig("mean_delta_identity_rope", 0.04),
                 fig("bidirectional_over_causal", 0.123456789, note="bi / baseline")]),
         ]
     return {"run": "run-synthetic", "settings": {"n_prompts": 8, "seq_len": 128}, "models": MODELS,
@@ -91,7 +91,7 @@ def test_markdown_tables_per_claim_and_verdicts(built):
     assert rows["delta_r2_by_bin_causal"].endswith("| 0.296 | [0.3, 0.1, 0.05, 0.03, 0.02, 0.02, … (7)] |  | held |")
     assert "| [0.2, null, 0.3, 0.4, 0.5] |  | did not hold: ratio grows with depth" in rows["layer_ratio"]
     assert "did not hold (test failed): AssertionError: piecewise \\| power" in rows["lengths"]
-    assert "| ablation:causal | 0.0143 | 0.0143 | [0.0137, 0.0149] | held |" in rows["ablation:causal"]
+    assert "| mean_delta_causal | 0.0143 | 0.0143 | [0.0137, 0.0149] | held |" in rows["mean_delta_causal"]
     assert "0.1235" in rows["bidirectional_over_causal (bi / baseline)"] and "[4×6 array" in rows["sink_by_layer_head"]
     assert "| test_random_token |  |  |  |  | skipped: weights unavailable |" in md
     assert "| smollm2-135m | 4 | 2 | 1 |" in md  # summary per model: held / did not hold / skipped
