@@ -20,6 +20,7 @@ from harness.heads import (
     pc1_identity_r2,
 )
 from harness.leakage import benjamini_hochberg, bootstrap_weights
+from harness.leakage import percentile_ci as ci
 from harness.reads import At, Run, SinkProfile
 from harness.sinks import sink_reading_strength
 
@@ -44,10 +45,6 @@ def consistency(session, outputs):
     s = session.settings
     weights = bootstrap_weights(len(outputs), s.n_boot, s.seed)
     return cosine_consistency(outputs), cosine_consistency_boot(outputs, weights)
-
-
-def ci(samples):
-    return np.quantile(samples, [0.025, 0.975])
 
 
 @pytest.mark.claim("T3")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
+from harness.leakage import percentile_ci
 from harness.measure import Leakage
 
 TOP, Q, SIMILAR = (claim("T5").threshold(k) for k in ("top", "q", "similar"))  # SIMILAR = (low, high)
@@ -36,7 +37,7 @@ def test_T5_leakage_is_content_independent(model, session, figures):
     n, r = natural.mean_delta(), random.mean_delta()
     # two independent prompt sets: each resampled on its own (the random set's rows in a shuffled order)
     shuffle = np.random.default_rng(session.settings.seed + 1).permutation(len(random.weights))
-    ratio_ci = np.quantile(random.mean_delta_boot()[shuffle] / natural.mean_delta_boot(), [0.025, 0.975])
+    ratio_ci = percentile_ci(random.mean_delta_boot()[shuffle] / natural.mean_delta_boot())
     figures.add("mean_delta_natural_text", n, ci=natural.mean_delta_with_ci()[1])
     figures.add("mean_delta_random_tokens", r, ci=random.mean_delta_with_ci()[1])
     figures.add("ratio_random_over_natural", r / n, ci=ratio_ci)

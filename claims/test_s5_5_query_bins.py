@@ -13,6 +13,7 @@ import pytest
 from harness import claim, holds
 from harness.edits import Bidirectional
 from harness.leakage import causal_mask_share, query_bins
+from harness.leakage import percentile_ci as ci
 from harness.measure import Leakage
 
 T7 = claim("T7")
@@ -30,10 +31,6 @@ def _profiles(session, model):
     edges = query_bins(leak.prompts.seq_len)
     return edges, leak.bin_profile(edges=edges), leak.bin_profile(Bidirectional(), edges=edges), \
         leak.bin_profile(edges=edges, boot=True), leak.bin_profile(Bidirectional(), edges=edges, boot=True)
-
-
-def ci(samples):
-    return np.quantile(samples, [0.025, 0.975], axis=0).T
 
 
 def first_bin_share(profile):

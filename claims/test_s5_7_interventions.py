@@ -12,6 +12,7 @@ import pytest
 
 from harness import claim, corpus, holds
 from harness.edits import Bidirectional, ReplaceEmbedding, ReplaceStateWithMidMean
+from harness.leakage import percentile_ci as ci
 from harness.leakage import query_bins
 from harness.measure import Leakage
 
@@ -46,10 +47,6 @@ def table9_rows(session, model):
         return out, l_star, token
 
     return session.memo(model, "T9c Table 9", compute)
-
-
-def ci(samples):
-    return np.quantile(samples, [0.025, 0.975])
 
 
 @pytest.fixture

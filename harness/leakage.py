@@ -531,6 +531,12 @@ def mean_ci(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def percentile_ci(samples, level: float = 0.95) -> np.ndarray:
+    """Percentile interval over bootstrap rows (axis 0): [2] for [n_boot], [..., 2] for [n_boot, ...]."""
+    lo, hi = round((1 - level) / 2, 12), round((1 + level) / 2, 12)  # 0.95 -> exactly 0.025, 0.975
+    return np.moveaxis(np.quantile(samples, [lo, hi], axis=0), 0, -1)
+
+
 def t_interval(values, level: float = 0.95) -> tuple[float, float]:
     """Student-t interval of the mean of independent draws (T11's random-head control over its draws)."""
     from scipy.stats import t

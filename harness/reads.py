@@ -67,20 +67,6 @@ class ResidNorms(Read):
         return cap.norms
 
 
-def _mean_content(x):
-    return x[:, 1:].float().mean(dim=1)  # [B, n, D] -> [B, D], positions >= 1
-
-
-@dataclass(frozen=True)
-class ResidMeanContent(Read):
-    """Mean residual state over positions >= 1: [N, L, D]."""
-
-    point = "hook_resid_post"
-
-    def reader(self, seq_len, pairs):
-        return _mean_content
-
-
 @dataclass(frozen=True)
 class At(Read):
     """The activation at chosen positions (negative counts from the end; ``None``: every position from
