@@ -20,7 +20,7 @@ from harness.heads import (
     pc1_identity_r2,
 )
 from harness.leakage import benjamini_hochberg, bootstrap_weights
-from harness.leakage import percentile_ci as ci
+from harness.measure import prompt_ci
 from harness.reads import At, Run, SinkProfile
 from harness.sinks import sink_reading_strength
 
@@ -52,7 +52,7 @@ def test_T3_top_sink_readers_are_consistent_across_prompts_with_bos(model, sessi
     z, strength = head_outputs(session, model, session.prompts(model))
     top, bottom = decile_split(strength)
     cons, boot = consistency(session, z)
-    gap, gap_ci = cons[top].mean() - cons[bottom].mean(), ci(boot[:, top].mean(1) - boot[:, bottom].mean(1))
+    gap, gap_ci = cons[top].mean() - cons[bottom].mean(), prompt_ci(session, boot[:, top].mean(1) - boot[:, bottom].mean(1))
     figures.add("cosine_top_decile", float(cons[top].mean()))
     figures.add("cosine_bottom_decile", float(cons[bottom].mean()))
     figures.add("cosine_gap_top_minus_bottom", float(gap), ci=gap_ci)
@@ -70,7 +70,7 @@ def test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero(model, sess
     z_fixed, _ = head_outputs(session, model, corpus.fixed_token_at_zero(text, int(text.ids[0, 0])))
     top, _ = decile_split(strength)  # the same heads in both conditions: the natural run's top decile
     (natural, natural_b), (fixed, fixed_b) = consistency(session, z), consistency(session, z_fixed)
-    diff_ci = ci(natural_b[:, top].mean(1) - fixed_b[:, top].mean(1))
+    diff_ci = prompt_ci(session, natural_b[:, top].mean(1) - fixed_b[:, top].mean(1))
     figures.add("cosine_top_decile_varying_token0", float(natural[top].mean()))
     figures.add("cosine_top_decile_fixed_token0", float(fixed[top].mean()))
     figures.add("cosine_top_decile_varying_minus_fixed", float(natural[top].mean() - fixed[top].mean()), ci=diff_ci)

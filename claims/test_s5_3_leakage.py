@@ -1,8 +1,9 @@
 """§5.3 Leakage is distributed and structural (Table 5).
 
 Every architecture has heads with significant absolute-position structure beyond the saturated offset
-baseline: all of the top thirty heads by ΔR² survive Benjamini–Hochberg FDR at q = 0.05 against the
-within-offset permutation null; and the leakage is content-independent (natural text and random tokens
+baseline: all of the top thirty heads by ΔR² survive Benjamini–Hochberg FDR at q = 0.05 under a test whose
+unit is the prompt (sign flips of the per-prompt contributions to ΔR²; the paper's within-offset permutation
+null, which pools rows across prompts, is reported beside it); and the leakage is content-independent (natural text and random tokens
 give similar mean ΔR²: the bootstrap CI of their ratio inside [0.8, 1.25]).
 """
 
@@ -10,8 +11,7 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.leakage import percentile_ci
-from harness.measure import Leakage
+from harness.measure import Leakage, prompt_ci
 
 TOP, Q, SIMILAR = (claim("T5").threshold(k) for k in ("top", "q", "similar"))  # SIMILAR = (low, high)
 
@@ -26,9 +26,13 @@ def test_T5_top30_heads_significant_after_fdr(model, session, figures):
     figures.add("median_top30_delta", float(np.median(sig["delta"][top])))
     figures.add("top30_significant", n_sig, paper=n_top)
     figures.add("heads_significant", int(sig["significant"].sum()))
+    figures.add("top30_largest_p", float(sig["p"][top].max()))
+    figures.add("top30_significant_within_offset_permutation", int(sig["significant_within_offset"][top].sum()),
+                note="the paper's null, rows pooled across prompts: reported, not judged (METHODS.md)")
+    figures.add("heads_significant_within_offset_permutation", int(sig["significant_within_offset"].sum()))
     figures.add("heads", int(sig["delta"].size))
-    holds(n_sig == n_top, f"only {n_sig}/{n_top} of the top heads survive BH-FDR at q={Q} "
-                          f"({session.settings.n_perm} permutations)")
+    holds(n_sig == n_top, f"only {n_sig}/{n_top} of the top heads survive BH-FDR at q={Q} under the prompt-level "
+                          f"sign-flip test (largest p among the top heads {sig['p'][top].max():.3g})")
 
 
 @pytest.mark.claim("T5")
@@ -37,7 +41,7 @@ def test_T5_leakage_is_content_independent(model, session, figures):
     n, r = natural.mean_delta(), random.mean_delta()
     # two independent prompt sets: each resampled on its own (the random set's rows in a shuffled order)
     shuffle = np.random.default_rng(session.settings.seed + 1).permutation(len(random.weights))
-    ratio_ci = percentile_ci(random.mean_delta_boot()[shuffle] / natural.mean_delta_boot())
+    ratio_ci = prompt_ci(session, random.mean_delta_boot()[shuffle] / natural.mean_delta_boot())
     figures.add("mean_delta_natural_text", n, ci=natural.mean_delta_with_ci()[1])
     figures.add("mean_delta_random_tokens", r, ci=random.mean_delta_with_ci()[1])
     figures.add("ratio_random_over_natural", r / n, ci=ratio_ci)

@@ -11,8 +11,7 @@ import pytest
 
 from harness import claim, holds
 from harness.edits import Bidirectional, IdentityRope, ScrambledRope, ScrambledRopeAllEntries
-from harness.leakage import percentile_ci
-from harness.measure import Leakage
+from harness.measure import Leakage, prompt_ci
 
 T6 = claim("T6")
 BI_AT_MOST, RISE_AT_LEAST, NEARLY_EQUAL = (T6.threshold(k) for k in ("bi_at_most", "rise_at_least", "nearly_equal"))
@@ -21,7 +20,7 @@ BI_AT_MOST, RISE_AT_LEAST, NEARLY_EQUAL = (T6.threshold(k) for k in ("bi_at_most
 def ratio_to_causal(leak, edit):
     """(ratio of the edit's mean ΔR² to causal, its paired bootstrap CI over prompts, the edit's value and CI)."""
     base, value = leak.mean_delta(), leak.mean_delta(edit)
-    ratio_ci = percentile_ci(leak.mean_delta_boot(edit) / leak.mean_delta_boot())
+    ratio_ci = prompt_ci(leak.session, leak.mean_delta_boot(edit) / leak.mean_delta_boot())
     return value / base, ratio_ci, value, leak.mean_delta_with_ci(edit)[1]
 
 

@@ -13,8 +13,7 @@ import pytest
 from harness import claim, holds
 from harness.edits import Bidirectional
 from harness.leakage import causal_mask_share, query_bins
-from harness.leakage import percentile_ci as ci
-from harness.measure import Leakage
+from harness.measure import Leakage, prompt_ci
 
 T7 = claim("T7")
 SEQ_LEN, FIRST_BIN_SHARE, MASK_SHARE, MEET_FROM, MEET_GAP = (
@@ -44,9 +43,9 @@ def test_T7_leakage_concentrates_in_first_query_bin(model, session, figures):
     figures.add("bin_edges", edges)
     figures.add("delta_r2_by_bin_causal", causal)
     figures.add("delta_r2_by_bin_bidirectional", bi)
-    figures.add("first_bin_causal", causal[0], ci=ci(causal_b)[0])
+    figures.add("first_bin_causal", causal[0], ci=prompt_ci(session, causal_b)[0])
     figures.add("first_bin_over_second", causal[0] / causal[1])
-    figures.add("first_bin_share_of_causal_profile", share, ci=ci(first_bin_share(causal_b)))
+    figures.add("first_bin_share_of_causal_profile", share, ci=prompt_ci(session, first_bin_share(causal_b)))
     holds(np.argmax(causal) == 0, f"the largest causal bin is [{edges[np.argmax(causal)]}, "
                                   f"{edges[np.argmax(causal) + 1]}), not the first ({np.round(causal, 4).tolist()})")
     holds(share >= FIRST_BIN_SHARE, f"the first bin holds {share:.2f} of the summed causal bin profile, not "
@@ -56,11 +55,11 @@ def test_T7_leakage_concentrates_in_first_query_bin(model, session, figures):
 @pytest.mark.claim("T7")
 def test_T7_bidirectional_far_below_causal_in_first_bin(model, session, figures):
     edges, causal, bi, causal_b, bi_b = profiles(session, model)
-    gap_ci = ci(causal_b - bi_b)[0]
+    gap_ci = prompt_ci(session, causal_b - bi_b)[0]
     share = causal_mask_share(causal[0], bi[0])
-    figures.add("first_bin_causal", causal[0], ci=ci(causal_b)[0])
-    figures.add("first_bin_bidirectional", bi[0], ci=ci(bi_b)[0])
-    figures.add("first_bin_causal_mask_share", share, ci=ci(1 - bi_b[:, :1] / causal_b[:, :1])[0])
+    figures.add("first_bin_causal", causal[0], ci=prompt_ci(session, causal_b)[0])
+    figures.add("first_bin_bidirectional", bi[0], ci=prompt_ci(session, bi_b)[0])
+    figures.add("first_bin_causal_mask_share", share, ci=prompt_ci(session, 1 - bi_b[:, :1] / causal_b[:, :1])[0])
     figures.add("first_bin_gap_ci", gap_ci)
     holds(gap_ci[0] > 0, f"first bin: bidirectional {bi[0]:.4g} is not significantly below causal {causal[0]:.4g} "
                          f"(95% CI of the gap {np.round(gap_ci, 4).tolist()})")
@@ -71,7 +70,7 @@ def test_T7_bidirectional_far_below_causal_in_first_bin(model, session, figures)
 @pytest.mark.claim("T7")
 def test_T7_curves_meet_at_later_bins(model, session, figures):
     edges, causal, bi, causal_b, bi_b = profiles(session, model)
-    gaps, gap_cis = causal - bi, ci(causal_b - bi_b)
+    gaps, gap_cis = causal - bi, prompt_ci(session, causal_b - bi_b)
     first_gap = gaps[0]
     later = range(MEET_FROM - 1, len(gaps))
     apart = [b for b in later if not (gap_cis[b][0] <= 0 <= gap_cis[b][1]) and abs(gaps[b]) > MEET_GAP * abs(first_gap)]

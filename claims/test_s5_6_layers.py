@@ -14,8 +14,7 @@ import pytest
 from harness import claim, holds
 from harness.claim_registry import length_past_window
 from harness.edits import Bidirectional
-from harness.leakage import percentile_ci
-from harness.measure import Leakage, depth_slope
+from harness.measure import Leakage, depth_slope, prompt_ci
 
 T8 = claim("T8")
 FLAT = T8.threshold("flat")
@@ -30,7 +29,7 @@ def _ratio_profile(session, model, seq_len):
     leak = Leakage(session, model, seq_len=seq_len)
     point = leak.layer_means(Bidirectional()) / leak.layer_means()
     boot = leak.layer_means(Bidirectional(), boot=True) / leak.layer_means(boot=True)
-    return point, depth_slope(point), percentile_ci(depth_slope(boot))
+    return point, depth_slope(point), prompt_ci(session, depth_slope(boot))
 
 
 def record(figures, ratio, slope, slope_ci, seq_len):

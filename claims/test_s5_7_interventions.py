@@ -12,9 +12,8 @@ import pytest
 
 from harness import claim, corpus, holds
 from harness.edits import Bidirectional, ReplaceEmbedding, ReplaceStateWithMidMean
-from harness.leakage import percentile_ci as ci
 from harness.leakage import query_bins
-from harness.measure import Leakage
+from harness.measure import Leakage, prompt_ci
 
 
 def first_bin(session, model, *edits):
@@ -56,10 +55,10 @@ def table9(model, session, figures):
     base, base_boot = out["bidirectional"]
     rows = {}
     for label, (value, boot) in out.items():
-        figures.add(f"first_bin:{label}", value, ci=ci(boot))
+        figures.add(f"first_bin:{label}", value, ci=prompt_ci(session, boot))
         figures.add(f"percent_of_bidirectional:{label}", 100 * value / base)
         if label != "bidirectional":
-            rows[label] = (value, ci(boot - base_boot))
+            rows[label] = (value, prompt_ci(session, boot - base_boot))
             figures.add(f"difference_from_bidirectional:{label}", value - base, ci=rows[label][1])
     figures.add("most_leaky_layer", l_star)
     figures.add("replacement_token", token)

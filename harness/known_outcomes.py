@@ -1,7 +1,12 @@
 """Claims measured not to hold on a model: strict xfails, kept as data in fixtures/known_outcomes.json.
 
-Each entry is written after a run, carries the measured figure and the reason, and is strict: if the
-claim starts to hold, the xfail fails and the entry must be removed.
+An entry is keyed by test function, model and the settings a verdict depends on (``Settings.verdict_key``:
+lengths, prompts, pairs, corpus; not the seed), and names the assertion that failed (``ClaimNotHeld.check``).
+It is accepted only when the same assertion fails again: a different failing assertion is a new finding
+(``KnownOutcomeMismatch``), a claim that now holds is a stale record (strict XPASS), and either fails the run.
+Entries are written from a run's results.json (``record``), never by hand:
+
+    python -m harness.known_outcomes record reports/latest/results.json
 """
 
 from __future__ import annotations
@@ -15,34 +20,53 @@ from .paths import KNOWN_OUTCOMES
 PATH = KNOWN_OUTCOMES
 
 
-@lru_cache(maxsize=1)
-def table() -> dict:
-    return json.loads(PATH.read_text()) if PATH.exists() else {}
+@lru_cache(maxsize=4)
+def table(path: Path = PATH) -> dict:
+    return json.loads(Path(path).read_text()) if Path(path).exists() else {}
 
 
-def reason(test_name: str, model: str | None) -> str | None:
-    entry = table().get(test_name, {})
-    return entry.get(model) if model else None
+def lookup(test_name: str, model: str | None, key: dict, path: Path = PATH) -> dict | None:
+    """The recorded outcome {"settings", "check", "measured"} of a test on a model at these settings, if any."""
+    if not model:
+        return None
+    entries = table(path).get(test_name, {}).get(model, [])
+    return next((e for e in entries if isinstance(e, dict) and e.get("settings") == key), None)
+
+
+def _func(record: dict) -> str:
+    return record["test"].split("::")[-1].split("[")[0]
 
 
 def record(results_json: Path, path: Path = PATH) -> list[str]:
-    """Add every claim that failed with ClaimNotHeld in a run to the table, keyed by test function and
-    model, with the measured figure in the reason. Failures of any other kind (a crash, a snapshot drift)
-    are never recorded. Returns the entries added."""
+    """Record every claim test that did not hold in a run (verdict "not held": a ClaimNotHeld raised by a
+    claim's own assertion), keyed by test function, model and the run's verdict settings, replacing the
+    entry at those settings. Harness errors (a crash, a snapshot drift) are never recorded; a stale record
+    (the claim now holds) is removed. Returns one line per change."""
+    from .session import Settings
+
     results = json.loads(Path(results_json).read_text())
+    settings = results.get("settings") or {}
+    key = Settings(**{k: v for k, v in settings.items() if k in Settings.__dataclass_fields__}).verdict_key()
     data = json.loads(path.read_text()) if path.exists() else {}
-    added = []
+    changes = []
     for r in results["records"]:
-        marker = "ClaimNotHeld: "
-        if r["outcome"] != "failed" or marker not in r["reason"] or not r["model"]:
+        if not r.get("model") or r.get("verdict") not in ("not held", "held", "stale"):
             continue
-        func = r["test"].split("::")[-1].split("[")[0]
-        reason = f"measured: {r['reason'].split(marker, 1)[1]}"
-        data.setdefault(func, {})[r["model"]] = reason
-        added.append(f"{func}[{r['model']}]: {reason}")
+        func, model = _func(r), r["model"]
+        kept = [e for e in data.get(func, {}).get(model, []) if isinstance(e, dict) and e.get("settings") != key]
+        if r["verdict"] in ("held", "stale"):
+            if len(kept) != len(data.get(func, {}).get(model, [])):
+                changes.append(f"{func}[{model}]: removed (held)")
+                data[func][model] = kept
+            continue
+        entry = {"settings": key, "check": r.get("check") or "", "measured": r.get("reason") or ""}
+        data.setdefault(func, {})[model] = kept + [entry]
+        changes.append(f"{func}[{model}]: {entry['check']}: {entry['measured']}")
+    data = {f: {m: e for m, e in per.items() if e} for f, per in data.items()}
+    data = {f: per for f, per in data.items() if per}
     path.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     table.cache_clear()
-    return added
+    return changes
 
 
 if __name__ == "__main__":  # python -m harness.known_outcomes record reports/latest/results.json

@@ -35,11 +35,21 @@ def mean_delta(pairs: lk.PairSet, Y: np.ndarray) -> float:
     return head_mean(lk.prompt_stats(pairs, Y))
 
 
-def significance(pairs: lk.PairSet, Y: np.ndarray, n_perm: int, seed: int, q: float = 0.05) -> dict:
-    """ΔR² per head with its permutation p-value and the Benjamini–Hochberg decision (§4, Table 5)."""
-    fit = lk.delta_r2(pairs, Y)
-    p = lk.permutation_pvalues(fit.delta, lk.permutation_null(pairs, Y, n_perm, seed))
-    return {"delta": fit.delta, "p": p, "significant": lk.benjamini_hochberg(p, q)}
+def prompt_ci(session, samples) -> np.ndarray:
+    """95% bootstrap CI over the session's prompts (the expanded percentile interval, ``leakage.percentile_ci``)
+    of bootstrap rows [n_boot, ...] drawn with ``leakage.bootstrap_weights`` over ``n_prompts`` prompts."""
+    return lk.percentile_ci(samples, n=session.settings.n_prompts)
+
+
+def significance(stats: lk.PromptStats, pairs: lk.PairSet, Y: np.ndarray, n_perm: int, seed: int,
+                 q: float = 0.05) -> dict:
+    """ΔR² per head with its prompt-level sign-flip p-value and the Benjamini–Hochberg decision (§4, Table 5),
+    and, reported beside them, the paper's within-offset permutation p-values (rows pooled across prompts)."""
+    delta = lk.fit_from_stats(stats, np.ones((1, stats.a.shape[0]))).delta[0]
+    p = lk.signflip_pvalues(stats.a, n_perm, seed)
+    p_pooled = lk.permutation_pvalues(delta, lk.permutation_null(pairs, Y, n_perm, seed))
+    return {"delta": delta, "p": p, "significant": lk.benjamini_hochberg(p, q),
+            "p_within_offset": p_pooled, "significant_within_offset": lk.benjamini_hochberg(p_pooled, q)}
 
 
 def depth_slope(values: np.ndarray) -> np.ndarray:
@@ -85,7 +95,7 @@ class Leakage:
 
     def mean_delta_with_ci(self, *edits: Edit) -> tuple[float, tuple[float, float]]:
         """Head-mean ΔR² and its bootstrap CI over prompts."""
-        return head_mean(self.stats(*edits)), lk.mean_ci(self.mean_delta_boot(*edits))
+        return head_mean(self.stats(*edits)), lk.mean_ci(self.mean_delta_boot(*edits), n=len(self.prompts))
 
     def mean_delta_boot(self, *edits: Edit) -> np.ndarray:
         """Head-mean ΔR² per bootstrap row [n_boot]: the same prompt resamples for every edit, so ratios and
@@ -110,4 +120,4 @@ class Leakage:
 
     def significance(self, q: float = 0.05) -> dict:
         s = self.session.settings
-        return significance(self.pairs, self.target(), s.n_perm, s.seed, q)
+        return significance(self.stats(), self.pairs, self.target(), s.n_perm, s.seed, q)

@@ -7,5 +7,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 KNOWN_OUTCOMES = FIXTURES / "known_outcomes.json"
+BASELINES = FIXTURES / "baselines"
+STABILITY = FIXTURES / "stability.json"
 REPORTS = ROOT / "reports"
 METHODS = ROOT / "METHODS.md"

@@ -15,12 +15,13 @@ from . import devices, known_outcomes
 from .capture import WORKLOAD
 from .claim_registry import Target, claim
 from .models import FAMILIES, REGISTRY, WeightsUnavailable
-from .paths import REPORTS
+from .paths import BASELINES, KNOWN_OUTCOMES, REPORTS
 from .run import RecordCollector, RunContext
 from .session import Session, Settings
-from .verdict import ClaimNotHeld, Figures
+from .verdict import ClaimNotHeld, Figures, KnownOutcomeMismatch
 
 RUN = pytest.StashKey[RunContext]()
+KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected to repeat
 
 
 def pytest_addoption(parser):
@@ -37,7 +38,13 @@ def pytest_addoption(parser):
     g.addoption("--n-perm", type=int, default=d.n_perm, help="permutations per head for the null")
     g.addoption("--n-probe-prompts", type=int, default=d.n_probe_prompts, help="prompts for the topic probes")
     g.addoption("--corpus", default=d.corpus, choices=["wiki", "bbc"], help="topic corpus")
+    g.addoption("--seed", type=int, default=d.seed,
+                help="seed of every random draw: prompts, pairs, permutations and sign flips, bootstrap resamples")
+    g.addoption("--known-outcomes", default=str(KNOWN_OUTCOMES),
+                help="recorded 'not held' outcomes (strict xfails); default fixtures/known_outcomes.json")
     g.addoption("--report-dir", default=str(REPORTS), help="where run reports go")
+    g.addoption("--baseline-dir", default=str(BASELINES),
+                help="baselines of settings without committed snapshots (first run records, later runs compare)")
     g.addoption("--no-report", action="store_true", help="do not write a run report")
     g.addoption("--run-slow", action="store_true",
                 help="also run the slow variants (16-length scaling, many random draws)")
@@ -87,9 +94,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=why_not))
         elif item.get_closest_marker("slow") and not run.run_slow:
             item.add_marker(pytest.mark.skip(reason="slow variant: run with --run-slow"))
-        reason = known_outcomes.reason(item.originalname, model)
-        if reason:
-            item.add_marker(pytest.mark.xfail(strict=True, raises=ClaimNotHeld, reason=reason))
+        known = known_outcomes.lookup(item.originalname, model, run.requested.verdict_key(), run.known_outcomes)
+        if known:
+            item.stash[KNOWN] = known
+            item.add_marker(pytest.mark.xfail(strict=True, raises=ClaimNotHeld,
+                                              reason=f"recorded not held at {known['check']}: {known['measured']}"))
         item.user_properties.append(("claim", spec.id))
         if model:
             item.user_properties.append(("model", model))
@@ -125,14 +134,18 @@ def model(session, model_name):
 
 @pytest.fixture
 def figures(request, snapshot, run_context):
-    """Record the numbers a claim test measured (they go into the run report); the plugin checks them."""
-    from .snapshots import TolerantJSONSnapshot
+    """Record the numbers a claim test measured (they go into the run report); the plugin checks them against
+    the committed snapshot (bundled models at the default settings) or the recorded baseline (anything else)."""
+    from .snapshots import tolerance, tolerant_snapshot
 
     model_name = request.node.callspec.params.get("model_name") if hasattr(request.node, "callspec") else None
     spec = REGISTRY.get(model_name)
-    use_snapshot = run_context.snapshots_off is None and spec is not None and spec.group == "bundled"
+    committed = run_context.at_defaults and spec is not None and spec.group == "bundled"
+    r = run_context.requested
     return Figures(request.node, claim(request.node.get_closest_marker("claim").args[0]),
-                   snapshot.use_extension(TolerantJSONSnapshot) if use_snapshot else None, model_name)
+                   snapshot.use_extension(tolerant_snapshot(*tolerance(r.device, r.dtype))) if committed else None,
+                   model_name, baseline=None if committed or spec is None else run_context.baselines,
+                   update=bool(request.config.getoption("--snapshot-update", False)))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -144,8 +157,13 @@ def pytest_runtest_call(item):
     seconds, layer_tokens = WORKLOAD.totals()
     try:
         result = yield
-    except ClaimNotHeld:
+    except ClaimNotHeld as e:
+        item.user_properties.append(("not_held", {"check": e.check, "message": str(e)}))
         _check_figures(item, held=False)
+        known = item.stash.get(KNOWN, None)
+        if known is not None and known["check"] != e.check:
+            raise KnownOutcomeMismatch(f"not held at another assertion than recorded: {e.check} (recorded: "
+                                       f"{known['check']}): {e}") from e
         raise
     finally:
         s2, lt2 = WORKLOAD.totals()

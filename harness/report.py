@@ -20,11 +20,15 @@ from importlib import metadata
 from pathlib import Path
 
 from .claim_registry import CLAIMS
+from .verdict import VERDICTS, verdict_of
 
 VERSIONED = ("torch", "transformers", "numpy", "scikit-learn", "syrupy", "pytest")
-VERDICT = {"passed": "held", "xpassed": "held", "xfailed": "did not hold", "failed": "did not hold (test failed)",
-           "skipped": "skipped"}
-KIND = {"passed": "held", "xpassed": "held", "xfailed": "not", "failed": "not", "skipped": "skip"}
+#: Report wording and css class of each verdict (harness.run.VERDICTS says what each means).
+LABEL = {"held": ("held", "held"), "not held": ("not held", "not"),
+         "stale": ("held — stale known outcome, re-take it", "stale"),
+         "harness error": ("harness error (no verdict)", "error"), "n/a": ("not applicable", "skip"),
+         "skipped": ("skipped", "skip"), "unstable": ("unstable across seeds", "stale")}
+
 
 
 def versions() -> dict:
@@ -88,9 +92,11 @@ def _test_name(r: dict) -> str:
 
 
 def _verdict(r: dict, with_reason: bool) -> str:
-    v = VERDICT.get(r["outcome"], r["outcome"])
+    v = LABEL[verdict_of(r)][0] + (" (recorded known outcome)" if r.get("known_outcome") else "")
     reason = " ".join(str(r.get("reason") or "").split())
-    return f"{v}: {reason[:300]}" if with_reason and reason and r["outcome"] != "passed" else v
+    if verdict_of(r) == "unstable":
+        reason = f"{r['unstable']}; this run: {r['verdict']}" + (f": {reason}" if reason else "")
+    return f"{v}: {reason[:300]}" if with_reason and reason and verdict_of(r) != "held" else v
 
 
 # ---- the document: blocks rendered as markdown or html ---------------------------------------------
@@ -106,12 +112,12 @@ def document(results: dict, plots: list) -> list:
     blocks = [("h1", f"Claims report — {results['run']}"),
               ("p", "Settings: " + ", ".join(f"{k}={v}" for k, v in (results.get("settings") or {}).items())),
               ("p", "Versions: " + ", ".join(f"{k} {v}" for k, v in (results.get("versions") or {}).items())),
+              ("p", "Verdicts: " + "; ".join(f"{LABEL[v][0]} = {what}" for v, what in VERDICTS.items())),
               ("h2", "Summary per model")]
-    counts = {m: Counter(KIND.get(r["outcome"], "skip") for r in results["records"] if (r.get("model") or "—") == m)
-              for m in models}
-    blocks.append(("table", ["model", "held", "did not hold", "skipped"],
-                   [[m, (str(c["held"]), "held"), (str(c["not"]), "not" if c["not"] else ""), str(c["skip"])]
-                    for m, c in counts.items()]))
+    counts = {m: Counter(verdict_of(r) for r in results["records"] if (r.get("model") or "—") == m) for m in models}
+    order = [v for v in LABEL if any(c[v] for c in counts.values())]
+    blocks.append(("table", ["model", *(LABEL[v][0] for v in order)],
+                   [[m, *((str(c[v]), LABEL[v][1] if c[v] else "") for v in order)] for m, c in counts.items()]))
     if any("layer_tokens" in r for r in results["records"]):
         blocks += [("h2", "Where the time went"),
                    ("p", "Test time (model loading excluded), its forward-pass share (captures run, not found "
@@ -119,21 +125,21 @@ def document(results: dict, plots: list) -> list:
                          "(statistics, probes, fits)."),
                    ("table", ["model", "tests s", "forward s", "layer-tokens", "layer-tokens/s", "other s"],
                     time_accounting(results["records"]))]
-    mark = {"held": "✓", "not": "✗", "skip": "–"}
     matrix = []
     for claim in sorted(by_claim, key=_claim_key):
         row = [claim, texts.get(claim, "")]
         for m in models:
-            c = Counter(KIND.get(r["outcome"], "skip") for r in by_claim[claim] if (r.get("model") or "—") == m)
-            cell = " ".join(f"{c[k]}{mark[k]}" if c[k] > 1 else mark[k] for k in mark if c[k])
-            row.append((cell, "not" if c["not"] else "held" if c["held"] else ""))
+            c = Counter(verdict_of(r) for r in by_claim[claim] if (r.get("model") or "—") == m)
+            cell = ", ".join(f"{n} {v}" for v, n in c.items())
+            worst = next((LABEL[v][1] for v in ("harness error", "stale", "unstable", "not held", "held") if c[v]), "")
+            row.append((cell, worst))
         matrix.append(row)
     blocks += [("table", ["claim", "paper says", *models], matrix)]
     for claim in sorted(by_claim, key=_claim_key):
         blocks += [("h2", f"{claim} — {texts.get(claim, '')}".rstrip(" —"))]
         rows = []
         for r in by_claim[claim]:
-            css = KIND.get(r["outcome"], "skip")
+            css = LABEL[verdict_of(r)][1]
             for k, f in enumerate(r.get("figures") or [{}]):
                 name = f.get("name", "") + (f" ({f['note']})" if f.get("note") else "")
                 rows.append([r.get("model") or "—", _test_name(r), name, _fmt(f.get("paper")), _fmt(f.get("value")),
@@ -182,7 +188,7 @@ def to_markdown(blocks: list, base: Path) -> str:
 CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}th,td{border:1px solid #ccc;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f0f0f0}td.held{background:#e6f4e6}td.not{background:#fbe3e3}
-td.skip{color:#777}figure{margin:1em 0}img{max-width:100%}figcaption{font-size:12px;color:#555}
+td.skip{color:#777}td.stale{background:#fff3cd}td.error{background:#e0e0e0;font-weight:bold}figure{margin:1em 0}img{max-width:100%}figcaption{font-size:12px;color:#555}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}"""
 
 
@@ -254,11 +260,11 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
     for key in dict.fromkeys([*recs[0], *recs[1]]):
         a, b = recs[0].get(key), recs[1].get(key)
         if a is None or b is None:
-            rows.append([*key, "", "", "" if a is None else a["outcome"], "" if b is None else b["outcome"],
+            rows.append([*key, "", "", "" if a is None else verdict_of(a), "" if b is None else verdict_of(b),
                          "test only in " + ("new" if a is None else "old")])
             continue
-        if a["outcome"] != b["outcome"]:
-            rows.append([*key, "", "", a["outcome"], b["outcome"], "outcome changed"])
+        if verdict_of(a) != verdict_of(b):
+            rows.append([*key, "", "", verdict_of(a), verdict_of(b), "verdict changed"])
         fa, fb = _figures(a), _figures(b)
         for name in dict.fromkeys([*fa, *fb]):
             if name not in fa or name not in fb:

@@ -11,16 +11,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from . import devices
+from . import devices, stability
 from .claim_registry import CLAIMS
 from .models import REGISTRY, UnknownModelError, get_spec, names
+from .paths import KNOWN_OUTCOMES
 from .session import Settings
+from .snapshots import Baselines
+from .verdict import VERDICTS, verdict_of
 
 
 def selected_models(option: str) -> tuple[str, ...]:
@@ -54,43 +57,58 @@ class RunContext:
     run_slow: bool
     report_dir: Path | None  # None: --no-report
     run_id: str
-    snapshots_off: str | None  # why snapshots are not compared in this run, or None
+    at_defaults: bool  # the settings that change numbers are the defaults: committed snapshots apply
+    baselines: Baselines  # recorded figures for every other settings key (and the paper's models)
+    known_outcomes: Path = KNOWN_OUTCOMES
 
     @classmethod
     def from_config(cls, config) -> "RunContext":
         o = config.getoption
         requested = Settings(n_prompts=o("--n-prompts"), seq_len=o("--seq-len"), n_pairs=o("--n-pairs"),
                              n_perm=o("--n-perm"), n_probe_prompts=o("--n-probe-prompts"), device=o("--device"),
-                             dtype=o("--dtype"), corpus=o("--corpus"))
+                             dtype=o("--dtype"), corpus=o("--corpus"), seed=o("--seed"))
         try:  # `--device cuda` on a machine without a GPU is a usage error before anything is collected
             device = devices.resolve_device(requested.device, devices.current_worker(), devices.gpu_count())
         except devices.DeviceError as e:
             raise pytest.UsageError(str(e)) from None
-        changed = [f.name for f in dataclasses.fields(Settings)
-                   if getattr(requested, f.name) != getattr(Settings(), f.name)]
+        key = requested.numbers_key()
         return cls(settings=dataclasses.replace(requested, device=device), requested=requested,
                    models=selected_models(o("--models")),
                    quiet=bool(os.environ.get("CI")),
                    run_slow=o("--run-slow"),
                    report_dir=None if o("--no-report") else Path(o("--report-dir")),
                    run_id=time.strftime("run-%Y%m%d-%H%M%S"),
-                   snapshots_off=(f"snapshots are taken at the default settings; this run changes "
-                                  f"{', '.join(changed)}" if changed else None))
+                   known_outcomes=Path(o("--known-outcomes")),
+                   at_defaults=key == Settings().numbers_key(),
+                   baselines=Baselines(Path(o("--baseline-dir")), key, requested.device, requested.dtype))
 
     def log(self, *args) -> None:
         if not self.quiet:
             print(*args)
 
 
-MARK = {"passed": "held", "xpassed": "held", "xfailed": "not held", "failed": "FAILED", "skipped": "skipped",
-        "error": "ERROR"}
+def classify(report) -> tuple[str, bool]:
+    """(verdict, whether a recorded known outcome expected it) of a claim test's report."""
+    props = dict(p for p in report.user_properties if p[0] == "not_held")
+    if report.skipped:
+        if hasattr(report, "wasxfail"):
+            return "not held", True
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+        return ("n/a" if reason.removeprefix("Skipped: ").startswith("not applicable") else "skipped"), False
+    if report.passed:
+        return "held", False
+    if report.when == "call" and str(report.longrepr).startswith("[XPASS(strict)]"):
+        return "stale", False
+    crash = getattr(report.longrepr, "reprcrash", None)
+    kind = (crash.message if crash is not None else "").split(":", 1)[0].rsplit(".", 1)[-1]
+    if report.when == "call" and "not_held" in props and kind in ("ClaimNotHeld", "KnownOutcomeMismatch"):
+        return "not held", False
+    return "harness error", False
 
 
 def mark(record: dict) -> str:
-    """One word for a record in the matrix; a skip is 'n/a' when the prediction does not apply to the model."""
-    if record["outcome"] == "skipped" and record["reason"].startswith("not applicable"):
-        return "n/a"
-    return MARK.get(record["outcome"], record["outcome"])
+    """One word for a record in the matrix."""
+    return verdict_of(record)
 
 
 class RecordCollector:
@@ -98,7 +116,7 @@ class RecordCollector:
     prints the claims × models matrix."""
 
     def __init__(self, run: RunContext):
-        self.run, self.records = run, []
+        self.run, self.records, self.stability = run, [], stability.load()
 
     def pytest_runtest_logreport(self, report):
         props = dict(p for p in report.user_properties if p[0] in ("claim", "model"))
@@ -107,21 +125,32 @@ class RecordCollector:
         if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
             return
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
-        reason = ""
-        if outcome == "skipped" and isinstance(report.longrepr, tuple):
+        verdict, known = classify(report)
+        not_held = next((v for k, v in report.user_properties if k == "not_held"), None)
+        if verdict == "not held":  # this run's measured figure, never the recorded text
+            reason = not_held["message"]
+        elif verdict in ("n/a", "skipped") and isinstance(report.longrepr, tuple):
             reason = report.longrepr[2].removeprefix("Skipped: ")
-        elif outcome == "xfailed":
-            reason = report.wasxfail
-        elif outcome == "failed":  # the exception's own message, whatever --tb style the run uses
+        elif verdict == "stale":
+            recorded = str(report.longrepr).removeprefix("[XPASS(strict)] ")
+            reason = f"held in this run, but recorded as not holding ({recorded}): re-take the known outcome"
+        elif verdict == "harness error":  # the exception's own message, whatever --tb style the run uses
             crash = getattr(report.longrepr, "reprcrash", None)
             reason = crash.message if crash is not None else (str(report.longrepr).strip().splitlines() or [""])[-1]
-            reason = reason.replace("harness.verdict.ClaimNotHeld: ", "ClaimNotHeld: ")
+            reason = reason.replace("harness.verdict.", "")
+        else:
+            reason = ""
+        entry = props.get("model") and stability.unstable(
+            self.stability, report.nodeid.split("::")[-1].split("[")[0], props["model"], self.run.requested.verdict_key())
         figs = [v for k, v in report.user_properties if k == "figure"]
+        baseline = next((v for k, v in report.user_properties if k == "baseline"), None)
         forward = next((v for k, v in report.user_properties if k == "forward"), {"seconds": 0.0, "layer_tokens": 0})
         self.records.append({"test": report.nodeid, "claim": props["claim"], "model": props.get("model"),
-                             "outcome": outcome, "reason": reason, "figures": figs,
+                             "outcome": outcome, "verdict": verdict, "known_outcome": known,
+                             "check": not_held["check"] if not_held else None, "reason": reason, "figures": figs,
                              "seconds": round(report.duration, 2), "forward_seconds": forward["seconds"],
-                             "layer_tokens": forward["layer_tokens"],
+                             "layer_tokens": forward["layer_tokens"], **({"baseline": baseline} if baseline else {}),
+                             **({"unstable": stability.describe(entry)} if entry else {}),
                              **({"shape": forward["shape"]} if "shape" in forward else {})})
 
     def matrix(self) -> list[str]:
@@ -142,15 +171,28 @@ class RecordCollector:
         return ["claim  " + "  ".join(m.ljust(width) for m in models).rstrip()] + \
             [f"{cid:<6} " + "  ".join(c.ljust(width) for c in row).rstrip() for cid, row in rows.items()]
 
+    def baseline_lines(self) -> list[str]:
+        """One line per baseline file this run recorded into or compared with (figures of non-default runs)."""
+        files: dict = defaultdict(Counter)
+        for r in self.records:
+            if r.get("baseline"):
+                files[r["baseline"]["path"]][r["baseline"]["status"]] += 1
+        what = self.run.requested.describe(self.run.requested.numbers_key())
+        return [f"baseline ({what}): " + ", ".join(f"{n} tests {k}" for k, n in c.items())
+                + (" — first run at these settings, recorded as the baseline" if "recorded" in c else "")
+                + f": {p}" for p, c in files.items()]
+
     def pytest_terminal_summary(self, terminalreporter):
         if not self.records:
             return
         tr = terminalreporter
-        tr.write_sep("=", "abspos claims × models (tests per cell: held / not held / FAILED / skipped / n/a)")
+        tr.write_sep("=", "abspos claims × models (tests per cell by verdict)")
         for line in self.matrix():
             tr.write_line(line)
-        if self.run.snapshots_off:
-            tr.write_line(f"snapshots not compared: {self.run.snapshots_off}")
+        seen = {r["verdict"] for r in self.records}
+        tr.write_line("verdicts: " + "; ".join(f"{v}: {what}" for v, what in VERDICTS.items() if v in seen))
+        for line in self.baseline_lines():
+            tr.write_line(line)
         if getattr(self, "report_path", None):
             tr.write_line(f"abspos report: {self.report_path / 'report.md'}")
 

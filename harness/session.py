@@ -39,6 +39,22 @@ class Settings:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def numbers_key(self) -> dict:
+        """The settings that change the measured numbers: snapshots and baselines are keyed by them. Device and
+        dtype are not (their effect is the declared tolerance), nor the batch size (numerically inert)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("device", "dtype", "batch_size")}
+
+    def verdict_key(self) -> dict:
+        """The settings a recorded verdict (a known outcome) is keyed by: the design (lengths, prompts, pairs,
+        corpus, resampling sizes), not the seed, whose effect on a verdict is the stability check's business."""
+        return {k: v for k, v in self.numbers_key().items() if k != "seed"}
+
+    def describe(self, key: dict) -> str:
+        """A key as one line: only what differs from the defaults ('defaults' when nothing does)."""
+        default = Settings().as_dict()
+        changed = [f"{k}={v}" for k, v in key.items() if default.get(k) != v]
+        return ", ".join(changed) or "defaults"
+
 
 @dataclass
 class Session:

@@ -8,15 +8,44 @@ then the paper's value within its tolerance), so a test body holds only measurem
 
 from __future__ import annotations
 
+import ast
+import linecache
 import math
+import sys
+import textwrap
 
 import numpy as np
 
 from .claim_registry import ClaimSpec
 
+#: The outcomes a claim test ends as, each with what it means (the terminal, results.json and the report).
+VERDICTS = {
+    "held": "the claim held",
+    "not held": "the claim did not hold: ClaimNotHeld with the figure measured in this run",
+    "stale": "recorded as not holding, and it now holds: re-take the known outcome",
+    "harness error": "anything else (a crash, a snapshot drift, a missing capture): no verdict on the claim",
+    "n/a": "the paper's prediction does not apply to this model",
+    "skipped": "not run (weights absent, a slow variant)",
+    "unstable": "the verdict differs between seeds (fixtures/stability.json)",
+}
+
+
+def verdict_of(r: dict) -> str:
+    """A run record's verdict as shown: "unstable" where the stability record says it flips between seeds;
+    results.json files written before verdicts existed are read by their pytest outcome."""
+    v = r.get("verdict") or {"passed": "held", "xpassed": "held", "xfailed": "not held",
+                             "failed": "not held" if "ClaimNotHeld" in str(r.get("reason")) else "harness error"}.get(
+        r["outcome"], "n/a" if str(r.get("reason")).startswith("not applicable") else "skipped")
+    return "unstable" if r.get("unstable") and v in ("held", "not held") else v
+
 
 class ClaimNotHeld(AssertionError):
-    """The paper's claim did not hold on this model; the message carries the measured figure."""
+    """The paper's claim did not hold on this model; the message carries the figure measured in this run and
+    ``check`` names the assertion that failed (a known outcome must match it)."""
+
+    def __init__(self, message: str, check: str = ""):
+        super().__init__(message)
+        self.check = check
 
 
 class SnapshotDrift(AssertionError):
@@ -24,9 +53,35 @@ class SnapshotDrift(AssertionError):
     never a verdict on the claim."""
 
 
-def holds(condition: bool, message: str) -> None:
+class KnownOutcomeMismatch(AssertionError):
+    """A claim recorded as not holding failed at a different assertion than the recorded one: a new finding
+    (or a broken check), never accepted by the recorded xfail."""
+
+
+def _condition_source(frame) -> str:
+    """The source of the first argument of the ``holds(...)`` call running in ``frame`` (its assertion)."""
+    lines = linecache.getlines(frame.f_code.co_filename)
+    start = frame.f_lineno - 1
+    for end in range(start + 1, min(len(lines), start + 40) + 1):
+        try:
+            tree = ast.parse(textwrap.dedent("".join(lines[start:end])))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "holds" and node.args:
+                return ast.unparse(node.args[0])
+        break
+    return f"line {frame.f_lineno}"
+
+
+def holds(condition: bool, message: str, check: str | None = None) -> None:
+    """Raise ``ClaimNotHeld(message)`` unless ``condition``. The check's identity defaults to the calling
+    function and the condition's source, e.g. ``test_T10_...: fits['delta_aic'] > AIC_MARGIN``."""
     if not bool(condition):
-        raise ClaimNotHeld(message)
+        if check is None:
+            frame = sys._getframe(1)
+            check = f"{frame.f_code.co_name}: {_condition_source(frame)}"
+        raise ClaimNotHeld(message, check)
 
 
 def _plain(value):
@@ -46,8 +101,10 @@ class Figures:
     """Numbers measured by one claim test: reported in the run report and snapshotted for bundled models.
     Only figures the claim's registry entry declares can be recorded."""
 
-    def __init__(self, node, claim: ClaimSpec, snapshot=None, model: str | None = None):
+    def __init__(self, node, claim: ClaimSpec, snapshot=None, model: str | None = None, baseline=None,
+                 update: bool = False):
         self.node, self.claim, self.snapshot, self.model, self.values = node, claim, snapshot, model, {}
+        self.baseline, self.update = baseline, update
 
     def add(self, name: str, value, paper=None, ci=None, note: str = "") -> object:
         """Record a figure. ``paper`` defaults to the paper's number for this model, if it reports one."""
@@ -61,10 +118,22 @@ class Figures:
         return value
 
     def check_snapshot(self) -> None:
-        """Compare every figure with the stored snapshot (bundled models at default settings)."""
-        if self.snapshot is not None and self.values and not (self.values == self.snapshot):
-            raise SnapshotDrift(f"{self.claim.id}: measured figures drifted from the snapshot beyond tolerance "
-                                f"(run with --snapshot-update to accept a deliberate change)")
+        """Compare every figure with the committed snapshot (bundled models at the default settings) or with
+        the baseline recorded by the first run at these settings (recorded now if there is none)."""
+        if not self.values:
+            return
+        if self.snapshot is not None:
+            if not (self.values == self.snapshot):
+                raise SnapshotDrift(f"{self.claim.id}: measured figures drifted from the snapshot beyond tolerance "
+                                    f"(run with --snapshot-update to accept a deliberate change)")
+            return
+        if self.baseline is None:
+            return
+        status, path, moved = self.baseline.check(self.model, self.node.originalname, self.values, self.update)
+        self.node.user_properties.append(("baseline", {"status": status, "path": str(path)}))
+        if moved:
+            raise SnapshotDrift(f"{self.claim.id}: measured figures drifted from the baseline {path} beyond "
+                                f"tolerance: {'; '.join(moved)[:800]} (--snapshot-update re-records it)")
 
     def check_paper(self) -> None:
         """On the paper's models, every figure the paper reports must be within the registry's tolerance."""
@@ -73,4 +142,4 @@ class Figures:
             if ref is None or not isinstance(value, (int, float)):
                 continue
             holds(ref.within(value), f"{name} = {value:.4g} on {self.model}; the paper reports {ref.value} "
-                                     f"(tolerance {ref.tolerance:.3g})")
+                                     f"(tolerance {ref.tolerance:.3g})", check=f"paper value of {name}")

@@ -73,7 +73,7 @@ def test_leakage_view_matches_the_engine_and_computes_statistics_once(tiny, monk
     pairs = leak.pairs
     assert leak.mean_delta(Bidirectional()) == pytest.approx(lk.delta_r2(pairs, Y).delta.mean(), abs=1e-15)
     point, ci = leak.mean_delta_with_ci(Bidirectional())
-    assert ci == lk.mean_ci(lk.bootstrap_delta_r2(pairs, Y, weights=leak.weights))
+    assert ci == lk.mean_ci(lk.bootstrap_delta_r2(pairs, Y, weights=leak.weights), n=len(leak.prompts))
     np.testing.assert_allclose(leak.layer_means(Bidirectional()),
                                by_layer(lk.delta_r2(pairs, Y).delta, model.n_layers).mean(-1), atol=1e-15)
     edges = lk.query_bins(SEQ)
@@ -90,17 +90,26 @@ def test_leakage_view_matches_the_engine_and_computes_statistics_once(tiny, monk
 
 
 def test_known_outcomes_record_only_claims_that_did_not_hold(tmp_path):
-    results = {"records": [
-        {"test": "claims/t.py::test_T1_x[m1]", "model": "m1", "outcome": "failed",
-         "reason": "harness/verdict.py:25: ClaimNotHeld: ratio 3.0 below 100"},
-        {"test": "claims/t.py::test_T1_y[m1]", "model": "m1", "outcome": "failed",
-         "reason": "harness/verdict.py:40: SnapshotDrift: drifted"},
-        {"test": "claims/t.py::test_T1_z[m1]", "model": "m1", "outcome": "passed", "reason": ""}]}
+    """Only "not held" verdicts are recorded, keyed by the run's verdict settings with the failing assertion
+    and this run's message; a claim that held (or a stale record) removes the entry at those settings."""
+    key = Settings().verdict_key()
+    other = {**key, "seq_len": 256}
+    results = {"settings": Settings().as_dict(), "records": [
+        {"test": "claims/t.py::test_T1_x[m1]", "model": "m1", "outcome": "failed", "verdict": "not held",
+         "check": "test_T1_x: ratio >= 100", "reason": "ratio 3.0 below 100"},
+        {"test": "claims/t.py::test_T1_y[m1]", "model": "m1", "outcome": "failed", "verdict": "harness error",
+         "reason": "SnapshotDrift: drifted"},
+        {"test": "claims/t.py::test_T1_z[m1]", "model": "m1", "outcome": "failed", "verdict": "stale",
+         "reason": "held"}]}
     (tmp_path / "results.json").write_text(json.dumps(results))
     table = tmp_path / "known.json"
-    added = known_outcomes.record(tmp_path / "results.json", table)
-    assert added == ["test_T1_x[m1]: measured: ratio 3.0 below 100"]
-    assert json.loads(table.read_text()) == {"test_T1_x": {"m1": "measured: ratio 3.0 below 100"}}
+    old = {"settings": key, "check": "c", "measured": "m"}
+    table.write_text(json.dumps({"test_T1_z": {"m1": [old, {**old, "settings": other}]}}))
+    changes = known_outcomes.record(tmp_path / "results.json", table)
+    assert changes == ["test_T1_x[m1]: test_T1_x: ratio >= 100: ratio 3.0 below 100", "test_T1_z[m1]: removed (held)"]
+    assert json.loads(table.read_text()) == {
+        "test_T1_x": {"m1": [{"settings": key, "check": "test_T1_x: ratio >= 100", "measured": "ratio 3.0 below 100"}]},
+        "test_T1_z": {"m1": [{**old, "settings": other}]}}
 
 
 def test_snapshot_tolerance():

@@ -60,11 +60,6 @@ def test_inapplicable_predictions_skip_at_collection_with_one_reason():
     assert "4 skipped" in r.stdout
 
 
-def test_non_default_settings_say_snapshots_are_not_compared():
-    r = run_claims("--models", "smollm2-135m", "-k", "EQ3_causal_denominator", "--n-perm", "10")
-    assert "snapshots not compared: snapshots are taken at the default settings; this run changes n_perm" in r.stdout
-
-
 SNAP = "test_T9a_position0_state_is_identical_across_prompts[smollm2-135m].json"
 
 

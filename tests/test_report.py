@@ -89,13 +89,14 @@ def test_markdown_tables_per_claim_and_verdicts(built):
         assert f"## {claim} — {report.claim_texts()[claim]}" in md
     rows = {line.split(" | ")[2]: line for line in md.splitlines() if line.startswith("| smollm2-135m | test_")}
     assert rows["delta_r2_by_bin_causal"].endswith("| 0.296 | [0.3, 0.1, 0.05, 0.03, 0.02, 0.02, … (7)] |  | held |")
-    assert "| [0.2, null, 0.3, 0.4, 0.5] |  | did not hold: ratio grows with depth" in rows["layer_ratio"]
-    assert "did not hold (test failed): AssertionError: piecewise \\| power" in rows["lengths"]
+    assert "| [0.2, null, 0.3, 0.4, 0.5] |  | not held: ratio grows with depth" in rows["layer_ratio"]
+    assert "harness error (no verdict): AssertionError: piecewise \\| power" in rows["lengths"]
     assert "| mean_delta_causal | 0.0143 | 0.0143 | [0.0137, 0.0149] | held |" in rows["mean_delta_causal"]
     assert "0.1235" in rows["bidirectional_over_causal (bi / baseline)"] and "[4×6 array" in rows["sink_by_layer_head"]
     assert "| test_random_token |  |  |  |  | skipped: weights unavailable |" in md
-    assert "| smollm2-135m | 4 | 2 | 1 |" in md  # summary per model: held / did not hold / skipped
-    assert 'class="not">did not hold: ratio grows' in html
+    assert "| model | held | not held | harness error (no verdict) | skipped |" in md  # summary per model
+    assert "| smollm2-135m | 4 | 1 | 1 | 1 |" in md
+    assert 'class="not">not held: ratio grows' in html and 'class="error">harness error' in html
 
 
 def test_compare_identical_runs_pass(tmp_path, capsys):
@@ -118,7 +119,7 @@ def test_compare_flags_perturbed_figure_and_outcome(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| delta_r2_by_bin_bidirectional | [3] | 0.03 | 0.0303 | moved |" in out
     assert "delta_r2_by_bin_causal" not in out
-    assert "| xfailed | passed | outcome changed |" in out and "| peak_layer |  |  | 3 | figure only in new |" in out
+    assert "| not held | held | verdict changed |" in out and "| peak_layer |  |  | 3 | figure only in new |" in out
     assert len(report.diff(old, new)) == 3
     assert report.diff(old, new, rtol=0.05) == report.diff(old, new)[1:]  # looser rtol: only outcome + new figure
 

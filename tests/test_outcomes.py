@@ -1,0 +1,155 @@
+"""Four outcomes, never confused: crafted claim tests (no model is loaded) end as held, not held, a stale known
+outcome or a harness error, in the terminal, results.json and the report; and a run at non-default settings
+compares with its own baseline."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.session import Settings
+from harness.snapshots import TOLERANCE, tolerance
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CRAFTED = '''
+import pytest
+from harness import holds
+
+
+@pytest.mark.claim("T9a")
+def test_T9a_position0_state_is_identical_across_prompts(model_name):
+    pass  # holds, but recorded as not holding: a stale known outcome
+
+
+@pytest.mark.claim("T5")
+def test_T5_top30_heads_significant_after_fdr(model_name):
+    raise RuntimeError("crafted crash")
+
+
+@pytest.mark.claim("T5")
+def test_T5_leakage_is_content_independent(model_name):
+    ratio = 9.9
+    holds(ratio <= 1.25, f"crafted: ratio {ratio} measured in this run")  # the recorded assertion fails again
+
+
+@pytest.mark.claim("T6")
+def test_T6_bidirectional_attention_reduces_leakage(model_name):
+    ratio = 0.9
+    holds(ratio <= 0.46, f"crafted: ratio {ratio}")  # recorded as failing at another assertion
+
+
+@pytest.mark.claim("T6")
+def test_T6_rope_ablations_raise_leakage_alike(model_name):
+    holds(False, "crafted: not held, no record")
+
+
+@pytest.mark.claim("T7")
+def test_T7_leakage_concentrates_in_first_query_bin(model_name, figures):
+    figures.add("first_bin_over_second", 2.0)  # the snapshot says 3.0
+'''
+
+
+def known(check: str, measured: str) -> list:
+    return [{"settings": Settings().verdict_key(), "check": check, "measured": measured}]
+
+
+def run_crafted(tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict, str]:
+    (tmp_path / "test_crafted.py").write_text(CRAFTED)
+    snap = tmp_path / "__snapshots__" / "test_crafted"
+    snap.mkdir(parents=True)
+    (snap / "test_T7_leakage_concentrates_in_first_query_bin[smollm2-135m].json").write_text(
+        json.dumps({"first_bin_over_second": 3.0}))
+    m = "smollm2-135m"
+    (tmp_path / "known.json").write_text(json.dumps({
+        "test_T9a_position0_state_is_identical_across_prompts": {m: known("x", "recorded text")},
+        "test_T5_leakage_is_content_independent": {
+            m: known("test_T5_leakage_is_content_independent: ratio <= 1.25", "RECORDED TEXT, not this run's")},
+        "test_T6_bidirectional_attention_reduces_leakage": {
+            m: known("test_T6_bidirectional_attention_reduces_leakage: other <= 1", "recorded")}}))
+    r = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_crafted.py"), "-p",
+                        "harness.pytest_plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                        "--models", m, "--known-outcomes", str(tmp_path / "known.json"),
+                        "--report-dir", str(tmp_path / "reports"), "-q"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
+    return r, {rec["test"].split("::")[1].split("[")[0]: rec for rec in results["records"]}, \
+        (tmp_path / "reports" / "latest" / "report.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def crafted(tmp_path_factory):
+    return run_crafted(tmp_path_factory.mktemp("crafted"))
+
+
+@pytest.mark.parametrize("test, verdict, known_outcome, says", [
+    ("test_T9a_position0_state_is_identical_across_prompts", "stale", False,
+     "held in this run, but recorded as not holding (recorded not held at x: recorded text): re-take"),
+    ("test_T5_top30_heads_significant_after_fdr", "harness error", False, "RuntimeError: crafted crash"),
+    ("test_T5_leakage_is_content_independent", "not held", True, "crafted: ratio 9.9 measured in this run"),
+    ("test_T6_bidirectional_attention_reduces_leakage", "not held", False, "crafted: ratio 0.9"),
+    ("test_T6_rope_ablations_raise_leakage_alike", "not held", False, "crafted: not held, no record"),
+    ("test_T7_leakage_concentrates_in_first_query_bin", "harness error", False,
+     "SnapshotDrift: T7: measured figures drifted from the snapshot"),
+])
+def test_each_outcome_is_recorded_under_its_own_verdict(crafted, test, verdict, known_outcome, says):
+    _, records, report = crafted
+    r = records[test]
+    assert (r["verdict"], r["known_outcome"]) == (verdict, known_outcome), r
+    assert r["reason"].startswith(says), r["reason"]
+    assert "RECORDED TEXT" not in r["reason"]
+    assert says.split(": re-take")[0][:60] in report
+
+
+def test_a_not_held_claim_names_its_assertion_and_a_changed_assertion_is_not_the_known_outcome(crafted):
+    r, records, _ = crafted
+    assert records["test_T5_leakage_is_content_independent"]["check"] == \
+        "test_T5_leakage_is_content_independent: ratio <= 1.25"
+    assert "KnownOutcomeMismatch: not held at another assertion than recorded: " \
+           "test_T6_bidirectional_attention_reduces_leakage: ratio <= 0.46" in r.stdout
+    # the run fails for everything but the matching known outcome: stale, crash, mismatch, unrecorded, drift
+    assert r.returncode == 1 and "5 failed" in r.stdout and "1 xfailed" in r.stdout, r.stdout
+
+
+def test_the_report_and_terminal_show_the_four_outcomes_apart(crafted):
+    r, _, report = crafted
+    assert "| model | not held | held — stale known outcome, re-take it | harness error (no verdict) |" in report
+    assert "| smollm2-135m | 3 | 1 | 2 |" in report
+    assert "not held (recorded known outcome): crafted: ratio 9.9" in report
+    assert "T5     1 harness error, 1 not held" in r.stdout and "T9a    1 stale" in r.stdout
+    assert "verdicts: held:" not in r.stdout and "stale: recorded as not holding, and it now holds" in r.stdout
+
+
+def test_tolerance_is_declared_per_device_and_dtype():
+    assert tolerance("cpu", "float32") == TOLERANCE["same"]
+    assert tolerance("cuda:1", "float32") == TOLERANCE["device"]
+    assert tolerance("cuda", "bfloat16") == tolerance("cpu", "float32", "cuda", "float16") == TOLERANCE["half"]
+    assert TOLERANCE["same"][0] < TOLERANCE["device"][0] < TOLERANCE["half"][0]
+
+
+def t9a(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "claims/test_s5_7_position0.py", "-p", "no:cacheprovider",
+                           "--models", "smollm2-135m", "-k", "T9a", "--no-report", "-q", "--tb=line",
+                           "--baseline-dir", str(tmp_path), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_a_non_default_run_records_its_baseline_then_compares_with_it(tmp_path):
+    first = t9a(tmp_path, "--seed", "3")
+    assert first.returncode == 0, first.stdout + first.stderr
+    line = next(x for x in first.stdout.splitlines() if x.startswith("baseline (seed=3)"))
+    assert "1 tests recorded — first run at these settings, recorded as the baseline" in line
+    [path] = list(tmp_path.glob("smollm2-135m/*.json"))
+    second = t9a(tmp_path, "--seed", "3")
+    assert second.returncode == 0 and "baseline (seed=3): 1 tests matched: " in second.stdout, second.stdout
+    data = json.loads(path.read_text())
+    assert data["settings"]["seed"] == 3 and data["device"] == "cpu"
+    test = data["tests"]["test_T9a_position0_state_is_identical_across_prompts"]
+    test["min_std_position1"] *= 1.01  # beyond rtol 1e-3
+    path.write_text(json.dumps(data))
+    third = t9a(tmp_path, "--seed", "3")
+    assert third.returncode == 1 and "SnapshotDrift: T9a: measured figures drifted from the baseline" in third.stdout
+    assert "min_std_position1" in third.stdout and "ClaimNotHeld" not in third.stdout
