@@ -72,6 +72,7 @@ def test_T7_curves_meet_at_later_bins(model, session, figures):
     edges, causal, bi, causal_b, bi_b = profiles(session, model)
     gaps, gap_cis = causal - bi, prompt_ci(session, causal_b - bi_b)
     first_gap = gaps[0]
+    assert np.all(np.isfinite(gaps)) and np.all(np.isfinite(gap_cis)), f"non-finite bin gaps {gaps}: a harness error"
     later = range(MEET_FROM - 1, len(gaps))
     apart = [b for b in later if not (gap_cis[b][0] <= 0 <= gap_cis[b][1]) and abs(gaps[b]) > MEET_GAP * abs(first_gap)]
     figures.add("gap_by_bin", gaps, ci=gap_cis.tolist())

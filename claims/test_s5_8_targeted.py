@@ -124,6 +124,7 @@ def test_T12_rank1_mlp_ablation_removes_norm_not_topic(model, session, figures):
     figures.add("chance", chance)
     figures.add("topic_accuracy_before", acc0)
     figures.add("topic_accuracy_after_by_ablated_layer", after)
+    assert np.all(np.isfinite(removed)), f"non-finite fraction of the MLP norm removed {removed}: a harness error"
     low = [(l, round(float(r), 3)) for l, r in zip(layers, removed) if r < MIN_NORM_REMOVED]
     holds(not low, f"the rank-1 ablation removes less than {MIN_NORM_REMOVED} of the MLP output norm at the target "
                    f"at layer(s) {low} (layer, fraction)")

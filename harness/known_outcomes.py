@@ -25,6 +25,22 @@ def table(path: Path = PATH) -> dict:
     return json.loads(Path(path).read_text()) if Path(path).exists() else {}
 
 
+def validate(path: Path = PATH) -> None:
+    """Raise ValueError (one line) unless every entry is {test: {model: [{"settings", "check", "measured"}]}}."""
+    try:
+        data = table(path)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not readable as known outcomes ({e})") from None
+    for test, per in data.items() if isinstance(data, dict) else [(None, None)]:
+        ok = isinstance(per, dict) and all(
+            isinstance(es, list) and all(isinstance(e, dict) and {"settings", "check", "measured"} <= e.keys()
+                                         for e in es) for es in per.values())
+        if not ok:
+            raise ValueError(f"{path}: the entry for {test} is not in the current format (a list of "
+                             f"{{settings, check, measured}} per model); re-record it from a run: "
+                             f"python -m harness.known_outcomes record RESULTS_JSON")
+
+
 def lookup(test_name: str, model: str | None, key: dict, path: Path = PATH) -> dict | None:
     """The recorded outcome {"settings", "check", "measured"} of a test on a model at these settings, if any."""
     if not model:

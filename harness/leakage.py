@@ -493,7 +493,8 @@ def _sign_patterns(n_prompts: int, n_flip: int, rng: np.random.Generator) -> tup
     return rng.choice([-1.0, 1.0], size=(n_flip, n_prompts)), False
 
 
-def signflip_pvalues(a: np.ndarray, n_flip: int = 1000, seed: int = 0, rtol: float = 1e-9) -> np.ndarray:
+def signflip_pvalues(a: np.ndarray, n_flip: int = 1000, seed: int = 0, rtol: float = 1e-9,
+                     atol=0.0) -> np.ndarray:
     """Prompt-level sign-flip p-value of ΔR² per head: a [P, H] per-prompt contributions ĩ·y -> p [H].
 
     ΔR² = (Σ_p a_p)² / (P Σĩ² SST) with a_p = Σ_k ĩ_k y_pk (``PromptStats.a``). Under H0 (the mean of y
@@ -503,7 +504,10 @@ def signflip_pvalues(a: np.ndarray, n_flip: int = 1000, seed: int = 0, rtol: flo
     randomisation the data support. The statistic |Σ_p ε_p a_p| is monotone in the flipped ΔR² (SST and Σĩ²
     do not change). With 2^(P-1) <= ``SIGNFLIP_EXACT_MAX`` every pattern is enumerated and p = #{|S_ε| >=
     |S|} / 2^(P-1) (minimum 2^-(P-1)); otherwise p = (1 + #{...}) / (1 + n_flip) over random patterns.
-    Values within a relative rtol below the observed one count as ties (conservative).
+    Values within a relative rtol below the observed one count as ties (conservative). A head whose |Σ_p a_p|
+    is at most ``atol`` (scalar or [H]: rounding residue, e.g. y a function of d alone, where every prompt
+    carries the same tiny residue and would otherwise reach the smallest p) gets p = 1; a head with a
+    non-finite contribution gets NaN (never rejected by ``benjamini_hochberg``).
     """
     a = np.asarray(a, dtype=np.float64)
     if a.ndim != 2 or a.shape[0] < 1:
@@ -515,7 +519,9 @@ def signflip_pvalues(a: np.ndarray, n_flip: int = 1000, seed: int = 0, rtol: flo
     step = max(1, _BLOCK_ELEMS // max(1, a.shape[1]))
     for s in range(0, signs.shape[0], step):
         ge += (np.abs(signs[s:s + step] @ a) >= thr[None, :]).sum(axis=0)
-    return ge / signs.shape[0] if exact else (1.0 + ge) / (1.0 + signs.shape[0])
+    p = ge / signs.shape[0] if exact else (1.0 + ge) / (1.0 + signs.shape[0])
+    p = np.where(observed <= atol, 1.0, p)
+    return np.where(np.isfinite(a).all(axis=0), p, np.nan)
 
 
 def benjamini_hochberg(p: np.ndarray, q: float = 0.05) -> np.ndarray:

@@ -46,7 +46,8 @@ def significance(stats: lk.PromptStats, pairs: lk.PairSet, Y: np.ndarray, n_perm
     """ΔR² per head with its prompt-level sign-flip p-value and the Benjamini–Hochberg decision (§4, Table 5),
     and, reported beside them, the paper's within-offset permutation p-values (rows pooled across prompts)."""
     delta = lk.fit_from_stats(stats, np.ones((1, stats.a.shape[0]))).delta[0]
-    p = lk.signflip_pvalues(stats.a, n_perm, seed)
+    residue = 1e-9 * stats.a.shape[0] * np.abs(pairs.i_tilde).sum() * stats.scale  # |Σ a_p| below: no effect
+    p = lk.signflip_pvalues(stats.a, n_perm, seed, atol=residue)
     p_pooled = lk.permutation_pvalues(delta, lk.permutation_null(pairs, Y, n_perm, seed))
     return {"delta": delta, "p": p, "significant": lk.benjamini_hochberg(p, q),
             "p_within_offset": p_pooled, "significant_within_offset": lk.benjamini_hochberg(p_pooled, q)}

@@ -14,7 +14,7 @@ import pytest
 from . import devices, known_outcomes
 from .capture import WORKLOAD
 from .claim_registry import Target, claim
-from .models import FAMILIES, REGISTRY, WeightsUnavailable
+from .models import FAMILIES, REGISTRY, WeightsUnavailable, names
 from .paths import BASELINES, KNOWN_OUTCOMES, REPORTS
 from .run import RecordCollector, RunContext
 from .session import Session, Settings
@@ -45,6 +45,8 @@ def pytest_addoption(parser):
     g.addoption("--report-dir", default=str(REPORTS), help="where run reports go")
     g.addoption("--baseline-dir", default=str(BASELINES),
                 help="baselines of settings without committed snapshots (first run records, later runs compare)")
+    g.addoption("--baseline-update", action="store_true",
+                help="re-record this run's baselines (--snapshot-update re-takes the committed snapshots)")
     g.addoption("--no-report", action="store_true", help="do not write a run report")
     g.addoption("--run-slow", action="store_true",
                 help="also run the slow variants (16-length scaling, many random draws)")
@@ -52,6 +54,18 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     run = config.stash[RUN] = RunContext.from_config(config)  # bad options are usage errors here, before collection
+    try:
+        known_outcomes.validate(run.known_outcomes)
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    if getattr(config.option, "update_snapshots", False):
+        if not run.at_defaults:
+            raise pytest.UsageError(
+                f"--snapshot-update re-takes the committed snapshots, which are for the default settings; this run "
+                f"changes {run.requested.describe(run.requested.numbers_key())} (or device/dtype): use "
+                f"--baseline-update to re-record its baseline")
+        if set(names("bundled")) - set(run.models):
+            config.option.no_cleanup = True  # keep the snapshots of the bundled models this run leaves out
     for fam in FAMILIES:
         config.addinivalue_line("markers", f"{fam}: tests on a {fam}-family model")
     for line in ("paper: the paper's own checkpoints (skipped when their weights are absent)",
@@ -136,50 +150,57 @@ def model(session, model_name):
 def figures(request, snapshot, run_context):
     """Record the numbers a claim test measured (they go into the run report); the plugin checks them against
     the committed snapshot (bundled models at the default settings) or the recorded baseline (anything else)."""
-    from .snapshots import tolerance, tolerant_snapshot
+    from .snapshots import TolerantJSONSnapshot
 
     model_name = request.node.callspec.params.get("model_name") if hasattr(request.node, "callspec") else None
     spec = REGISTRY.get(model_name)
     committed = run_context.at_defaults and spec is not None and spec.group == "bundled"
-    r = run_context.requested
     return Figures(request.node, claim(request.node.get_closest_marker("claim").args[0]),
-                   snapshot.use_extension(tolerant_snapshot(*tolerance(r.device, r.dtype))) if committed else None,
+                   snapshot.use_extension(TolerantJSONSnapshot) if committed else None,
                    model_name, baseline=None if committed or spec is None else run_context.baselines,
-                   update=bool(request.config.getoption("--snapshot-update", False)))
+                   update=request.config.getoption("--baseline-update"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """A ClaimNotHeld raised while setting a claim test up (in a fixture) is not the claim's own assertion: it
+    is a harness error, never accepted by a recorded known outcome."""
+    try:
+        return (yield)
+    except ClaimNotHeld as e:
+        raise RuntimeError(f"ClaimNotHeld outside the claim test's body: {e}") from e
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    """Book the forward-pass share of the test's time; after the body, check its figures: the snapshot first
-    (a drift is a harness error whatever the verdict), then, if the claim held, the paper's values."""
+    """Book the forward-pass share of the test's time; after the body, check its figures: the snapshot or
+    baseline first (a drift is a harness error whatever the verdict), then, if the claim held, the paper's
+    values. A ClaimNotHeld (the body's or a paper value's) is recorded with its assertion and this run's
+    message, and must be the recorded known outcome's assertion to be accepted as it."""
     if item.get_closest_marker("claim") is None:
         return (yield)
+    figures = getattr(item, "funcargs", {}).get("figures")
     seconds, layer_tokens = WORKLOAD.totals()
     try:
-        result = yield
+        try:
+            result = yield
+        finally:
+            s2, lt2 = WORKLOAD.totals()
+            booked = {"seconds": round(s2 - seconds, 3), "layer_tokens": lt2 - layer_tokens}
+            model = getattr(item, "funcargs", {}).get("model")
+            if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
+                booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}
+            item.user_properties.append(("forward", booked))
+        if figures is not None:
+            figures.check_snapshot()
+            figures.check_paper()
+        return result
     except ClaimNotHeld as e:
         item.user_properties.append(("not_held", {"check": e.check, "message": str(e)}))
-        _check_figures(item, held=False)
+        if figures is not None and not figures.snapshot_checked:
+            figures.check_snapshot()
         known = item.stash.get(KNOWN, None)
         if known is not None and known["check"] != e.check:
             raise KnownOutcomeMismatch(f"not held at another assertion than recorded: {e.check} (recorded: "
                                        f"{known['check']}): {e}") from e
         raise
-    finally:
-        s2, lt2 = WORKLOAD.totals()
-        booked = {"seconds": round(s2 - seconds, 3), "layer_tokens": lt2 - layer_tokens}
-        model = getattr(item, "funcargs", {}).get("model")
-        if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
-            booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}
-        item.user_properties.append(("forward", booked))
-    _check_figures(item, held=True)
-    return result
-
-
-def _check_figures(item, held: bool) -> None:
-    figures = getattr(item, "funcargs", {}).get("figures")
-    if figures is None:
-        return
-    figures.check_snapshot()
-    if held:
-        figures.check_paper()

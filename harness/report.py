@@ -14,6 +14,7 @@ import math
 import platform
 import re
 import sys
+import tempfile
 import warnings
 from collections import Counter, defaultdict
 from importlib import metadata
@@ -42,16 +43,31 @@ def versions() -> dict:
 
 
 def write_run(report_dir: Path, run_id: str, records: list, settings, models: list) -> Path:
-    out = report_dir / run_id
-    out.mkdir(parents=True, exist_ok=True)
+    """Write results.json first (nothing measured is lost: an unwritable directory falls back to a temporary
+    one, said in a warning), then the report built from it (a failure there leaves results.json intact)."""
     results = {"run": run_id, "settings": settings.as_dict(), "models": models, "versions": versions(),
                "records": sorted(records, key=lambda r: (r["claim"], r["model"] or "", r["test"]))}
-    (out / "results.json").write_text(json.dumps(results, indent=1, allow_nan=True))
-    build(out / "results.json")
+    try:
+        out = report_dir / run_id
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(results, indent=1, allow_nan=True))
+    except OSError as e:
+        out = Path(tempfile.mkdtemp(prefix=f"abspos-{run_id}-"))
+        (out / "results.json").write_text(json.dumps(results, indent=1, allow_nan=True))
+        print(f"abspos: could not write to {report_dir} ({e.strerror}); results are in {out}", file=sys.stderr)
+        return out
+    try:
+        build(out / "results.json")
+    except Exception as e:  # noqa: BLE001 - the results are safe; say why the report is missing
+        print(f"abspos: the report could not be built ({type(e).__name__}: {e}); results are in "
+              f"{out / 'results.json'}; rebuild with python -m harness.report build", file=sys.stderr)
     latest = report_dir / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    latest.symlink_to(run_id)
+    try:
+        if latest.is_symlink() or latest.exists():
+            latest.unlink()
+        latest.symlink_to(run_id)
+    except OSError:
+        pass  # the run's own folder is what matters; "latest" is a convenience
     return out
 
 

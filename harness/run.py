@@ -1,8 +1,8 @@
 """One run of the claims suite: its context (settled once in ``pytest_configure``) and its records.
 
 ``RunContext`` holds what every hook and fixture needs, parsed and validated once: the settings (with
-the device resolved for this xdist worker), the selected models, the quiet policy, whether snapshots are
-compared and why not. ``RecordCollector`` (a plugin object on the controller) owns the records of the
+the device resolved for this xdist worker), the selected models, the quiet policy, and where its figures are
+compared: the committed snapshots (default settings, CPU, float32) or a baseline keyed by its settings. ``RecordCollector`` (a plugin object on the controller) owns the records of the
 claim tests, prints the claims × models matrix at the end of the run and writes the report.
 """
 
@@ -21,6 +21,7 @@ from . import devices, stability
 from .claim_registry import CLAIMS
 from .models import REGISTRY, UnknownModelError, get_spec, names
 from .paths import KNOWN_OUTCOMES
+from .report import write_run
 from .session import Settings
 from .snapshots import Baselines
 from .verdict import VERDICTS, verdict_of
@@ -57,8 +58,8 @@ class RunContext:
     run_slow: bool
     report_dir: Path | None  # None: --no-report
     run_id: str
-    at_defaults: bool  # the settings that change numbers are the defaults: committed snapshots apply
-    baselines: Baselines  # recorded figures for every other settings key (and the paper's models)
+    at_defaults: bool  # default settings on the CPU in float32: the committed snapshots apply
+    baselines: Baselines  # recorded figures for every other settings key, device kind and dtype (and paper models)
     known_outcomes: Path = KNOWN_OUTCOMES
 
     @classmethod
@@ -79,7 +80,8 @@ class RunContext:
                    report_dir=None if o("--no-report") else Path(o("--report-dir")),
                    run_id=time.strftime("run-%Y%m%d-%H%M%S"),
                    known_outcomes=Path(o("--known-outcomes")),
-                   at_defaults=key == Settings().numbers_key(),
+                   at_defaults=key == Settings().numbers_key() and (device.split(":")[0], requested.dtype) == (
+                       "cpu", "float32"),
                    baselines=Baselines(Path(o("--baseline-dir")), key, requested.device, requested.dtype))
 
     def log(self, *args) -> None:
@@ -91,8 +93,8 @@ def classify(report) -> tuple[str, bool]:
     """(verdict, whether a recorded known outcome expected it) of a claim test's report."""
     props = dict(p for p in report.user_properties if p[0] == "not_held")
     if report.skipped:
-        if hasattr(report, "wasxfail"):
-            return "not held", True
+        if hasattr(report, "wasxfail"):  # the recorded assertion failed again (checked in the plugin's call hook)
+            return ("not held", True) if "not_held" in props and report.when == "call" else ("harness error", True)
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
         return ("n/a" if reason.removeprefix("Skipped: ").startswith("not applicable") else "skipped"), False
     if report.passed:
@@ -104,6 +106,15 @@ def classify(report) -> tuple[str, bool]:
     if report.when == "call" and "not_held" in props and kind in ("ClaimNotHeld", "KnownOutcomeMismatch"):
         return "not held", False
     return "harness error", False
+
+
+def claim_of(nodeid: str) -> dict:
+    """{"claim", "model"} of a claim test from its node id alone (an xdist worker that crashed sends a report
+    without the test's properties), or {} for any other test."""
+    func, _, param = nodeid.split("::")[-1].partition("[")
+    cid = next((c.id for c in CLAIMS.values() if func in c.tests), None)
+    model = param.rstrip("]")
+    return {"claim": cid, "model": model if model in REGISTRY else None} if cid else {}
 
 
 def mark(record: dict) -> str:
@@ -119,7 +130,7 @@ class RecordCollector:
         self.run, self.records, self.stability = run, [], stability.load()
 
     def pytest_runtest_logreport(self, report):
-        props = dict(p for p in report.user_properties if p[0] in ("claim", "model"))
+        props = dict(p for p in report.user_properties if p[0] in ("claim", "model")) or claim_of(report.nodeid)
         if "claim" not in props:
             return
         if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
@@ -129,6 +140,8 @@ class RecordCollector:
         not_held = next((v for k, v in report.user_properties if k == "not_held"), None)
         if verdict == "not held":  # this run's measured figure, never the recorded text
             reason = not_held["message"]
+        elif verdict == "harness error" and hasattr(report, "wasxfail"):
+            reason = f"a ClaimNotHeld outside the claim's body (recorded: {report.wasxfail})"
         elif verdict in ("n/a", "skipped") and isinstance(report.longrepr, tuple):
             reason = report.longrepr[2].removeprefix("Skipped: ")
         elif verdict == "stale":
@@ -172,15 +185,21 @@ class RecordCollector:
             [f"{cid:<6} " + "  ".join(c.ljust(width) for c in row).rstrip() for cid, row in rows.items()]
 
     def baseline_lines(self) -> list[str]:
-        """One line per baseline file this run recorded into or compared with (figures of non-default runs)."""
-        files: dict = defaultdict(Counter)
+        """One line on the baselines this run compared with or recorded (runs without committed snapshots)."""
+        counts, files = Counter(), set()
         for r in self.records:
             if r.get("baseline"):
-                files[r["baseline"]["path"]][r["baseline"]["status"]] += 1
-        what = self.run.requested.describe(self.run.requested.numbers_key())
-        return [f"baseline ({what}): " + ", ".join(f"{n} tests {k}" for k, n in c.items())
-                + (" — first run at these settings, recorded as the baseline" if "recorded" in c else "")
-                + f": {p}" for p, c in files.items()]
+                counts[r["baseline"]["status"]] += 1
+                files.add(r["baseline"]["path"])
+        if not counts:
+            return []
+        req = self.run.requested
+        what = f"{req.describe(req.numbers_key())}; {req.device.split(':')[0]}, {req.dtype}"
+        first = " (no baseline yet for those tests: this run's figures are now their baseline)" \
+            if counts["recorded"] else ""
+        where = next(iter(files)) if len(files) == 1 else f"{len(files)} files under {self.run.baselines.root}"
+        return [f"baseline ({what}): " + ", ".join(f"{n} tests {k}" for k, n in counts.items()) + first
+                + f": {where}"]
 
     def pytest_terminal_summary(self, terminalreporter):
         if not self.records:
@@ -199,7 +218,5 @@ class RecordCollector:
     def pytest_sessionfinish(self, session, exitstatus):
         if self.run.report_dir is None or not self.records:
             return
-        from .report import write_run
-
         self.report_path = write_run(self.run.report_dir, self.run.run_id, self.records, self.run.requested,
                                      list(self.run.models))

@@ -3,8 +3,8 @@
 Snapshots are JSON (a syrupy extension); floats match when |a - b| <= atol + rtol * |b|. The tolerance is
 written into every snapshot (key ``_tolerance``), so a diff shows the numbers that moved and the bound they
 broke. The bundled models at the default settings compare with the committed snapshots (claims/__snapshots__);
-any other settings, and the paper's models, with a baseline recorded by their first run (``Baselines``). Runs
-on another device or dtype compare at that pair's declared tolerance (``tolerance``).
+any other settings, device or dtype, and the paper's models, with a baseline recorded by their first run under
+the same settings, device kind and dtype (``Baselines``), at that numerics' declared tolerance (``tolerance``).
 """
 
 from __future__ import annotations
@@ -50,26 +50,18 @@ class TolerantJSONSnapshot(JSONSnapshotExtension):
 
 
 # ---- tolerance per device and dtype ----------------------------------------------------------------
-#: Declared tolerances (rtol, atol) for comparing figures measured under different numerics: the same
-#: device kind in float32 (CPU reruns agree to ~1e-6; RTOL flags real drift); float32 on another device kind
-#: (other kernels, reduction orders); and any half-precision run (bf16/fp16 weights on a GPU), whose figures
-#: differ by a few percent. Declared, not fitted to a run: a drift beyond them is reported, never absorbed.
-TOLERANCE = {"same": (RTOL, ATOL), "device": (1e-2, 1e-5), "half": (1e-1, 1e-3)}
+#: Declared tolerances (rtol, atol) for comparing a run with figures recorded under the same settings, device
+#: kind and dtype: float32 on the CPU ("same": reruns agree to ~1e-6; RTOL flags real drift); float32 on a GPU
+#: ("device": kernels may pick other reduction orders between runs and versions); half precision (bf16/fp16
+#: weights, "half"). Declared, not fitted to a run: a drift beyond them is reported, never absorbed.
+TOLERANCE = {"same": (RTOL, ATOL), "device": (1e-2, 1e-5), "half": (1e-1, 1e-3)}  # keys: see ``tolerance``
 
 
-def tolerance(device: str, dtype: str, recorded_device: str = "cpu", recorded_dtype: str = "float32") -> tuple:
-    """(rtol, atol) for comparing a run on (device, dtype) with figures recorded on (recorded_*)."""
-    if {dtype, recorded_dtype} - {"float32"}:
+def tolerance(device: str, dtype: str) -> tuple:
+    """(rtol, atol) for comparing a run on (device, dtype) with figures recorded under the same numerics."""
+    if dtype in ("float16", "bfloat16"):
         return TOLERANCE["half"]
-    same = device.split(":")[0] == recorded_device.split(":")[0]
-    return TOLERANCE["same" if same else "device"]
-
-
-def tolerant_snapshot(rtol: float, atol: float) -> type:
-    """The syrupy extension comparing at (rtol, atol); the tolerance stored in a snapshot is not compared."""
-    if (rtol, atol) == (RTOL, ATOL):
-        return TolerantJSONSnapshot
-    return type("TolerantJSONSnapshotLoose", (TolerantJSONSnapshot,), {"rtol": rtol, "atol": atol})
+    return TOLERANCE["same" if device.split(":")[0] == "cpu" else "device"]
 
 
 # ---- baselines for settings without a committed snapshot -------------------------------------------
@@ -80,15 +72,16 @@ class Baselines:
     lengths, prompts, seeds, and the paper's models once they have run somewhere)."""
 
     def __init__(self, root: Path, key: dict, device: str, dtype: str):
-        self.root, self.key, self.device, self.dtype = Path(root), key, device, dtype
+        self.root, self.device, self.dtype = Path(root), device, dtype
+        self.key = {**key, "device": device.split(":")[0], "dtype": dtype}  # each numerics its own baseline
 
     def path(self, model: str) -> Path:
         digest = hashlib.sha1(json.dumps(self.key, sort_keys=True).encode()).hexdigest()[:12]
         return self.root / model / f"{digest}.json"
 
     def check(self, model: str, test: str, values: dict, update: bool = False) -> tuple[str, Path, list[str]]:
-        """("recorded" | "matched" | "drifted", the file, the figures that moved beyond tolerance); ``update``
-        re-records the test's figures."""
+        """("recorded" | "re-recorded" | "matched" | "drifted", the file, the figures that moved beyond
+        tolerance); ``update`` re-records the test's figures."""
         path = self.path(model)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".lock"), "w") as lock:
@@ -96,10 +89,11 @@ class Baselines:
             data = json.loads(path.read_text()) if path.exists() else {
                 "settings": self.key, "device": self.device, "dtype": self.dtype, "tests": {}}
             if test not in data["tests"] or update:
+                status = "re-recorded" if test in data["tests"] else "recorded"
                 data["tests"][test] = values
                 path.write_text(json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
-                return "recorded", path, []
-        rtol, atol = tolerance(self.device, self.dtype, data["device"], data["dtype"])
+                return status, path, []
+        rtol, atol = tolerance(self.device, self.dtype)
         stored = data["tests"][test]
         moved = [f"{k}: {stored.get(k)!r} -> {v!r}" for k, v in values.items()
                  if k not in stored or not close(json.loads(json.dumps(v)), stored[k], rtol, atol)]

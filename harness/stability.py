@@ -60,6 +60,7 @@ def combine(runs: list[dict]) -> dict:
     for per_model in tests.values():
         for e in per_model.values():
             e["unstable"] = len({v for v in e["verdicts"].values() if v in DECIDED}) > 1
+            e["harness_error_seeds"] = sorted(k for k, v in e["verdicts"].items() if v == "harness error")
             figs = e.pop("figures")
             e["ranges"] = {k: [min(v), max(v)] for k, v in figs.items()} if e["unstable"] else {}
     return {"settings": settings[0].verdict_key(), "seeds": sorted(seeds), "tests": tests}
@@ -93,6 +94,9 @@ def methods_list(data: dict) -> str:
         return "- (no stability record: run `bash scripts/stability.sh`)\n"
     rows = [f"- `{t}` on {m}: {describe(e)}" for t, per in sorted(data["tests"].items())
             for m, e in sorted(per.items()) if e["unstable"]]
+    rows += [f"- `{t}` on {m}: a harness error at seed{'s' if len(e['harness_error_seeds']) > 1 else ''} "
+             f"{', '.join(e['harness_error_seeds'])} (no verdict there)" for t, per in sorted(data["tests"].items())
+             for m, e in sorted(per.items()) if e.get("harness_error_seeds")]
     head = f"Seeds {', '.join(map(str, data['seeds']))}; every other setting at its default.\n\n"
     return head + ("\n".join(rows) if rows else "- none: every verdict is the same under every seed") + "\n"
 

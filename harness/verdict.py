@@ -12,7 +12,6 @@ import ast
 import linecache
 import math
 import sys
-import textwrap
 
 import numpy as np
 
@@ -59,19 +58,25 @@ class KnownOutcomeMismatch(AssertionError):
 
 
 def _condition_source(frame) -> str:
-    """The source of the first argument of the ``holds(...)`` call running in ``frame`` (its assertion)."""
-    lines = linecache.getlines(frame.f_code.co_filename)
-    start = frame.f_lineno - 1
-    for end in range(start + 1, min(len(lines), start + 40) + 1):
-        try:
-            tree = ast.parse(textwrap.dedent("".join(lines[start:end])))
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "holds" and node.args:
-                return ast.unparse(node.args[0])
-        break
-    return f"line {frame.f_lineno}"
+    """The source of the first argument of the call running in ``frame`` (the ``holds(...)`` being executed),
+    located by the instruction's own source span, so aliases, one-line ``else: holds(...)`` and several calls
+    in one statement all resolve to the call that failed."""
+    try:
+        lineno, end, col, end_col = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+        lines = [ln.encode() for ln in linecache.getlines(frame.f_code.co_filename)[lineno - 1:end]]
+        lines[-1] = lines[-1][:end_col]
+        lines[0] = lines[0][col:]
+        call = ast.parse(b"".join(lines).decode(), mode="eval").body
+        return ast.unparse(call.args[0])
+    except (SyntaxError, IndexError, TypeError, AttributeError, ValueError):
+        return f"line {frame.f_lineno}"
+
+
+def _function_name(frame) -> str:
+    """The enclosing function, skipping comprehension frames (inlined from Python 3.12 on)."""
+    while frame.f_code.co_name.startswith("<") and frame.f_back is not None:
+        frame = frame.f_back
+    return frame.f_code.co_name
 
 
 def holds(condition: bool, message: str, check: str | None = None) -> None:
@@ -80,7 +85,7 @@ def holds(condition: bool, message: str, check: str | None = None) -> None:
     if not bool(condition):
         if check is None:
             frame = sys._getframe(1)
-            check = f"{frame.f_code.co_name}: {_condition_source(frame)}"
+            check = f"{_function_name(frame)}: {_condition_source(frame)}"
         raise ClaimNotHeld(message, check)
 
 
@@ -104,7 +109,7 @@ class Figures:
     def __init__(self, node, claim: ClaimSpec, snapshot=None, model: str | None = None, baseline=None,
                  update: bool = False):
         self.node, self.claim, self.snapshot, self.model, self.values = node, claim, snapshot, model, {}
-        self.baseline, self.update = baseline, update
+        self.baseline, self.update, self.snapshot_checked = baseline, update, False
 
     def add(self, name: str, value, paper=None, ci=None, note: str = "") -> object:
         """Record a figure. ``paper`` defaults to the paper's number for this model, if it reports one."""
@@ -120,6 +125,7 @@ class Figures:
     def check_snapshot(self) -> None:
         """Compare every figure with the committed snapshot (bundled models at the default settings) or with
         the baseline recorded by the first run at these settings (recorded now if there is none)."""
+        self.snapshot_checked = True
         if not self.values:
             return
         if self.snapshot is not None:

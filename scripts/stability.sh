@@ -8,9 +8,13 @@ bash scripts/setup.sh
 out=${STABILITY_DIR:-reports/stability}
 runs=()
 for seed in ${SEEDS:-0 1 2}; do
-  # a failing claim is a verdict here, not an error of this script; baselines of the other seeds stay in $out
+  # a claim that does not hold is a verdict here (pytest exit 1), not an error of this script; anything else
+  # (an interrupted or broken run) stops it, so an older run's results are never read instead
+  rm -rf "$out/seed-$seed"
+  rc=0
   .venv/bin/python -m pytest claims --models bundled --seed "$seed" --report-dir "$out/seed-$seed" \
-    --baseline-dir "$out/baselines" -q -p no:randomly "$@" || true
+    --baseline-dir "$out/baselines" -q -p no:randomly "$@" || rc=$?
+  if [ "$rc" -gt 1 ]; then echo "stability: the run at seed $seed ended with exit code $rc" >&2; exit "$rc"; fi
   runs+=("$out/seed-$seed/latest")
 done
 .venv/bin/python -m harness.stability record "${runs[@]}"

@@ -501,3 +501,23 @@ def test_t_interval_covers_the_mean_at_its_level():
     assert abs(np.mean(hits) - 0.95) < 3 * np.sqrt(0.95 * 0.05 / 2000)
     with pytest.raises(ValueError, match="two draws"):
         t_interval([1.0])
+
+
+def test_signflip_pvalues_exact_enumeration_and_degenerate_heads():
+    """Exact p over all 2^(P-1) patterns; an exact null (y a function of d alone: every prompt carries the same
+    rounding residue) gets p = 1, not the smallest p; a non-finite contribution gets NaN, never rejected."""
+    from harness.leakage import SIGNFLIP_EXACT_MAX, prompt_stats, signflip_pvalues
+    from harness.measure import significance
+
+    a = np.array([[1.0, 2.0], [2.0, -2.0], [3.0, 2.0], [4.0, -2.0]])  # P = 4: 8 patterns
+    p = signflip_pvalues(a)
+    assert p[0] == pytest.approx(1 / 8)  # only the identity reaches |1+2+3+4|
+    assert p[1] == 1.0  # |Σ| = 0
+    assert 2 ** 15 <= SIGNFLIP_EXACT_MAX  # the default 16 prompts are enumerated exactly
+    pairs = stratified_pairs(32, 300, 0)
+    mu = np.exp(-pairs.offsets / 5.0)
+    Y = np.stack([np.tile(mu, (16, 1)), np.random.default_rng(0).normal(size=(16, pairs.n_pairs))], axis=-1)
+    sig = significance(prompt_stats(pairs, Y), pairs, Y, n_perm=50, seed=0)
+    assert sig["p"][0] == 1.0 and not sig["significant"][0]
+    bad = np.array([[1.0, np.nan], [2.0, 1.0]])
+    assert np.isnan(signflip_pvalues(bad)[1]) and not benjamini_hochberg(signflip_pvalues(bad), 1.0)[1]
