@@ -47,3 +47,12 @@ def test_an_unstable_record_is_reported_as_unstable(tmp_path):
     md = report.build(tmp_path / "results.json").read_text()
     assert "unstable across seeds: held at seeds 0, 2; not held at seed 1; this run: held" in md
     assert "| model | unstable across seeds |" in md
+
+
+def test_methods_lists_the_unstable_verdicts_of_the_stability_record():
+    from harness.paths import METHODS
+
+    text = METHODS.read_text()
+    block = text.split("<!-- stability:begin -->", 1)[1].split("<!-- stability:end -->", 1)[0]
+    assert block.strip() == stability.methods_list(stability.load()).strip(), \
+        "METHODS.md's unstable list differs from fixtures/stability.json: paste `python -m harness.stability methods`"
