@@ -15,7 +15,7 @@ from . import devices, known_outcomes
 from .capture import WORKLOAD
 from .claim_registry import Target, claim
 from .models import FAMILIES, REGISTRY, WeightsUnavailable, names
-from .paths import BASELINES, KNOWN_OUTCOMES, REPORTS
+from .paths import BASELINES, KNOWN_OUTCOMES, REPORTS, STABILITY
 from .run import RecordCollector, RunContext
 from .session import Session, Settings
 from .verdict import ClaimNotHeld, Figures, KnownOutcomeMismatch
@@ -42,6 +42,8 @@ def pytest_addoption(parser):
                 help="seed of every random draw: prompts, pairs, permutations and sign flips, bootstrap resamples")
     g.addoption("--known-outcomes", default=str(KNOWN_OUTCOMES),
                 help="recorded 'not held' outcomes (strict xfails); default fixtures/known_outcomes.json")
+    g.addoption("--stability-record", default=str(STABILITY),
+                help="verdicts under several seeds (scripts/stability.sh); default fixtures/stability.json")
     g.addoption("--report-dir", default=str(REPORTS), help="where run reports go")
     g.addoption("--baseline-dir", default=str(BASELINES),
                 help="baselines of settings without committed snapshots (first run records, later runs compare)")

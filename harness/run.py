@@ -20,7 +20,7 @@ import pytest
 from . import devices, stability
 from .claim_registry import CLAIMS
 from .models import REGISTRY, UnknownModelError, get_spec, names
-from .paths import KNOWN_OUTCOMES
+from .paths import KNOWN_OUTCOMES, STABILITY
 from .report import write_run
 from .session import Settings
 from .snapshots import Baselines
@@ -61,6 +61,7 @@ class RunContext:
     at_defaults: bool  # default settings on the CPU in float32: the committed snapshots apply
     baselines: Baselines  # recorded figures for every other settings key, device kind and dtype (and paper models)
     known_outcomes: Path = KNOWN_OUTCOMES
+    stability_record: Path = STABILITY
 
     @classmethod
     def from_config(cls, config) -> "RunContext":
@@ -79,7 +80,7 @@ class RunContext:
                    run_slow=o("--run-slow"),
                    report_dir=None if o("--no-report") else Path(o("--report-dir")),
                    run_id=time.strftime("run-%Y%m%d-%H%M%S"),
-                   known_outcomes=Path(o("--known-outcomes")),
+                   known_outcomes=Path(o("--known-outcomes")), stability_record=Path(o("--stability-record")),
                    at_defaults=key == Settings().numbers_key() and (device.split(":")[0], requested.dtype) == (
                        "cpu", "float32"),
                    baselines=Baselines(Path(o("--baseline-dir")), key, requested.device, requested.dtype))
@@ -127,7 +128,7 @@ class RecordCollector:
     prints the claims × models matrix."""
 
     def __init__(self, run: RunContext):
-        self.run, self.records, self.stability = run, [], stability.load()
+        self.run, self.records, self.stability = run, [], stability.load(run.stability_record)
 
     def pytest_runtest_logreport(self, report):
         props = dict(p for p in report.user_properties if p[0] in ("claim", "model")) or claim_of(report.nodeid)

@@ -72,6 +72,7 @@ def run_crafted(tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict, str]
     r = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_crafted.py"), "-p",
                         "harness.pytest_plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
                         "--models", m, "--known-outcomes", str(tmp_path / "known.json"),
+                        "--stability-record", str(tmp_path / "no-stability.json"),
                         "--report-dir", str(tmp_path / "reports"), "-q"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
