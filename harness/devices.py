@@ -45,6 +45,10 @@ def resolve_device(requested: str, worker_id: str | None, n_gpus: int) -> str:
     xdist); an explicit index is kept (and checked); anything that is not CUDA is returned as given."""
     req = (requested or "cpu").strip()
     if not req.lower().startswith("cuda"):
+        try:
+            torch.device(req)
+        except (RuntimeError, ValueError):
+            raise DeviceError(f"--device {req}: not a torch device; expected cpu, cuda, cuda:<index> or mps") from None
         return req
     if n_gpus <= 0:
         raise DeviceError(

@@ -32,11 +32,11 @@ def pytest_addoption(parser):
     g.addoption("--dtype", default="float32", choices=list(devices.DTYPES),
                 help="model weight dtype (statistics are always float64)")
     d = Settings()
-    g.addoption("--n-prompts", type=int, default=d.n_prompts, help="prompts per capture (multiple of 4)")
-    g.addoption("--seq-len", type=int, default=d.seq_len, help="tokens per prompt")
-    g.addoption("--n-pairs", type=int, default=d.n_pairs, help="stratified (i, j) pairs for ΔR²")
-    g.addoption("--n-perm", type=int, default=d.n_perm, help="permutations per head for the null")
-    g.addoption("--n-probe-prompts", type=int, default=d.n_probe_prompts, help="prompts for the topic probes")
+    g.addoption("--n-prompts", type=int, default=d.n_prompts, help="prompts per capture (a multiple of 4, at least 12)")
+    g.addoption("--seq-len", type=int, default=d.seq_len, help="tokens per prompt (8 times a power of two, at least 16)")
+    g.addoption("--n-pairs", type=int, default=d.n_pairs, help="stratified (i, j) pairs for ΔR² (at least 1000)")
+    g.addoption("--n-perm", type=int, default=d.n_perm, help="permutations for permutation nulls, sign flips beyond 2^16 patterns (at least 100)")
+    g.addoption("--n-probe-prompts", type=int, default=d.n_probe_prompts, help="prompts for the topic probes (a multiple of 4, at least 20)")
     g.addoption("--corpus", default=d.corpus, choices=["wiki", "bbc"], help="topic corpus")
     g.addoption("--seed", type=int, default=d.seed,
                 help="seed of every random draw: prompts, pairs, permutations and sign flips, bootstrap resamples")

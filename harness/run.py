@@ -69,6 +69,8 @@ class RunContext:
         requested = Settings(n_prompts=o("--n-prompts"), seq_len=o("--seq-len"), n_pairs=o("--n-pairs"),
                              n_perm=o("--n-perm"), n_probe_prompts=o("--n-probe-prompts"), device=o("--device"),
                              dtype=o("--dtype"), corpus=o("--corpus"), seed=o("--seed"))
+        for problem in requested.problems():  # bad settings are usage errors before anything is collected
+            raise pytest.UsageError(problem)
         try:  # `--device cuda` on a machine without a GPU is a usage error before anything is collected
             device = devices.resolve_device(requested.device, devices.current_worker(), devices.gpu_count())
         except devices.DeviceError as e:

@@ -49,6 +49,29 @@ class Settings:
         corpus, resampling sizes), not the seed, whose effect on a verdict is the stability check's business."""
         return {k: v for k, v in self.numbers_key().items() if k != "seed"}
 
+    def problems(self) -> list[str]:
+        """One line per setting outside its allowed range, naming the option: a setting under which a claim's
+        measurement is meaningless (or cannot pass) is refused before any work, never reported as a verdict."""
+        out = []
+        if self.n_prompts < 12 or self.n_prompts % 4:
+            out.append(f"--n-prompts {self.n_prompts}: must be a multiple of 4 (balanced topics) and at least 12 "
+                       f"(the prompt-level test's smallest p is 2^-(n-1); with fewer prompts the top 30 heads cannot "
+                       f"survive BH at q 0.05 over a model's heads)")
+        n = self.seq_len // 8
+        if self.seq_len < 16 or self.seq_len % 8 or n & (n - 1):
+            out.append(f"--seq-len {self.seq_len}: must be 8 times a power of two, at least 16 (16, 32, 64, 128, 256, "
+                       f"...): the query bins double from [0, 8) up to the prompt's end")
+        if self.n_pairs < 1000:
+            out.append(f"--n-pairs {self.n_pairs}: must be at least 1000 (pairs are split over up to seven query "
+                       f"bins; fewer leave bins without offset groups of two or more queries)")
+        if self.n_perm < 100:
+            out.append(f"--n-perm {self.n_perm}: must be at least 100 (a permutation p-value cannot go below "
+                       f"1/(n_perm + 1); fewer cannot pass BH at q 0.05)")
+        if self.n_probe_prompts < 20 or self.n_probe_prompts % 4:
+            out.append(f"--n-probe-prompts {self.n_probe_prompts}: must be a multiple of 4 and at least 20 (5-fold "
+                       f"stratified cross-validation over 4 topics)")
+        return out
+
     def describe(self, key: dict) -> str:
         """A key as one line: only what differs from the defaults ('defaults' when nothing does)."""
         default = Settings().as_dict()

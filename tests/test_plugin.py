@@ -88,3 +88,23 @@ def test_snapshot_drift_fails_a_held_claim_as_a_harness_error(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "SnapshotDrift: T9a: measured figures drifted from the snapshot" in r.stdout
     assert "ClaimNotHeld" not in r.stdout
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--n-prompts", "0", "--n-prompts 0: must be a multiple of 4 (balanced topics) and at least 12"),
+    ("--n-prompts", "3", "--n-prompts 3: must be a multiple of 4"),
+    ("--n-prompts", "8", "with fewer prompts the top 30 heads cannot survive BH"),
+    ("--seq-len", "1", "--seq-len 1: must be 8 times a power of two, at least 16"),
+    ("--seq-len", "100", "--seq-len 100: must be 8 times a power of two"),
+    ("--n-pairs", "0", "--n-pairs 0: must be at least 1000"),
+    ("--n-perm", "0", "--n-perm 0: must be at least 100"),
+    ("--n-perm", "-5", "--n-perm -5: must be at least 100"),
+    ("--n-probe-prompts", "10", "--n-probe-prompts 10: must be a multiple of 4 and at least 20"),
+    ("--device", "nonsense", "--device nonsense: not a torch device; expected cpu, cuda, cuda:<index> or mps"),
+])
+def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option, value, says):
+    """Issue 14 item 1: never a crash in every test, never a meaningless setting reported as a claim not held."""
+    r = collect("--models", "smollm2-135m", option, value)
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and says in lines[0], r.stderr
