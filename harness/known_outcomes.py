@@ -49,8 +49,9 @@ def lookup(test_name: str, model: str | None, key: dict, path: Path = PATH) -> d
     return next((e for e in entries if isinstance(e, dict) and e.get("settings") == key), None)
 
 
-def _func(record: dict) -> str:
-    return record["test"].split("::")[-1].split("[")[0]
+def test_function(nodeid: str) -> str:
+    """The test function's name in a pytest node id: "claims/f.py::test_T5_x[smollm2-135m]" -> "test_T5_x"."""
+    return nodeid.split("::")[-1].split("[")[0]
 
 
 def record(results_json: Path, path: Path = PATH) -> list[str]:
@@ -61,14 +62,13 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
     from .session import Settings
 
     results = json.loads(Path(results_json).read_text())
-    settings = results.get("settings") or {}
-    key = Settings(**{k: v for k, v in settings.items() if k in Settings.__dataclass_fields__}).verdict_key()
+    key = Settings.from_dict(results.get("settings") or {}).verdict_key()
     data = json.loads(path.read_text()) if path.exists() else {}
     changes = []
     for r in results["records"]:
         if not r.get("model") or r.get("verdict") not in ("not held", "held", "stale"):
             continue
-        func, model = _func(r), r["model"]
+        func, model = test_function(r["test"]), r["model"]
         kept = [e for e in data.get(func, {}).get(model, []) if isinstance(e, dict) and e.get("settings") != key]
         if r["verdict"] in ("held", "stale"):
             if len(kept) != len(data.get(func, {}).get(model, [])):

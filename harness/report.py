@@ -24,12 +24,11 @@ from .claim_registry import CLAIMS
 from .verdict import VERDICTS, verdict_of
 
 VERSIONED = ("torch", "transformers", "numpy", "scikit-learn", "syrupy", "pytest")
-#: Report wording and css class of each verdict (harness.run.VERDICTS says what each means).
+#: Report wording and css class of each verdict (harness.verdict.VERDICTS says what each means).
 LABEL = {"held": ("held", "held"), "not held": ("not held", "not"),
          "stale": ("held — stale known outcome, re-take it", "stale"),
          "harness error": ("harness error (no verdict)", "error"), "n/a": ("not applicable", "skip"),
          "skipped": ("skipped", "skip"), "unstable": ("unstable across seeds", "stale")}
-
 
 
 def versions() -> dict:

@@ -2,8 +2,9 @@
 
 ``RunContext`` holds what every hook and fixture needs, parsed and validated once: the settings (with
 the device resolved for this xdist worker), the selected models, the quiet policy, and where its figures are
-compared: the committed snapshots (default settings, CPU, float32) or a baseline keyed by its settings. ``RecordCollector`` (a plugin object on the controller) owns the records of the
-claim tests, prints the claims × models matrix at the end of the run and writes the report.
+compared: the committed snapshots (default settings, CPU, float32) or a baseline keyed by its settings.
+``RecordCollector`` (a plugin object on the controller) owns the records of the claim tests, prints the
+claims × models matrix at the end of the run and writes the report.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 
 from . import devices, stability
 from .claim_registry import CLAIMS
+from .known_outcomes import test_function
 from .models import REGISTRY, UnknownModelError, get_spec, names
 from .paths import KNOWN_OUTCOMES, STABILITY
 from .report import write_run
@@ -92,37 +94,43 @@ class RunContext:
             print(*args)
 
 
-def classify(report) -> tuple[str, bool]:
-    """(verdict, whether a recorded known outcome expected it) of a claim test's report."""
-    props = dict(p for p in report.user_properties if p[0] == "not_held")
+def _crash_message(report) -> str:
+    """The exception's own message, whatever --tb style the run uses."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return crash.message if crash is not None else (str(report.longrepr).strip().splitlines() or [""])[-1]
+
+
+def classify(report) -> tuple[str, bool, str, str | None]:
+    """(verdict, whether a recorded known outcome expected it, the reason in this run, the failing assertion)
+    of a claim test's report."""
+    not_held = next((v for k, v in report.user_properties if k == "not_held"), None)
+    check = not_held["check"] if not_held else None
     if report.skipped:
         if hasattr(report, "wasxfail"):  # the recorded assertion failed again (checked in the plugin's call hook)
-            return ("not held", True) if "not_held" in props and report.when == "call" else ("harness error", True)
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
-        return ("n/a" if reason.removeprefix("Skipped: ").startswith("not applicable") else "skipped"), False
+            if not_held and report.when == "call":
+                return "not held", True, not_held["message"], check  # this run's figure, never the recorded text
+            return "harness error", True, f"a ClaimNotHeld outside the claim's body (recorded: {report.wasxfail})", None
+        reason = report.longrepr[2].removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else ""
+        return ("n/a" if reason.startswith("not applicable") else "skipped"), False, reason, None
     if report.passed:
-        return "held", False
+        return "held", False, "", None
     if report.when == "call" and str(report.longrepr).startswith("[XPASS(strict)]"):
-        return "stale", False
-    crash = getattr(report.longrepr, "reprcrash", None)
-    kind = (crash.message if crash is not None else "").split(":", 1)[0].rsplit(".", 1)[-1]
-    if report.when == "call" and "not_held" in props and kind in ("ClaimNotHeld", "KnownOutcomeMismatch"):
-        return "not held", False
-    return "harness error", False
+        recorded = str(report.longrepr).removeprefix("[XPASS(strict)] ")
+        return "stale", False, f"held in this run, but recorded as not holding ({recorded}): re-take the known " \
+                               f"outcome", None
+    message = _crash_message(report)
+    kind = message.split(":", 1)[0].rsplit(".", 1)[-1]
+    if report.when == "call" and not_held and kind in ("ClaimNotHeld", "KnownOutcomeMismatch"):
+        return "not held", False, not_held["message"], check
+    return "harness error", False, message.replace("harness.verdict.", ""), check
 
 
 def claim_of(nodeid: str) -> dict:
     """{"claim", "model"} of a claim test from its node id alone (an xdist worker that crashed sends a report
     without the test's properties), or {} for any other test."""
-    func, _, param = nodeid.split("::")[-1].partition("[")
+    func, model = test_function(nodeid), nodeid.partition("[")[2].rstrip("]")
     cid = next((c.id for c in CLAIMS.values() if func in c.tests), None)
-    model = param.rstrip("]")
     return {"claim": cid, "model": model if model in REGISTRY else None} if cid else {}
-
-
-def mark(record: dict) -> str:
-    """One word for a record in the matrix."""
-    return verdict_of(record)
 
 
 class RecordCollector:
@@ -139,31 +147,15 @@ class RecordCollector:
         if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
             return
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
-        verdict, known = classify(report)
-        not_held = next((v for k, v in report.user_properties if k == "not_held"), None)
-        if verdict == "not held":  # this run's measured figure, never the recorded text
-            reason = not_held["message"]
-        elif verdict == "harness error" and hasattr(report, "wasxfail"):
-            reason = f"a ClaimNotHeld outside the claim's body (recorded: {report.wasxfail})"
-        elif verdict in ("n/a", "skipped") and isinstance(report.longrepr, tuple):
-            reason = report.longrepr[2].removeprefix("Skipped: ")
-        elif verdict == "stale":
-            recorded = str(report.longrepr).removeprefix("[XPASS(strict)] ")
-            reason = f"held in this run, but recorded as not holding ({recorded}): re-take the known outcome"
-        elif verdict == "harness error":  # the exception's own message, whatever --tb style the run uses
-            crash = getattr(report.longrepr, "reprcrash", None)
-            reason = crash.message if crash is not None else (str(report.longrepr).strip().splitlines() or [""])[-1]
-            reason = reason.replace("harness.verdict.", "")
-        else:
-            reason = ""
+        verdict, known, reason, check = classify(report)
         entry = props.get("model") and stability.unstable(
-            self.stability, report.nodeid.split("::")[-1].split("[")[0], props["model"], self.run.requested.verdict_key())
+            self.stability, test_function(report.nodeid), props["model"], self.run.requested.verdict_key())
         figs = [v for k, v in report.user_properties if k == "figure"]
         baseline = next((v for k, v in report.user_properties if k == "baseline"), None)
         forward = next((v for k, v in report.user_properties if k == "forward"), {"seconds": 0.0, "layer_tokens": 0})
         self.records.append({"test": report.nodeid, "claim": props["claim"], "model": props.get("model"),
                              "outcome": outcome, "verdict": verdict, "known_outcome": known,
-                             "check": not_held["check"] if not_held else None, "reason": reason, "figures": figs,
+                             "check": check, "reason": reason, "figures": figs,
                              "seconds": round(report.duration, 2), "forward_seconds": forward["seconds"],
                              "layer_tokens": forward["layer_tokens"], **({"baseline": baseline} if baseline else {}),
                              **({"unstable": stability.describe(entry)} if entry else {}),
@@ -173,7 +165,7 @@ class RecordCollector:
         """The claims × models matrix, one line per claim: how many of its tests held / did not / n/a per model."""
         cells: dict = defaultdict(lambda: defaultdict(list))
         for r in self.records:
-            cells[r["claim"]][r["model"] or "(per family)"].append(mark(r))
+            cells[r["claim"]][r["model"] or "(per family)"].append(verdict_of(r))
         models = list(dict.fromkeys([*self.run.models, *(m for c in cells.values() for m in c)]))
         models = [m for m in models if any(m in c for c in cells.values())]
         rows = {}

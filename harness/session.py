@@ -39,9 +39,14 @@ class Settings:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Settings":
+        """Settings from a results.json "settings" block (fields it does not know are ignored)."""
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
     def numbers_key(self) -> dict:
-        """The settings that change the measured numbers: snapshots and baselines are keyed by them. Device and
-        dtype are not (their effect is the declared tolerance), nor the batch size (numerically inert)."""
+        """The settings of the design that change the measured numbers (all but device, dtype and the
+        numerically inert batch size); baselines add the device kind and dtype to it (``snapshots.Baselines``)."""
         return {k: v for k, v in asdict(self).items() if k not in ("device", "dtype", "batch_size")}
 
     def verdict_key(self) -> dict:

@@ -35,18 +35,14 @@ def close(a, b, rtol: float = RTOL, atol: float = ATOL) -> bool:
 
 
 class TolerantJSONSnapshot(JSONSnapshotExtension):
-    rtol, atol = RTOL, ATOL
-
     def serialize(self, data, **kwargs):
         return super().serialize({"_tolerance": {"rtol": RTOL, "atol": ATOL}, **data}, **kwargs)
 
     def matches(self, *, serialized_data, snapshot_data) -> bool:
         try:
-            new, old = json.loads(serialized_data), json.loads(snapshot_data)
+            return close(json.loads(serialized_data), json.loads(snapshot_data))
         except (TypeError, ValueError):
             return serialized_data == snapshot_data
-        new.pop("_tolerance", None), old.pop("_tolerance", None)
-        return close(new, old, self.rtol, self.atol)
 
 
 # ---- tolerance per device and dtype ----------------------------------------------------------------

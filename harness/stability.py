@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from .known_outcomes import test_function
 from .paths import STABILITY
 
 DECIDED = ("held", "not held")
@@ -22,10 +23,6 @@ DECIDED = ("held", "not held")
 def _results(path) -> dict:
     p = Path(path)
     return json.loads((p / "results.json" if p.is_dir() else p).read_text())
-
-
-def _func(test: str) -> str:
-    return test.split("::")[-1].split("[")[0]
 
 
 def _scalars(record: dict) -> dict:
@@ -38,11 +35,7 @@ def combine(runs: list[dict]) -> dict:
     The runs must share every setting but the seed, and have at least three distinct seeds."""
     from .session import Settings
 
-    def key(run):
-        s = run.get("settings") or {}
-        return Settings(**{k: v for k, v in s.items() if k in Settings.__dataclass_fields__})
-
-    settings = [key(r) for r in runs]
+    settings = [Settings.from_dict(r.get("settings") or {}) for r in runs]
     if len({json.dumps(s.verdict_key(), sort_keys=True) for s in settings}) != 1:
         raise ValueError("the runs differ in more than the seed: " + "; ".join(
             s.describe(s.verdict_key()) for s in settings))
@@ -53,7 +46,7 @@ def combine(runs: list[dict]) -> dict:
     for seed, run in zip(seeds, runs):
         for r in run["records"]:
             if r.get("model") and r.get("verdict") not in ("n/a", "skipped", None):
-                e = tests.setdefault(_func(r["test"]), {}).setdefault(r["model"], {"verdicts": {}, "figures": {}})
+                e = tests.setdefault(test_function(r["test"]), {}).setdefault(r["model"], {"verdicts": {}, "figures": {}})
                 e["verdicts"][str(seed)] = "held" if r["verdict"] == "stale" else r["verdict"]
                 for name, v in _scalars(r).items():
                     e["figures"].setdefault(name, []).append(v)

@@ -139,7 +139,7 @@ class Figures:
         self.node.user_properties.append(("baseline", {"status": status, "path": str(path)}))
         if moved:
             raise SnapshotDrift(f"{self.claim.id}: measured figures drifted from the baseline {path} beyond "
-                                f"tolerance: {'; '.join(moved)[:800]} (--snapshot-update re-records it)")
+                                f"tolerance: {'; '.join(moved)[:800]} (--baseline-update re-records it)")
 
     def check_paper(self) -> None:
         """On the paper's models, every figure the paper reports must be within the registry's tolerance."""
