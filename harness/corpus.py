@@ -65,6 +65,12 @@ def topic_texts(source: str) -> dict[str, tuple[str, ...]]:
     raise ValueError(f"unknown corpus source {source!r}; known: wiki, bbc")
 
 
+def smallest_topic_bytes(source: str) -> int:
+    """UTF-8 bytes of the corpus's smallest topic: a bound on its tokens (a byte-level tokenizer never makes more
+    tokens than bytes), so prompt sets needing more per topic are refused before any work."""
+    return min(sum(len(d.encode()) for d in docs) for docs in topic_texts(source).values())
+
+
 def _encode(tokenizer, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 

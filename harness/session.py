@@ -16,9 +16,13 @@ from . import capture as cap
 from . import corpus, devices
 from .hooks import HookedModel
 from .leakage import PairSet, stratified_pairs, uniform_pairs
-from .models import get_spec
+from .models import WeightsUnavailable, get_spec
 from .reads import Capture, Read, Run
 from .weights import load_pretrained, random_init_model
+
+
+class ModelLoadFailed(RuntimeError):
+    """A model whose load already failed once in this session (the message carries the first error)."""
 
 
 @dataclass(frozen=True)
@@ -77,11 +81,39 @@ class Settings:
                        f"stratified cross-validation over 4 topics)")
         return out
 
+    def model_problems(self, specs) -> list[str]:
+        """One line per setting outside what the selected models and the corpus allow: a prompt longer than a
+        model's context, or more prompt tokens per topic than the corpus's smallest topic has bytes."""
+        out = []
+        longest = {s.name: s.context for s in specs if s.context and self.seq_len > s.context}
+        if longest:
+            limit = min(longest.values())
+            out.append(f"--seq-len {self.seq_len}: longer than the context of " + ", ".join(
+                f"{n} ({c} tokens)" for n, c in longest.items()) + f"; at most {_pow2_len(limit)} for these models")
+        per_topic = max(self.n_prompts, self.n_probe_prompts) // 4
+        try:
+            room = corpus.smallest_topic_bytes(self.corpus)
+        except WeightsUnavailable:
+            return out  # the corpus package is missing: the tests that read it say so
+        if per_topic * self.seq_len > room:
+            out.append(f"--seq-len {self.seq_len}: {per_topic} prompts per topic need more tokens than the "
+                       f"'{self.corpus}' corpus's smallest topic holds ({room} bytes); at most "
+                       f"{_pow2_len(room // per_topic)} at {per_topic * 4} prompts")
+        return out
+
     def describe(self, key: dict) -> str:
         """A key as one line: only what differs from the defaults ('defaults' when nothing does)."""
         default = Settings().as_dict()
         changed = [f"{k}={v}" for k, v in key.items() if default.get(k) != v]
         return ", ".join(changed) or "defaults"
+
+
+def _pow2_len(limit: int) -> int:
+    """The longest allowed --seq-len (8 times a power of two) not above ``limit``."""
+    n = 16
+    while n * 2 <= limit:
+        n *= 2
+    return n
 
 
 @dataclass
@@ -92,19 +124,32 @@ class Session:
 
     def __post_init__(self):
         self._models: dict[str, HookedModel] = {}
+        self._failed: dict[str, Exception] = {}  # the first error of a model that did not load
         self._cache: dict[tuple, Capture] = {}
         self._prompts: dict[tuple, corpus.PromptSet] = {}
         self._derived: dict[tuple, object] = {}
 
     # ---- models ---------------------------------------------------------------------------------
     def model(self, name: str) -> HookedModel:
+        """The loaded model. A load that failed is not retried in this session: later calls raise the first
+        error again (WeightsUnavailable as it was, anything else as ModelLoadFailed naming the first error)."""
+        if name in self._failed:
+            first = self._failed[name]
+            if isinstance(first, WeightsUnavailable):
+                raise first
+            raise ModelLoadFailed(f"{name} failed to load earlier in this run, not retried: "
+                                  f"{type(first).__name__}: {(str(first).strip().splitlines() or [''])[0]}")
         if name not in self._models:
             spec = get_spec(name)
             s = self.settings
-            if spec.group == "tiny":
-                hf, tok = random_init_model(spec, s.seed, devices.parse_dtype(s.dtype), s.device), None
-            else:
-                hf, tok = load_pretrained(spec, devices.parse_dtype(s.dtype), s.device, log=self.log)
+            try:
+                if spec.group == "tiny":
+                    hf, tok = random_init_model(spec, s.seed, devices.parse_dtype(s.dtype), s.device), None
+                else:
+                    hf, tok = load_pretrained(spec, devices.parse_dtype(s.dtype), s.device, log=self.log)
+            except Exception as e:
+                self._failed[name] = e
+                raise
             self._models[name] = HookedModel(hf, spec, tok)
         return self._models[name]
 

@@ -34,6 +34,50 @@ def close(a, b, rtol: float = RTOL, atol: float = ATOL) -> bool:
     return a == b
 
 
+def leaves(v, path: str = ""):
+    """("[i]" / ".key" path, value) of every scalar in JSON-like data."""
+    if isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from leaves(x, f"{path}[{i}]")
+    elif isinstance(v, dict):
+        for k, x in v.items():
+            yield from leaves(x, f"{path}.{k}")
+    else:
+        yield path, v
+
+
+def _change(a, b) -> str:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and a:
+        return f"{a:.6g} -> {b:.6g} ({(b - a) / abs(a):+.2%})"
+    return f"{a!r} -> {b!r}"
+
+
+def moved_figures(values: dict, stored: dict, rtol: float = RTOL, atol: float = ATOL) -> list[str]:
+    """One phrase per figure beyond tolerance ("name: old -> new (+x%)"; for an array, how many elements moved and
+    the one that moved most), and per figure measured only now or only before."""
+    out = []
+    for name in dict.fromkeys([*stored, *values]):
+        if name not in values or name not in stored:
+            out.append(f"{name}: " + ("no longer measured" if name not in values else "new figure"))
+            continue
+        new, old = json.loads(json.dumps(values[name])), stored[name]
+        if close(new, old, rtol, atol):
+            continue
+        la, lb = dict(leaves(old)), dict(leaves(new))
+        if list(la) == [""] and list(lb) == [""]:
+            out.append(f"{name}: {_change(old, new)}")
+            continue
+        bad = [k for k in dict.fromkeys([*la, *lb]) if k not in la or k not in lb or not close(lb[k], la[k], rtol, atol)]
+        def size(k):
+            a, b = la.get(k), lb.get(k)
+            num = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+            return abs(b - a) / (abs(a) or 1) if num and not (math.isnan(a) or math.isnan(b)) else math.inf
+        worst = max(bad, key=size)
+        out.append(f"{name}: {len(bad)} of {max(len(la), len(lb))} elements moved, most {name}{worst}: "
+                   f"{_change(la.get(worst), lb.get(worst))}")
+    return out
+
+
 class TolerantJSONSnapshot(JSONSnapshotExtension):
     def serialize(self, data, **kwargs):
         return super().serialize({"_tolerance": {"rtol": RTOL, "atol": ATOL}, **data}, **kwargs)
@@ -89,9 +133,5 @@ class Baselines:
                 data["tests"][test] = values
                 path.write_text(json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
                 return status, path, []
-        rtol, atol = tolerance(self.device, self.dtype)
-        stored = data["tests"][test]
-        moved = [f"{k}: {stored.get(k)!r} -> {v!r}" for k, v in values.items()
-                 if k not in stored or not close(json.loads(json.dumps(v)), stored[k], rtol, atol)]
-        moved += [f"{k}: no longer measured" for k in stored if k not in values]
+        moved = moved_figures(values, data["tests"][test], *tolerance(self.device, self.dtype))
         return ("drifted" if moved else "matched"), path, moved

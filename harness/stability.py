@@ -16,13 +16,9 @@ from pathlib import Path
 
 from .known_outcomes import test_function
 from .paths import STABILITY
+from .results import load_results
 
 DECIDED = ("held", "not held")
-
-
-def _results(path) -> dict:
-    p = Path(path)
-    return json.loads((p / "results.json" if p.is_dir() else p).read_text())
 
 
 def _scalars(record: dict) -> dict:
@@ -102,7 +98,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m harness.stability record RUN RUN RUN [...] | methods", file=sys.stderr)
         return 2
     try:
-        data = combine([_results(p) for p in argv[1:]])
+        data = combine([load_results(p) for p in argv[1:]])
     except (OSError, ValueError, KeyError) as e:
         print(f"stability: {e}", file=sys.stderr)
         return 2

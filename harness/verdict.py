@@ -9,6 +9,7 @@ then the paper's value within its tolerance), so a test body holds only measurem
 from __future__ import annotations
 
 import ast
+import json
 import linecache
 import math
 import sys
@@ -130,8 +131,9 @@ class Figures:
             return
         if self.snapshot is not None:
             if not (self.values == self.snapshot):
-                raise SnapshotDrift(f"{self.claim.id}: measured figures drifted from the snapshot beyond tolerance "
-                                    f"(run with --snapshot-update to accept a deliberate change)")
+                raise SnapshotDrift(f"{self.claim.id}: measured figures drifted from the snapshot beyond tolerance: "
+                                    f"{'; '.join(self._snapshot_moves())[:800]} (run with --snapshot-update to "
+                                    f"accept a deliberate change)")
             return
         if self.baseline is None:
             return
@@ -140,6 +142,18 @@ class Figures:
         if moved:
             raise SnapshotDrift(f"{self.claim.id}: measured figures drifted from the baseline {path} beyond "
                                 f"tolerance: {'; '.join(moved)[:800]} (--baseline-update re-records it)")
+
+    def _snapshot_moves(self) -> list[str]:
+        """The figures that moved against the committed snapshot just compared (syrupy keeps what it recalled)."""
+        from .snapshots import moved_figures
+
+        recalled = self.snapshot.executions[self.snapshot.num_executions - 1].recalled_data
+        if recalled is None:
+            return ["no snapshot committed for this test"]
+        stored = json.loads(recalled)
+        tol = stored.pop("_tolerance", {})
+        return moved_figures(self.values, stored, tol.get("rtol", 1e-3), tol.get("atol", 1e-6)) or [
+            "the snapshot differs in form (not a figure value)"]
 
     def check_paper(self) -> None:
         """On the paper's models, every figure the paper reports must be within the registry's tolerance."""

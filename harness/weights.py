@@ -1,8 +1,8 @@
 """Finding and loading weights: bundled GGUF -> cached safetensors, paper checkpoints offline, tiny random init.
 
 The converted cache lives under ``$ABSPOS_CACHE`` (default ``~/.cache/abspos-claims``).
-Paper checkpoints are looked up under ``$ABSPOS_MODELS_DIR/<name>`` (or ``.../<org>--<repo>``)
-and then in the Hugging Face cache with ``local_files_only=True``: no network call is ever made.
+Paper checkpoints are looked up under ``$ABSPOS_MODELS_DIR`` (``<name>``, ``<org>/<repo>``, ``<org>--<repo>``
+or ``<repo>``) and then in the Hugging Face cache with ``local_files_only=True``: no network call is ever made.
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ from pathlib import Path
 
 import torch
 
-from . import devices
+from . import cache, devices
 from .hooks import ATTN_IMPL, register_attention
-from .models import ModelSpec, UnsupportedModelError, WeightsUnavailable
-
-CONVERT_FORMAT = 1  # bump to invalidate cached conversions
+from .models import ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
 
 
 def cache_root() -> Path:
@@ -53,7 +51,7 @@ def bundled_gguf(spec: ModelSpec) -> Path:
         size = sum(p.stat().st_size for p in parts)
         if not path.exists() or path.stat().st_size != size:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".partial")
+            tmp = path.with_suffix(f".partial-{os.getpid()}")  # concurrent assemblers never share a file
             with tmp.open("wb") as out:
                 for part in parts:
                     with part.open("rb") as src:
@@ -68,39 +66,38 @@ def bundled_gguf(spec: ModelSpec) -> Path:
 
 
 def _fingerprint(path: Path) -> str:
-    """Identifies a conversion: the GGUF, the format, and the transformers version that wrote it (a folder
+    """Identifies a conversion's source: the GGUF, and the transformers version that converts it (a folder
     written by 5.x stores ``rope_parameters``, which 4.x silently ignores for its default ``rope_theta``;
     GGUF tokenizer conversion also differs between versions), so a version change converts afresh."""
     import transformers
 
     st = path.stat()
-    key = f"{path.name}:{st.st_size}:{CONVERT_FORMAT}:{transformers.__version__}"
+    key = f"{path.name}:{st.st_size}:{transformers.__version__}"
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def converted_folder(spec: ModelSpec, log=print) -> Path:
-    """Convert the bundled GGUF once to a plain safetensors folder (dequantized fp32) and return it."""
+    """The bundled GGUF converted to a plain safetensors folder (dequantized fp32), once: the folder is verified
+    against the manifest written at conversion on every load and converted again when damaged (harness.cache)."""
     gguf = bundled_gguf(spec)
     folder = cache_root() / "converted" / spec.name
-    marker = folder / "abspos-converted.json"
-    fp = _fingerprint(gguf)
-    if marker.exists() and json.loads(marker.read_text()).get("fingerprint") == fp:
-        return folder
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    t0 = time.time()
-    log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **{dtype_kwarg(): torch.float32})
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    marker.write_text(json.dumps({"fingerprint": fp, "gguf": str(gguf), "seconds": round(time.time() - t0, 1)}))
-    log(f"[abspos] converted {spec.name} in {time.time() - t0:.0f}s")
-    return folder
+    def convert(into: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        t0 = time.time()
+        log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                     **{dtype_kwarg(): torch.float32})
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(into)
+        tok.save_pretrained(into)
+        log(f"[abspos] converted {spec.name} in {time.time() - t0:.0f}s")
+
+    return cache.ensure(folder, _fingerprint(gguf), convert, log, what=spec.name, note={"gguf": str(gguf)})
 
 
 def ensure_available(spec: ModelSpec) -> None:
@@ -113,25 +110,53 @@ def ensure_available(spec: ModelSpec) -> None:
             _package_dir(package, spec)
 
 
+WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin")
+IDENTITY = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")
+
+
+def _has_weights(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and any(any(folder.glob(g)) for g in WEIGHT_FILES)
+
+
+def check_identity(spec: ModelSpec, folder: Path) -> None:
+    """WrongWeights (one line) unless ``folder``'s config.json is the model ``spec`` names: its architecture and
+    the shape of its public config (layers, heads, KV heads, width, vocabulary) and its context length."""
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as e:
+        raise WrongWeights(f"{spec.name}: {folder / 'config.json'} is unreadable ({type(e).__name__}: {e})") from None
+    config = config.get("text_config", config) if isinstance(config, dict) else {}
+    found = [a for a in (config.get("architectures") or []) if a != spec.architecture]
+    wrong = [f"architecture {found[0]}"] if found else []
+    want = {**{k: spec.config[k] for k in IDENTITY if k in spec.config}, "max_position_embeddings": spec.context}
+    wrong += [f"{k} {config[k]} (not {v})" for k, v in want.items() if v is not None and config.get(k, v) != v]
+    if wrong:
+        raise WrongWeights(f"{spec.name}: {folder} holds another model than {spec.hub_id or spec.source} "
+                           f"({', '.join(wrong)}); refusing to load it")
+
+
 def paper_folder(spec: ModelSpec) -> Path:
-    """Local folder of a paper checkpoint, offline only; WeightsUnavailable with a one-line how-to otherwise."""
+    """Local folder of a paper checkpoint, offline only: ``$ABSPOS_MODELS_DIR/<name>``, ``/<org>/<repo>``,
+    ``/<org>--<repo>`` or ``/<repo>``, then the Hugging Face cache. WeightsUnavailable (one line saying how to
+    provide them) when no folder holds a config and weights; WrongWeights when the folder holds another model."""
     root = os.environ.get("ABSPOS_MODELS_DIR")
-    if root:
-        for cand in (spec.name, spec.hub_id.replace("/", "--"), spec.hub_id.split("/")[-1]):
-            p = Path(root) / cand
-            if (p / "config.json").exists():
-                return p
+    names = (spec.name, spec.hub_id, spec.hub_id.replace("/", "--"), spec.hub_id.split("/")[-1])
+    candidates = [Path(root) / n for n in names] if root else []
     try:
         from huggingface_hub import snapshot_download
 
-        p = Path(snapshot_download(spec.hub_id, local_files_only=True))
-        if (p / "config.json").exists() and any(p.glob("*.safetensors")):
-            return p
+        candidates.append(Path(snapshot_download(spec.hub_id, local_files_only=True)))
     except Exception:  # noqa: BLE001 - any failure means "not cached"
         pass
+    for folder in candidates:
+        if _has_weights(folder):
+            check_identity(spec, folder)
+            return folder
+    partial = next((f for f in candidates if (f / "config.json").is_file()), None)
     raise WeightsUnavailable(
-        f"{spec.name} weights not found: put them in $ABSPOS_MODELS_DIR/{spec.name} "
+        f"{spec.name} weights not found: put them in $ABSPOS_MODELS_DIR/{spec.hub_id} "
         f"or the Hugging Face cache (`huggingface-cli download {spec.hub_id}`)"
+        + (f"; {partial} has a config.json but no weights" if partial else "")
     )
 
 
@@ -167,7 +192,11 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
     dtype = devices.parse_dtype(dtype)
     n_gpus = devices.gpu_count()
     device = devices.resolve_device(device, devices.current_worker(), n_gpus)
-    folder = converted_folder(spec, log) if spec.group == "bundled" else paper_folder(spec)
+    if spec.group == "bundled":
+        folder = converted_folder(spec, log)
+        check_identity(spec, folder)
+    else:
+        folder = paper_folder(spec)
     register_attention()
     kwargs = {dtype_kwarg(): dtype, "attn_implementation": ATTN_IMPL}
     if device.startswith("cuda"):

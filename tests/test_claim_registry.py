@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import ast
+import json
+import types
 
 import pytest
 
@@ -139,10 +141,18 @@ class Node:
 
 
 class FakeSnapshot:
+    """syrupy's SnapshotAssertion as Figures uses it: ``==`` compares, and each execution keeps what it recalled."""
+
     def __init__(self, stored):
-        self.stored = stored
+        self.stored, self.executions = stored, {}
+
+    @property
+    def num_executions(self):
+        return len(self.executions)
 
     def __eq__(self, other):
+        recalled = json.dumps({"_tolerance": {"rtol": 1e-3, "atol": 1e-6}, **self.stored})
+        self.executions[len(self.executions)] = types.SimpleNamespace(recalled_data=recalled)
         return other == self.stored
 
 
@@ -181,3 +191,4 @@ def test_snapshot_drift_is_not_a_claim_verdict():
     with pytest.raises(SnapshotDrift) as e:
         figs.check_snapshot()
     assert not isinstance(e.value, ClaimNotHeld)
+    assert "drifted from the snapshot beyond tolerance: bidirectional_over_causal: new figure" in str(e.value)

@@ -95,11 +95,11 @@ def test_known_outcomes_record_only_claims_that_did_not_hold(tmp_path):
     key = Settings().verdict_key()
     other = {**key, "seq_len": 256}
     results = {"settings": Settings().as_dict(), "records": [
-        {"test": "claims/t.py::test_T1_x[m1]", "model": "m1", "outcome": "failed", "verdict": "not held",
+        {"test": "claims/t.py::test_T1_x[m1]", "claim": "T1", "figures": [], "model": "m1", "outcome": "failed", "verdict": "not held",
          "check": "test_T1_x: ratio >= 100", "reason": "ratio 3.0 below 100"},
-        {"test": "claims/t.py::test_T1_y[m1]", "model": "m1", "outcome": "failed", "verdict": "harness error",
+        {"test": "claims/t.py::test_T1_y[m1]", "claim": "T1", "figures": [], "model": "m1", "outcome": "failed", "verdict": "harness error",
          "reason": "SnapshotDrift: drifted"},
-        {"test": "claims/t.py::test_T1_z[m1]", "model": "m1", "outcome": "failed", "verdict": "stale",
+        {"test": "claims/t.py::test_T1_z[m1]", "claim": "T1", "figures": [], "model": "m1", "outcome": "failed", "verdict": "stale",
          "reason": "held"}]}
     (tmp_path / "results.json").write_text(json.dumps(results))
     table = tmp_path / "known.json"

@@ -98,6 +98,36 @@ INTERVENTIONS = {
 }
 
 
+def no_hooks_left(model) -> bool:
+    torch_hooks = any(m._forward_hooks or m._forward_pre_hooks for m in model.hf.modules())
+    return not torch_hooks and all(not any(a.self_attn.__dict__.get("_abspos_hooks", {}).values())
+                                   for a in model.layers)
+
+
+@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
+@pytest.mark.parametrize("which", list(INTERVENTIONS))
+def test_intervention_undoes_itself_after_an_error_following_a_forward_pass(tiny, which, error):
+    """Review I1, I3, I5: an exception (an interrupt included) in the body leaves the model as it was."""
+    x = ids()
+    before = logits(tiny, x)
+    with pytest.raises(error):
+        with INTERVENTIONS[which](tiny):
+            logits(tiny, x)
+            raise error("boom")
+    assert torch.equal(before, logits(tiny, x)) and no_hooks_left(tiny)
+
+
+def test_a_bad_hook_name_removes_the_hooks_already_installed(tiny):
+    """Review I4: installing fails on the second name; the first one's hook is removed, the message names it."""
+    def keep(x, hook):
+        return x
+
+    with pytest.raises(KeyError, match=f"'blocks.99.hook_resid_post': model has {tiny.n_layers} layers"):
+        with tiny.hooks({"blocks.0.hook_resid_post": keep, "blocks.99.hook_resid_post": keep}):
+            pass
+    assert no_hooks_left(tiny)
+
+
 @pytest.mark.parametrize("which", list(INTERVENTIONS))
 def test_intervention_changes_output_and_undoes_itself(tiny, which):
     x = ids()

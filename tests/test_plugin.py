@@ -19,12 +19,15 @@ def collect(*args: str) -> subprocess.CompletedProcess:
     ("tiny-llama", "tiny random-init models test the harness mechanics"),
     ("smollm2-135m,tiny-gemma3", "--models tiny-gemma3"),
     ("tiny", "unknown model 'tiny'"),
-    ("llama-9b", "unknown model 'llama-9b'. Supported models"),
+    ("llama-9b", "--models: unknown model 'llama-9b'; choose from bundled: smollm2-135m"),
 ])
 def test_bad_model_selection_is_a_usage_error(models, says):
+    """Review U1, U2: one line, listing only what --models accepts (never the tiny models)."""
     r = collect("--models", models)
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
-    assert says in r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and says in lines[0], r.stderr
+    assert "tiny" in models or "tiny-" not in lines[0]
 
 
 def test_bundled_selection_collects_every_claim_per_model():
@@ -87,6 +90,7 @@ def test_snapshot_drift_fails_a_held_claim_as_a_harness_error(tmp_path):
     r = t9a_in(tmp_path, 1.01)  # 1% > the snapshot's rtol 1e-3
     assert r.returncode == 1, r.stdout + r.stderr
     assert "SnapshotDrift: T9a: measured figures drifted from the snapshot" in r.stdout
+    assert "min_std_position1: " in r.stdout and "(-0.99%)" in r.stdout  # the figure that moved, and by how much
     assert "ClaimNotHeld" not in r.stdout
 
 
@@ -101,10 +105,26 @@ def test_snapshot_drift_fails_a_held_claim_as_a_harness_error(tmp_path):
     ("--n-perm", "-5", "--n-perm -5: must be at least 100"),
     ("--n-probe-prompts", "10", "--n-probe-prompts 10: must be a multiple of 4 and at least 20"),
     ("--device", "nonsense", "--device nonsense: not a torch device; expected cpu, cuda, cuda:<index> or mps"),
+    ("--dtype", "int8", "argument --dtype: invalid choice: 'int8'"),
+    ("--corpus", "nosuch", "argument --corpus: invalid choice: 'nosuch'"),
+    ("--seq-len", "16384", "--seq-len 16384: longer than the context of smollm2-135m (8192 tokens); at most 8192"),
+    ("--seq-len", "131072", "--seq-len 131072: longer than the context of smollm2-135m (8192 tokens), "
+                            "gemma3-270m (32768 tokens), qwen2.5-coder-0.5b (32768 tokens); at most 8192"),
+    ("--seq-len", "32768", "--seq-len 32768: 16 prompts per topic need more tokens than the 'wiki' corpus's smallest "
+                           "topic holds (488666 bytes); at most 16384 at 64 prompts"),
+    ("--report-dir", "/proc/forbidden", "--report-dir /proc/forbidden: not writable"),
+    ("--report-dir", "/dev/null/x", "--report-dir /dev/null/x: not writable"),
 ])
 def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option, value, says):
-    """Issue 14 item 1: never a crash in every test, never a meaningless setting reported as a claim not held."""
-    r = collect("--models", "smollm2-135m", option, value)
+    """Issue 14 items 1-2 (review U4-U13): never a crash in every test, never a meaningless setting reported as a
+    claim not held, never a full run that then has nowhere to write its results."""
+    models = {"131072": "bundled", "32768": "qwen2.5-coder-0.5b"}.get(value, "smollm2-135m")
+    args = ("--models", models, option, value)
+    r = collect(*args) if option != "--report-dir" else subprocess.run(  # collect() passes --no-report
+        [sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
-    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    lines = [x for x in r.stderr.splitlines() if x.strip() and "inifile:" not in x and "rootdir:" not in x]
+    if "invalid choice" in says:  # argparse's own form: pytest's usage line, then the one error line
+        lines = lines[1:]
     assert len(lines) == 1 and says in lines[0], r.stderr

@@ -36,14 +36,6 @@ def test_missing_paper_weights_give_a_one_line_howto(tmp_path, monkeypatch):
     assert "\n" not in str(e.value) and "ABSPOS_MODELS_DIR" in str(e.value)
 
 
-def test_paper_weights_found_in_models_dir(tmp_path, monkeypatch):
-    folder = tmp_path / "qwen-2.5-3b"
-    folder.mkdir()
-    (folder / "config.json").write_text("{}")
-    monkeypatch.setenv("ABSPOS_MODELS_DIR", str(tmp_path))
-    assert paper_folder(get_spec("qwen-2.5-3b")) == folder
-
-
 def test_model_without_rope_is_refused():
     from transformers import GPT2Config, GPT2LMHeadModel
 

@@ -144,3 +144,69 @@ def test_build_without_figures_or_models(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps(res))
     md = report.build(tmp_path / "results.json").read_text()
     assert "| — | test_eq2 |  |  |  |  | held |" in md and "data:image" not in (tmp_path / "report.html").read_text()
+
+
+def _no_claim():
+    res = synthetic()
+    del res["records"][3]["claim"]
+    return json.dumps(res)
+
+
+#: Unreadable inputs: (how the bad path is made in a folder, what the one-line message says).
+BAD_INPUTS = {
+    "missing": (lambda d: d / "nosuch.json", "no such file"),
+    "folder without results.json": (lambda d: d, "results.json: no such file"),
+    "empty": (lambda d: d / "results.json", "empty file", ""),
+    "truncated": (lambda d: d / "results.json", "not valid JSON (truncated? Unterminated string",
+                  json.dumps(synthetic(), indent=1)[:3000]),
+    "list": (lambda d: d / "results.json", 'not a claims results.json (no "records" list)', "[1, 2, 3]"),
+    "pytest-json-report": (lambda d: d / "report.json", 'no "records" list',
+                           json.dumps({"created": 1.0, "exitcode": 0, "summary": {"passed": 1},
+                                       "tests": [{"nodeid": "t.py::test_a", "outcome": "passed"}]})),
+    "record without claim": (lambda d: d / "results.json", 'record 3, claims/test_x.py::test_consistency'
+                             '[smollm2-135m], has no "claim" string', _no_claim()),
+    "syrupy snapshot": (lambda d: d / "test_T6.json", 'no "records" list',
+                        json.dumps({"_tolerance": {"rtol": 1e-3, "atol": 1e-6}, "mean_delta_causal": 0.0143})),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+@pytest.mark.parametrize("cmd", ["build BAD", "compare good BAD", "compare BAD good"])
+def test_unreadable_input_is_one_line_and_exit_2(tmp_path, capsys, case, cmd):
+    make, says, *text = BAD_INPUTS[case]
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "results.json").write_text(json.dumps(synthetic()))
+    (tmp_path / "bad").mkdir()
+    bad = make(tmp_path / "bad")
+    if text:
+        bad.write_text(text[0])
+    before = sorted((tmp_path / "bad").rglob("*"))
+    argv = [{"BAD": str(bad), "good": str(tmp_path / "good")}.get(w, w) for w in cmd.split()]
+    assert report.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.endswith("\n") and len(err.splitlines()) == 1
+    assert err.startswith(f"harness.report: {bad}") and says in err
+    assert sorted((tmp_path / "bad").rglob("*")) == before  # no report.md, report.html or figures/
+
+
+def test_usage_error_exits_2():
+    with pytest.raises(SystemExit) as e:
+        report.main(["compare", "only-one.json"])
+    assert e.value.code == 2
+
+
+def test_compare_says_when_settings_or_models_differ(tmp_path, capsys):
+    old, new = synthetic(), synthetic()
+    new["settings"] = {"n_prompts": 16, "seq_len": 128, "seed": 3}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    assert report.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 0  # nothing moved
+    lines = capsys.readouterr().out.splitlines()
+    assert "0 change(s)" in lines[0] and lines[1].startswith("settings differ: n_prompts 8 -> 16, seed (unset) -> 3 (")
+    new["models"], new["records"] = MODELS[:1], [r for r in new["records"] if r["model"] == MODELS[0]]
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    assert report.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("settings differ: n_prompts 8 -> 16, seed (unset) -> 3")
+    assert lines[2].startswith("models differ: smollm2-135m, qwen-tiny -> smollm2-135m (")
+    assert "test only in old" in "\n".join(lines[3:])
