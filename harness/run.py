@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from . import devices, stability
-from .claim_registry import CLAIMS
+from . import corpus, devices, stability
+from .claim_registry import CLAIMS, length_past_window
 from .known_outcomes import test_function
 from .models import REGISTRY, UnknownModelError, get_spec, names
 from .paths import KNOWN_OUTCOMES, STABILITY
 from .report import write_run
-from .session import Settings
+from .session import Settings, pow2_len
 from .snapshots import Baselines
 from .verdict import VERDICTS, verdict_of
 
@@ -52,6 +52,39 @@ def selected_models(option: str) -> tuple[str, ...]:
                                 f"(tests/ builds them itself), never the paper's claims; choose bundled or paper "
                                 f"models ({', '.join(names('bundled') + names('paper'))})")
     return tuple(dict.fromkeys(out))
+
+
+def prompt_sets(settings: Settings, spec) -> list[tuple[int, int, str]]:
+    """(prompts, tokens each, which options or claim ask for it) of every topic prompt set a run of the claims
+    draws on ``spec`` (the run's, the probes', T7's 512-token bins, T8 past a sliding window)."""
+    s, t7 = settings, CLAIMS["T7"].threshold("seq_len")
+    out = [(s.n_prompts, s.seq_len, "--n-prompts and --seq-len"),
+           (s.n_probe_prompts, s.seq_len, "--n-probe-prompts and --seq-len"),
+           (s.n_prompts, max(s.seq_len, t7), f"T7's query bins at {t7} tokens or --seq-len, with --n-prompts")]
+    if spec.sliding_window:
+        out.append((s.n_prompts, length_past_window(spec.sliding_window, s.seq_len),
+                    "T8 past the sliding window, with --n-prompts"))
+    return out
+
+
+def corpus_problems(settings: Settings, specs) -> list[str]:
+    """One line per prompt set the corpus certainly cannot fill for a model whose token budget the registry
+    records (``ModelSpec.corpus_tokens``), with what does fit; one that may not (it depends on the documents drawn)
+    fails in the run with ``corpus.CorpusTooSmall``."""
+    out = []
+    for spec in specs:
+        budget = spec.corpus_tokens.get(settings.corpus)
+        for n, length, what in prompt_sets(settings, spec) if budget else []:
+            if corpus.fits(budget, n, length) is False:
+                total, longest = budget
+                longest_fit, most = pow2_len(total // (n // 4) - longest), 4 * (total // (length + longest))
+                fit = [f"{n} prompts of at most {longest_fit} tokens"] if longest_fit else []
+                fit += [f"{most} prompts of {length} tokens"] if most else []
+                out.append(f"{what}: {n} prompts of {length} tokens need {n // 4 * length} tokens per topic; the "
+                           f"{settings.corpus!r} corpus's smallest topic has {total} in {spec.name}'s tokenizer"
+                           + (f"; it fills {' or '.join(fit)}" if fit else "")
+                           + ("" if settings.corpus == "bbc" else " (or use --corpus bbc)"))
+    return out[:1]
 
 
 def check_writable(folder: Path, option: str) -> None:
@@ -92,11 +125,13 @@ class RunContext:
         except devices.DeviceError as e:
             raise pytest.UsageError(str(e)) from None
         models = selected_models(o("--models"))
-        for problem in requested.model_problems([REGISTRY[m] for m in models]):
-            raise pytest.UsageError(problem)
         report_dir = None if o("--no-report") else Path(o("--report-dir"))
-        if report_dir is not None:
-            check_writable(report_dir, "--report-dir")
+        if not hasattr(config, "workerinput"):  # once, on the controller: xdist workers get the same options
+            specs = [REGISTRY[m] for m in models]
+            for problem in requested.context_problems(specs) + corpus_problems(requested, specs):
+                raise pytest.UsageError(problem)
+            if report_dir is not None:
+                check_writable(report_dir, "--report-dir")
         key = requested.numbers_key()
         return cls(settings=dataclasses.replace(requested, device=device), requested=requested,
                    models=models,

@@ -145,14 +145,14 @@ class Figures:
 
     def _snapshot_moves(self) -> list[str]:
         """The figures that moved against the committed snapshot just compared (syrupy keeps what it recalled)."""
-        from .snapshots import moved_figures
+        from .snapshots import ATOL, RTOL, moved_figures
 
         recalled = self.snapshot.executions[self.snapshot.num_executions - 1].recalled_data
         if recalled is None:
             return ["no snapshot committed for this test"]
         stored = json.loads(recalled)
         tol = stored.pop("_tolerance", {})
-        return moved_figures(self.values, stored, tol.get("rtol", 1e-3), tol.get("atol", 1e-6)) or [
+        return moved_figures(self.values, stored, tol.get("rtol", RTOL), tol.get("atol", ATOL)) or [
             "the snapshot differs in form (not a figure value)"]
 
     def check_paper(self) -> None:

@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -80,7 +81,12 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
     """The bundled GGUF converted to a plain safetensors folder (dequantized fp32), once: the folder is verified
     against the manifest written at conversion on every load and converted again when damaged (harness.cache)."""
     gguf = bundled_gguf(spec)
-    folder = cache_root() / "converted" / spec.name
+    fingerprint = _fingerprint(gguf)
+    folder = cache_root() / "converted" / f"{spec.name}-{fingerprint}"  # one folder per source and transformers
+    legacy = cache_root() / "converted" / spec.name  # version: venvs sharing a cache never convert over each other
+    if (legacy / cache.MARKER).is_file():  # the layout before manifests; never verified, so never used
+        shutil.rmtree(legacy, ignore_errors=True)
+        (legacy.parent / f".{spec.name}.lock").unlink(missing_ok=True)
 
     def convert(into: Path) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -97,7 +103,7 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
         tok.save_pretrained(into)
         log(f"[abspos] converted {spec.name} in {time.time() - t0:.0f}s")
 
-    return cache.ensure(folder, _fingerprint(gguf), convert, log, what=spec.name, note={"gguf": str(gguf)})
+    return cache.ensure(folder, fingerprint, convert, log, what=spec.name, note={"gguf": str(gguf)})
 
 
 def ensure_available(spec: ModelSpec) -> None:

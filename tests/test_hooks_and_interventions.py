@@ -15,6 +15,7 @@ from harness import interventions as iv
 from harness.edits import (
     Bidirectional,
     Directions,
+    Edit,
     IdentityRope,
     ReplaceEmbedding,
     ScrambledRope,
@@ -323,3 +324,35 @@ def test_hooks_receive_their_point_with_its_layer(tiny):
     with tiny.hooks({"blocks.1.attn.hook_pattern": record, "blocks.0.hook_resid_post": record, "hook_embed": record}):
         logits(tiny, ids())
     assert set(seen) == {("blocks.1.attn.hook_pattern", 1), ("blocks.0.hook_resid_post", 0), ("hook_embed", None)}
+
+
+class Explodes(Edit):
+    """An edit whose hook raises in the middle of the forward pass (review I3)."""
+
+    label = "explodes"
+
+    def apply(self, model):
+        def boom(h, name):
+            raise RuntimeError("boom mid-forward")
+        return model.hooks({"blocks.0.hook_resid_post": boom})
+
+
+@pytest.mark.parametrize("edits", [(Bidirectional(), IdentityRope(), ScrambledRope(seed=1)),
+                                   (Bidirectional(), ZeroHeads(((0, 1),)), Explodes())], ids=["together", "raising"])
+def test_a_session_capture_with_several_edits_leaves_the_model_as_it_was(edits):
+    """Review I1, I2: a capture under several edits at once (one of them raising mid-forward) restores the model."""
+    from harness.corpus import PromptSet
+    from harness.reads import ResidNorms, Run
+    from harness.session import Session, Settings
+
+    s = Session(Settings(n_prompts=12, seq_len=16), log=lambda *a: None, progress=False)
+    m = s.model("tiny-llama")
+    x = ids(n=16, batch=12)
+    before = logits(m, x)
+    prompts = PromptSet(x, np.repeat(np.arange(4), 3), ("a", "b", "c", "d"), "t")
+    if any(isinstance(e, Explodes) for e in edits):
+        with pytest.raises(RuntimeError, match="boom mid-forward"):
+            s.capture(m, Run(prompts, edits=edits), ResidNorms())
+    else:
+        s.capture(m, Run(prompts, edits=edits), ResidNorms())
+    assert torch.equal(before, logits(m, x)) and no_hooks_left(m)

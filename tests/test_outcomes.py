@@ -56,7 +56,7 @@ def known(check: str, measured: str) -> list:
     return [{"settings": Settings().verdict_key(), "check": check, "measured": measured}]
 
 
-def run_crafted(tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict, str]:
+def run_crafted(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict, str]:
     (tmp_path / "test_crafted.py").write_text(CRAFTED)
     snap = tmp_path / "__snapshots__" / "test_crafted"
     snap.mkdir(parents=True)
@@ -73,7 +73,7 @@ def run_crafted(tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict, str]
                         "harness.pytest_plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
                         "--models", m, "--known-outcomes", str(tmp_path / "known.json"),
                         "--stability-record", str(tmp_path / "no-stability.json"),
-                        "--report-dir", str(tmp_path / "reports"), "-q"],
+                        "--report-dir", str(tmp_path / "reports"), "-q", *extra],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
@@ -103,6 +103,14 @@ def test_each_outcome_is_recorded_under_its_own_verdict(crafted, test, verdict, 
     assert r["reason"].startswith(says), r["reason"]
     assert "RECORDED TEXT" not in r["reason"]
     assert says.split(": re-take")[0][:60] in report
+
+
+@pytest.mark.parametrize("tb", ["no", "line", "native", "short"])
+def test_the_reason_is_kept_whatever_the_traceback_style(tmp_path, tb):
+    """Review R8: with pytest's default --tb, results.json kept only 'harness/claims.py:35: ClaimNotHeld'."""
+    _, records, _ = run_crafted(tmp_path, f"--tb={tb}")
+    assert records["test_T6_rope_ablations_raise_leakage_alike"]["reason"].startswith("crafted: not held, no record")
+    assert records["test_T5_top30_heads_significant_after_fdr"]["reason"].startswith("RuntimeError: crafted crash")
 
 
 def test_a_not_held_claim_names_its_assertion_and_a_changed_assertion_is_not_the_known_outcome(crafted):

@@ -107,11 +107,19 @@ def test_snapshot_drift_fails_a_held_claim_as_a_harness_error(tmp_path):
     ("--device", "nonsense", "--device nonsense: not a torch device; expected cpu, cuda, cuda:<index> or mps"),
     ("--dtype", "int8", "argument --dtype: invalid choice: 'int8'"),
     ("--corpus", "nosuch", "argument --corpus: invalid choice: 'nosuch'"),
-    ("--seq-len", "16384", "--seq-len 16384: longer than the context of smollm2-135m (8192 tokens); at most 8192"),
+    ("--seq-len", "100000", "--seq-len 100000: must be 8 times a power of two"),
+    ("--seq-len", "16384", "--seq-len 16384: longer than the context of smollm2-135m (8192 tokens) (their context "
+                           "allows at most 8192)"),
     ("--seq-len", "131072", "--seq-len 131072: longer than the context of smollm2-135m (8192 tokens), "
-                            "gemma3-270m (32768 tokens), qwen2.5-coder-0.5b (32768 tokens); at most 8192"),
-    ("--seq-len", "32768", "--seq-len 32768: 16 prompts per topic need more tokens than the 'wiki' corpus's smallest "
-                           "topic holds (488666 bytes); at most 16384 at 64 prompts"),
+                            "gemma3-270m (32768 tokens), qwen2.5-coder-0.5b (32768 tokens) (their context allows at "
+                            "most 8192)"),
+    ("--seq-len", "8192", "--n-probe-prompts and --seq-len: 64 prompts of 8192 tokens need 131072 tokens per topic; "
+                          "the 'wiki' corpus's smallest topic has 102696 in smollm2-135m's tokenizer; it fills 64 "
+                          "prompts of at most 4096 tokens or 44 prompts of 8192 tokens (or use --corpus bbc)"),
+    ("--seq-len", "32768", "--n-prompts and --seq-len: 16 prompts of 32768 tokens need 131072 tokens per topic; the "
+                           "'wiki' corpus's smallest topic has 104417 in qwen2.5-coder-0.5b's tokenizer"),
+    ("--n-prompts", "1024", "T7's query bins at 512 tokens or --seq-len, with --n-prompts: 1024 prompts of 512 tokens "
+                            "need 131072 tokens per topic"),
     ("--report-dir", "/proc/forbidden", "--report-dir /proc/forbidden: not writable"),
     ("--report-dir", "/dev/null/x", "--report-dir /dev/null/x: not writable"),
 ])

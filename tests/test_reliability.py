@@ -9,7 +9,8 @@ Where each case of the review's table is tested:
 - W1-W7 (paper weights), C1-C5 (cache faults), K1 (concurrent conversion), a failed load not retried: here.
 - D1-D2 (determinism): ``test_two_runs_give_identical_figures`` here; S1-S3 (snapshots, strict xfail):
   tests/test_plugin.py and tests/test_outcomes.py; R1-R8 (report tool): tests/test_report.py;
-  I1-I5 (interventions undo themselves): tests/test_hooks_and_interventions.py.
+  I1-I5 (interventions undo themselves, alone, together, raising mid-forward or interrupted, and a failing hook
+  install): tests/test_hooks_and_interventions.py (conditions are typed edits now: an unknown one cannot be named).
 """
 
 import json
@@ -22,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import cache, weights
-from harness.models import WeightsUnavailable, WrongWeights, get_spec
+from harness import cache, corpus, weights
+from harness.models import WeightsUnavailable, WrongWeights, get_spec, names
 from harness.session import ModelLoadFailed, Session, Settings
 
 # ---- the conversion cache (C1-C5, K1) ------------------------------------------------------------------
@@ -121,6 +122,46 @@ def test_files_are_readable_by_every_user_of_a_shared_cache(converted):
         p.name: 0o644 for p in converted.iterdir()}
 
 
+def test_leftovers_of_a_killed_swap_are_removed(converted):
+    """Review: a conversion killed between its two renames leaves .<name>.old-<pid> (a whole model) behind."""
+    old = converted.parent / ".m.old-99999"
+    old.mkdir()
+    (old / "model.safetensors").write_bytes(b"\0" * 64)
+    (converted / "config.json").unlink()
+    cache.ensure(converted, FP, fake_convert(), log=lambda *a: None)
+    assert not old.exists() and cache.problem(converted, FP) is None
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symlink_in_place_of_the_folder_is_replaced(tmp_path, dangling):
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    folder = tmp_path / "converted" / "m"
+    folder.parent.mkdir()
+    folder.symlink_to(tmp_path / "gone" if dangling else target)
+    cache.ensure(folder, FP, fake_convert(), log=lambda *a: None)
+    assert not folder.is_symlink() and cache.problem(folder, FP) is None
+    assert sorted(p.name for p in folder.parent.iterdir()) == [".m.lock", "m"]
+
+
+def test_a_folder_changing_while_it_is_checked_is_checked_again(converted, monkeypatch):
+    def vanished(folder, fingerprint):
+        raise FileNotFoundError(2, "No such file or directory")
+    monkeypatch.setattr(cache, "_problem", vanished)
+    assert cache.problem(converted, FP) == "could not be read (No such file or directory)"
+
+
+def test_a_damaged_cache_in_a_folder_this_user_cannot_write_is_one_line(converted, monkeypatch):
+    """Review: the lock file is shared (0666), so without a writable folder the conversion failed in mkdir."""
+    (converted / "config.json").unlink()
+    monkeypatch.setattr(os, "access", lambda path, mode: not mode & os.W_OK)
+    calls = []
+    with pytest.raises(cache.CacheError) as e:
+        cache.ensure(converted, FP, fake_convert(calls), what="m")
+    assert calls == [] and "\n" not in str(e.value) and "has lost config.json, and" in str(e.value)
+    assert str(e.value).endswith("is not writable here (Permission denied): set ABSPOS_CACHE to a folder of your own")
+
+
 def test_an_unreadable_file_is_named(converted, monkeypatch):
     monkeypatch.setattr(os, "access", lambda path, mode: Path(path).name != "model.safetensors")
     assert cache.problem(converted, FP) == "has model.safetensors unreadable by this user"
@@ -196,7 +237,7 @@ def real_conversion():
 def test_a_truncated_real_conversion_is_repaired_and_loads_the_same_model(real_conversion, tmp_path, monkeypatch):
     """Review C1 end to end: the bundled SmolLM2 conversion, truncated, is converted again with one line and gives
     the same weights (the intact file's hash, recorded at conversion)."""
-    copy = tmp_path / "converted" / "smollm2-135m"
+    copy = tmp_path / "converted" / real_conversion.name
     shutil.copytree(real_conversion, copy)
     _truncate(copy / "model.safetensors")
     monkeypatch.setenv("ABSPOS_CACHE", str(tmp_path))
@@ -207,6 +248,18 @@ def test_a_truncated_real_conversion_is_repaired_and_loads_the_same_model(real_c
         f"538090408 (truncated or replaced); converting again"]
     assert cache.sha256(copy / "model.safetensors") == \
         json.loads((real_conversion / cache.MARKER).read_text())["files"]["model.safetensors"]["sha256"]
+
+
+def test_the_layout_before_manifests_is_removed_not_used(real_conversion, tmp_path, monkeypatch):
+    """A folder converted by the harness before manifests (converted/<name>, never verified) is deleted; the
+    conversion lives in converted/<name>-<fingerprint of the GGUF and transformers version>."""
+    legacy = tmp_path / "converted" / "smollm2-135m"
+    legacy.mkdir(parents=True)
+    (legacy / cache.MARKER).write_text('{"fingerprint": "x"}')
+    shutil.copytree(real_conversion, tmp_path / "converted" / real_conversion.name)
+    monkeypatch.setenv("ABSPOS_CACHE", str(tmp_path))
+    assert weights.converted_folder(get_spec("smollm2-135m"), log=print).name == real_conversion.name
+    assert not legacy.exists()
 
 
 # ---- paper weights (W1-W7) ----------------------------------------------------------------------------
@@ -349,3 +402,61 @@ def test_a_report_that_fails_to_build_keeps_the_results(tmp_path, capsys, monkey
     out = report.write_run(tmp_path, "run-y", [RECORD], Settings(), ["m"])
     assert json.loads((out / "results.json").read_text())["records"] == [RECORD]
     assert "the report could not be built (ZeroDivisionError" in capsys.readouterr().err
+
+
+# ---- prompt sets the corpus can fill (U9) --------------------------------------------------------------
+
+@pytest.mark.parametrize("n_prompts, seq_len, expected", [
+    (16, 200, True),  # 4 per topic x (200 + longest 50) = 1000 <= 1000: whatever documents are drawn
+    (16, 201, None),  # 4 x 251 > 1000 >= 4 x 201: depends on the documents drawn
+    (16, 250, None),  # exactly full if no document is cut
+    (16, 251, False),  # 4 x 251 = 1004 > 1000 tokens: never
+    (20, 200, None),
+])
+def test_a_corpus_fills_a_prompt_set_by_its_token_budget(n_prompts, seq_len, expected):
+    assert corpus.fits((1000, 50), n_prompts, seq_len) is expected
+
+
+@pytest.mark.parametrize("name", names("bundled"))
+@pytest.mark.parametrize("source", ["wiki", "bbc"])
+def test_the_registry_token_budgets_are_the_tokenizers_own(name, source):
+    """ModelSpec.corpus_tokens (what configure-time checks use) recounted with the model's tokenizer, where its
+    conversion is cached."""
+    from transformers import AutoTokenizer
+
+    root = weights.cache_root() / "converted"
+    folders = [f for f in root.glob(f"{name}-*") if cache.problem(f, f.name.rsplit("-", 1)[1]) is None] \
+        if root.is_dir() else []
+    if not folders:
+        pytest.skip(f"{name} is not converted in {root} yet")
+    tok = AutoTokenizer.from_pretrained(folders[0])
+    assert tuple(get_spec(name).corpus_tokens[source]) == corpus.token_budget(tok, source)
+
+
+def test_a_prompt_set_the_corpus_cannot_fill_fails_once_with_one_line(monkeypatch):
+    calls = []
+
+    def too_small(*args, **kwargs):
+        calls.append(args)
+        raise corpus.CorpusTooSmall("topic 'People' of the 'wiki' corpus ran out of text for 64 prompts of 8192 tokens")
+
+    monkeypatch.setattr(corpus, "topic_prompts", too_small)
+    s = Session(Settings(), log=lambda *a: None)
+    m = s.model("tiny-llama")
+    for _ in range(3):
+        with pytest.raises(corpus.CorpusTooSmall, match="ran out of text for 64 prompts of 8192 tokens"):
+            s.prompts(m, n_prompts=64, seq_len=8192)
+    assert len(calls) == 1
+
+
+def test_the_corpus_message_names_the_options():
+    spec = get_spec("smollm2-135m")
+
+    class Tok:
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": list(range(len(text.split())))}
+
+    with pytest.raises(corpus.CorpusTooSmall) as e:
+        corpus.topic_prompts(Tok(), spec, 16, 1 << 20)
+    assert "\n" not in str(e.value) and str(e.value).endswith(
+        "use fewer or shorter prompts (--n-prompts, --n-probe-prompts, --seq-len) or --corpus bbc")
