@@ -24,8 +24,15 @@ Reader = Callable[[torch.Tensor], torch.Tensor]
 
 
 class Progress:
-    """One status line per batch on stderr: model, what, prompts done, time left. Off when the caller says
-    so (the run context is quiet under CI) or with ABSPOS_PROGRESS=0."""
+    """Status of a capture on the terminal: on a terminal, one line updated per batch (model, what, prompts done,
+    time left) and left as a summary when done; elsewhere (a log file) the summary line alone. Off when the caller
+    says so (the run context is quiet under CI) or with ABSPOS_PROGRESS=0.
+
+    ``Progress.write`` (text, is it a terminal) is where lines go: stderr by default; the pytest plugin points it
+    at pytest's terminal past its output capture, so a normal ``pytest claims`` run shows progress as it goes."""
+
+    write: Callable[[str], None] | None = None
+    tty: bool | None = None
 
     def __init__(self, label: str, total: int, enabled: bool = True):
         self.label, self.total, self.t0 = label, total, time.time()
@@ -34,11 +41,20 @@ class Progress:
     def update(self, done: int) -> None:
         if not self.enabled:
             return
+        write = Progress.write or _stderr
+        tty = sys.stderr.isatty() if Progress.tty is None else Progress.tty
         el = time.time() - self.t0
-        left = el / done * (self.total - done) if done else 0.0
-        end = "\n" if done >= self.total else "\r"
-        sys.stderr.write(f"\r[abspos] {self.label}: {done}/{self.total} prompts, {el:.0f}s, ~{left:.0f}s left{end}")
-        sys.stderr.flush()
+        if done >= self.total:
+            write(f"\r[abspos] {self.label}: {self.total} prompts in {el:.1f}s\x1b[K\n" if tty else
+                  f"[abspos] {self.label}: {self.total} prompts in {el:.1f}s\n")
+        elif tty:
+            left = el / done * (self.total - done) if done else 0.0
+            write(f"\r[abspos] {self.label}: {done}/{self.total} prompts, {el:.0f}s, ~{left:.0f}s left\x1b[K")
+
+
+def _stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
 
 
 class Workload:

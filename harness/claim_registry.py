@@ -229,7 +229,8 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         {"test_T1_highest_sink_positions_are_at_chance": NO_BOS_T1,
          "test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller": EVERY_MODEL},
         "`probes.topic_probe_grid`, `probes.above_chance`, `sinks.sink_magnitude_by_layer`",
-        figures=(F("sink_by_layer_position"), F("probe_accuracy_by_layer_position"), F("chance"), F("top_sink_cells"),
+        figures=(F("sink_by_layer_position", "sink_vs_probe.sink"), F("probe_accuracy_by_layer_position", "sink_vs_probe"),
+                 F("chance", "sink_vs_probe.chance"), F("top_sink_cells"),
                  F("top_content_cells"), F("min_top_sink"), F("max_sink_at_top_content_cells"),
                  F("sink_ratio_top_sink_over_top_content"), F("decodable_cells"), F("max_sink_at_decodable_cells")),
         thresholds={"orders_smaller": T(150, "the positions decodable above chance have attention magnitudes three "
@@ -353,7 +354,7 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
                                                      MISTRAL: magnitude(0.161)}),
                  F("first_bin_causal_mask_share", paper={LLAMA_3B: share(0.61), QWEN: share(0.80), MISTRAL: share(0.49)}),
                  F("first_bin_over_second"), F("first_bin_share_of_causal_profile"), F("first_bin_gap_ci"),
-                 F("gap_by_bin"), F("last_bin_gap_over_first_bin_gap"), F("later_bins_apart")),
+                 F("gap_by_bin", "bin_profile.gap"), F("last_bin_gap_over_first_bin_gap"), F("later_bins_apart")),
         thresholds={
             "seq_len": T(512, "We aggregate contributions into seven bins of the query position",
                          "seven doubling bins from [0, 8) end at 512: T7 runs on 512-token prompts (the run's "
@@ -397,14 +398,15 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         "T9a", "§5.7, App. A", "position-0 activation has zero cross-prompt std at every layer; position 1 does not",
         {"test_T9a_position0_state_is_identical_across_prompts": EVERY_MODEL},
         "`sinks.cross_prompt_std`",
-        figures=(F("max_std_position0"), F("min_std_position1"), F("std_position1_by_layer")),
+        figures=(F("max_std_position0", "layer_profile.zero"), F("min_std_position1"),
+                 F("std_position1_by_layer", "layer_profile")),
         thresholds={"exact": T(0.0, "the activation at every layer is bit-identical across prompts when the token "
                                     "at position is fixed.", "the cross-prompt std is exactly 0")}),
     ClaimSpec(
         "T9b", "App. A", "position-0 norm is more than 10× the typical mid-sequence norm",
         {"test_T9b_position0_norm_exceeds_mid_sequence_tenfold": EVERY_MODEL},
         "`sinks.norm_ratio_position0`",
-        figures=(F("norm_ratio_by_layer"), F("layers_over_10x"), F("peak_ratio")),
+        figures=(F("norm_ratio_by_layer", "layer_profile"), F("layers_over_10x"), F("peak_ratio")),
         thresholds={"norm_factor": T(10, "the norm at position is more than an order of magnitude larger than the "
                                          "typical mid-sequence norm at downstream positions",
                                      "more than 10x, at the majority of decoder layers")}),
@@ -436,8 +438,8 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         "`scaling.compare_aic`, `leakage.uniform_pairs`",
         figures=(F("lengths", "length_scaling.x"), F("delta_r2_by_length", "length_scaling"),
                  F("power_law_prediction", "length_scaling.fit"), F("piecewise_prediction", "length_scaling.fit"),
-                 F("power_law_exponent"), F("piecewise_breakpoint"), F("interior_breakpoint"),
-                 F("delta_aic_power_minus_piecewise")),
+                 F("power_law_exponent"), F("piecewise_breakpoint"), F("interior_breakpoint", "length_scaling.interior"),
+                 F("delta_aic_power_minus_piecewise", "length_scaling.aic")),
         thresholds={"aic_margin": T(2.0, "A piecewise model that is flat below and decays as above is preferred over "
                                          "a single power law by AIC by .",
                                     "ΔAIC > 2, the usual evidence threshold (the margin was lost in extraction)")}),
@@ -462,8 +464,9 @@ CLAIMS: Mapping[str, ClaimSpec] = _claims(
         "T12", "App. B", "rank-1 MLP ablation removes MLP output norm without lowering topic-probe accuracy",
         {"test_T12_rank1_mlp_ablation_removes_norm_not_topic": EVERY_MODEL},
         "`directions.dominant_direction`, `directions.fraction_norm_removed`, `edits.Rank1MLPAblation`",
-        figures=(F("fraction_norm_removed_by_layer"), F("ablated_layers"), F("chance"),
-                 F("topic_accuracy_before"), F("topic_accuracy_after_by_ablated_layer")),
+        figures=(F("fraction_norm_removed_by_layer", "norm_removed"), F("ablated_layers", "norm_removed.x"),
+                 F("chance", "norm_removed.chance"), F("topic_accuracy_before", "norm_removed.before"),
+                 F("topic_accuracy_after_by_ablated_layer", "norm_removed.after")),
         thresholds={"layers": T(3, "Appendix B Rank-1 MLP ablation: per-layer values (the last three layers of each "
                                    "model)", "the model's last three layers, each ablated on its own"),
                     "min_norm_removed": T(0.17, "The rank- MLP ablation at removes up to of the MLP output norm at the "

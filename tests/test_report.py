@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import report  # noqa: E402
+from harness import paths, report  # noqa: E402
 
 pytest.importorskip("matplotlib")
 from harness import plots  # noqa: E402
@@ -94,8 +94,8 @@ def test_markdown_tables_per_claim_and_verdicts(built):
     assert "| mean_delta_causal | 0.0143 | 0.0143 | [0.0137, 0.0149] | held |" in rows["mean_delta_causal"]
     assert "0.1235" in rows["bidirectional_over_causal (bi / baseline)"] and "[4×6 array" in rows["sink_by_layer_head"]
     assert "| test_random_token |  |  |  |  | skipped: weights unavailable |" in md
-    assert "| model | held | not held | harness error (no verdict) | skipped |" in md  # summary per model
-    assert "| smollm2-135m | 4 | 1 | 1 | 1 |" in md
+    assert "| claim | the paper says | smollm2-135m | qwen-tiny |" in md  # the claims × models matrix, with a legend
+    assert "| T8 | " + report.claim_texts()["T8"] + " | 1 not held |" in md and "Each cell counts the claim's tests" in md
     assert 'class="not">not held: ratio grows' in html and 'class="error">harness error' in html
 
 
@@ -210,3 +210,53 @@ def test_compare_says_when_settings_or_models_differ(tmp_path, capsys):
     assert lines[1].startswith("settings differ: n_prompts 8 -> 16, seed (unset) -> 3")
     assert lines[2].startswith("models differ: smollm2-135m, qwen-tiny -> smollm2-135m (")
     assert "test only in old" in "\n".join(lines[3:])
+
+
+LEAD = ["claim", "criterion (held when)", "model", "paper", "measured [95% CI]", "verdict", "method"]
+
+
+def lead_rows(md: str) -> list[list[str]]:
+    """The lead table's rows (cells split on unescaped pipes)."""
+    lines = md.split("## Claims at a glance", 1)[1].split("\n## ", 1)[0].splitlines()
+    table = [line for line in lines if line.startswith("|")]
+    split = [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]] for line in table]
+    assert split[0] == LEAD, split[0]
+    return split[2:]
+
+
+@pytest.mark.parametrize("which", ["synthetic", "committed example"])
+def test_the_report_leads_with_one_row_per_test_and_model_with_criterion_paper_and_method(built, which):
+    """Issue 15: every claim row states its criterion (with thresholds), the paper's number labelled with its
+    paper model, and links the claim's decision in METHODS.md."""
+    md = built[1] if which == "synthetic" else (paths.REPORTS / "example" / "report.md").read_text()
+    rows = lead_rows(md)
+    assert rows
+    for claim, criterion, model, paper, _measured, verdict, method in rows:
+        assert criterion and verdict and model, (claim, criterion)
+        assert re.fullmatch(rf"\[METHODS {re.escape(claim)}\]\([^)]*METHODS\.md#decision-{claim.lower()}\)", method)
+    if which == "committed example":  # every claim test there has a registry criterion and the paper's number
+        from harness.criteria import CRITERIA
+
+        assert {r[1] for r in rows} <= {c.words(cid) for cid in report.CLAIMS for t, c in CRITERIA.items()
+                                         if t in report.CLAIMS[cid].tests}
+        assert all(r[3].startswith("paper") for r in rows)
+        t6 = [r for r in rows if r[0] == "T6" and r[1].startswith("bidirectional")]
+        assert t6 and all("paper, Llama-3.2-3B: 0.35" in r[3] for r in t6)
+
+
+def test_a_run_records_its_provenance_and_the_report_shows_it(tmp_path):
+    """Issue 15: commit and dirty flag, machine, versions, the pytest selection, each model's weights and caveat."""
+    from harness.session import Settings
+
+    rec = {"test": "claims/t.py::test_T9a_position0_state_is_identical_across_prompts[smollm2-135m]", "claim": "T9a",
+           "model": "smollm2-135m", "outcome": "passed", "verdict": "held", "figures": [], "seconds": 1.0}
+    out = report.write_run(tmp_path, "run-p", [rec], Settings(), ["smollm2-135m"], ["claims", "-k", "T9a"])
+    p = json.loads((out / "results.json").read_text())["provenance"]
+    assert len(p["code"]["commit"]) == 40 and isinstance(p["code"]["dirty"], bool)
+    assert p["machine"]["cpu"] and p["selection"] == ["claims", "-k", "T9a"]
+    assert "instruction-tuned" in p["models"]["smollm2-135m"]["caveat"]
+    versions = json.loads((out / "results.json").read_text())["versions"]
+    assert {"torch", "transformers", "accelerate", "tokenizers", "syrupy"} <= set(versions)
+    md = (out / "report.md").read_text()
+    assert "selection: claims -k T9a" in md and "| smollm2-135m | instruction-tuned (SmolLM2-135M-Instruct)" in md
+    assert (out / "summary.md").read_text().startswith("## abspos claims — run-p\n\n| claim | the paper says |")

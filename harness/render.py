@@ -1,0 +1,123 @@
+"""A report as a list of blocks, rendered as Markdown (report.md, the job summary) or self-contained HTML.
+
+Blocks: ``("h1", text)``, ``("h2", text, anchor)``, ``("p", text)``, ``("table", header, rows)``,
+``("img", title, path)``, ``("details", summary, blocks)`` (folded detail), ``("toc", [(text, anchor)])``.
+A table cell is a string, ``(text, css class)`` or a ``Link``; a paragraph may be a list of strings and Links.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from pathlib import Path
+from typing import NamedTuple
+
+
+class Link(NamedTuple):
+    text: str
+    href: str
+
+
+def fmt(v, n: int = 6) -> str:
+    """A figure's value in a table cell: 4 significant digits, lists shortened, nested arrays as their shape."""
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list):
+        if any(isinstance(x, list) for x in v):
+            shape = f"{len(v)}×{max(len(x) if isinstance(x, list) else 1 for x in v)}"
+            flat = [y for x in v for y in (x if isinstance(x, list) else [x])
+                    if isinstance(y, (int, float)) and math.isfinite(y)]
+            return f"[{shape} array{f', {min(flat):.4g}…{max(flat):.4g}' if flat else ''}]"
+        return f"[{', '.join(fmt(x) or 'null' for x in v[:n])}{f', … ({len(v)})' if len(v) > n else ''}]"
+    if isinstance(v, dict):
+        items = list(v.items())
+        return "{" + ", ".join(f"{k}: {fmt(x)}" for k, x in items[:4]) + (", …" if len(items) > 4 else "") + "}"
+    return str(v)
+
+
+def _text(cell) -> str:
+    return cell.text if isinstance(cell, Link) else cell[0] if isinstance(cell, tuple) else str(cell)
+
+
+# ---- Markdown ---------------------------------------------------------------------------------------
+
+def _md_inline(c) -> str:
+    if isinstance(c, list):
+        return "".join(_md_inline(x) for x in c)
+    if isinstance(c, Link):
+        return f"[{c.text}]({c.href})"
+    return _text(c)
+
+
+def to_markdown(blocks: list, base: Path) -> str:
+    cell = lambda c: _md_inline(c).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    out = []
+    for b in blocks:
+        kind = b[0]
+        if kind == "table":
+            out += ["| " + " | ".join(cell(c) for c in b[1]) + " |", "|" + "---|" * len(b[1])]
+            out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in b[2]] + [""]
+        elif kind == "img":
+            out += [f"![{b[1]}]({b[2].relative_to(base).as_posix()})", ""]
+        elif kind == "details":
+            out += [f"<details><summary>{html.escape(b[1])}</summary>", "", to_markdown(b[2], base), "</details>", ""]
+        elif kind == "toc":
+            out += [f"- [{text}](#{anchor})" for text, anchor in b[1]] + [""]
+        elif kind == "h2":
+            out += [f'<a id="{b[2]}"></a>', "", f"## {b[1]}", ""] if len(b) > 2 else [f"## {b[1]}", ""]
+        else:
+            out += [{"h1": "# ", "p": ""}[kind] + _md_inline(b[1]), ""]
+    return "\n".join(out)
+
+
+# ---- HTML ---------------------------------------------------------------------------------------------
+
+CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}th,td{border:1px solid #ccc;padding:3px 6px;
+text-align:left;vertical-align:top}th{background:#f0f0f0;position:sticky;top:0}td.held{background:#e6f4e6}
+td.not{background:#fbe3e3}td.skip{color:#777}td.stale{background:#fff3cd}td.error{background:#e0e0e0;
+font-weight:bold}figure{margin:1em 0;display:inline-block;vertical-align:top}img{max-width:100%}
+figcaption{font-size:12px;color:#555}details{margin:.3em 0 1em}summary{cursor:pointer;color:#245}
+h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}nav ul{columns:3;font-size:13px}"""
+
+
+def _html_inline(c) -> str:
+    if isinstance(c, list):
+        return "".join(_html_inline(x) for x in c)
+    if isinstance(c, Link):
+        return f'<a href="{html.escape(c.href)}">{html.escape(c.text)}</a>'
+    return html.escape(_text(c))
+
+
+def _html_blocks(blocks: list) -> list[str]:
+    e = html.escape
+    cell = lambda tag, c: (f'<{tag} class="{c[1]}">{e(c[0])}</{tag}>' if isinstance(c, tuple) and not  # noqa: E731
+                           isinstance(c, Link) and c[1] else f"<{tag}>{_html_inline(c)}</{tag}>")
+    body = []
+    for b in blocks:
+        kind = b[0]
+        if kind == "table":
+            body.append("<table><tr>" + "".join(cell("th", c) for c in b[1]) + "</tr>"
+                        + "".join("<tr>" + "".join(cell("td", c) for c in row) + "</tr>" for row in b[2]) + "</table>")
+        elif kind == "img":
+            data = base64.b64encode(b[2].read_bytes()).decode("ascii")
+            body.append(f'<figure><img alt="{e(b[1])}" src="data:image/png;base64,{data}">'
+                        f"<figcaption>{e(b[1])}</figcaption></figure>")
+        elif kind == "details":
+            body.append(f"<details><summary>{e(b[1])}</summary>" + "\n".join(_html_blocks(b[2])) + "</details>")
+        elif kind == "toc":
+            body.append("<nav><ul>" + "".join(f'<li><a href="#{e(a)}">{e(t)}</a></li>' for t, a in b[1]) + "</ul></nav>")
+        elif kind == "h2" and len(b) > 2:
+            body.append(f'<h2 id="{e(b[2])}">{e(b[1])}</h2>')
+        else:
+            body.append(f"<{kind}>{_html_inline(b[1])}</{kind}>")
+    return body
+
+
+def to_html(blocks: list) -> str:
+    title = html.escape(_text(blocks[0][1])) if blocks else "Claims report"
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(_html_blocks(blocks)) + "\n</body></html>\n")

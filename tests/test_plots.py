@@ -1,0 +1,330 @@
+"""The report's figures (harness/plots.py) on the committed example run and on small synthetic records: no models run.
+
+What issue 15 asks of them: at least 150 dpi, labelled axes with units, readable ticks, a title naming the claim,
+the per-layer arrays plotted, the paper's values drawn where the registry has them, a log (or symlog) y axis for
+T7's bin profile, one colour scale for T3's heatmaps, and nothing written (no crash) when the figures are absent.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+pytest.importorskip("matplotlib")
+Image = pytest.importorskip("PIL.Image")
+
+from harness import plots  # noqa: E402
+from harness.claim_registry import CLAIMS  # noqa: E402
+from harness.paths import REPORTS  # noqa: E402
+
+EXAMPLE = REPORTS / "example" / "results.json"
+
+
+def fig(name, value, ci=None, paper=None):
+    return {"name": name, "value": value, "ci": ci, "paper": paper, "note": ""}
+
+
+def rec(claim, model, figures):
+    return {"test": f"claims/t.py::test_{claim}[{model}]", "claim": claim, "model": model, "outcome": "passed",
+            "reason": "", "seconds": 0.1, "figures": figures}
+
+
+@pytest.fixture(scope="module")
+def example():
+    return json.loads(EXAMPLE.read_text())
+
+
+@pytest.fixture(scope="module")
+def built(example, tmp_path_factory):
+    """make_all on the committed example run: (the Plot list, the figures folder)."""
+    d = tmp_path_factory.mktemp("figures")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a plot skipped with a warning is a failure here
+        return plots.make_all(example, d), d
+
+
+@pytest.fixture(scope="module")
+def by_claim(example):
+    return plots.figures_by_claim(example)
+
+
+def roles(claim, by_model, kind):
+    return plots.plot_roles(claim, dict.fromkeys(n for f in by_model.values() for n in f))[kind]
+
+
+def texts(figure) -> list[str]:
+    """Every text in a figure: titles, axis labels, legend entries, annotations."""
+    return [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+
+
+def visible_axes(figure):
+    return [a for a in figure.axes if a.get_visible() and a.get_label() != "<colorbar>"]
+
+
+# ---- the committed example run, built ----------------------------------------------------------------
+
+def test_every_png_is_at_least_150_dpi(built):
+    plot_list, d = built
+    assert plots.DPI >= 150
+    pngs = sorted(d.glob("*.png"))
+    assert len(pngs) == len(plot_list) >= 15
+    for p in pngs:
+        with Image.open(p) as im:
+            dpi = im.info.get("dpi")  # the PNG's pHYs chunk
+            assert dpi is not None and round(dpi[0]) >= 150 and round(dpi[1]) >= 150, (p.name, dpi)
+            assert min(im.size) >= 500, (p.name, im.size)  # at least ~3.3 in at 150 dpi
+
+
+def test_the_per_layer_arrays_are_plotted(built):
+    plot_list, d = built
+    names = {p.path.name for p in plot_list}
+    for png in ("T1_sink_vs_probe.png", "T9a_layer_profile.png", "T9b_layer_profile.png", "T12_norm_removed.png"):
+        assert png in names and (d / png).is_file()
+    # the figures the registry declares a plot for are still drawn under the same names (report links)
+    for png in ("T7_bin_profile.png", "T8_layer_ratio.png", "T2_sink_bars.png", "T10_length_scaling.png",
+                "T3_sink_heatmap_gemma3-270m.png", "T6_ablations_smollm2-135m.png", "T11_ablations_gemma3-270m.png"):
+        assert png in names
+
+
+def test_every_title_names_its_claim_and_no_two_claims_share_one(built):
+    plot_list, _ = built
+    for p in plot_list:
+        assert p.title.startswith(f"{p.claim} — "), p.title
+        if p.model is not None:
+            assert p.title.endswith(f" — {p.model}")
+    per_model = {p.claim: p.title.rsplit(" — ", 1)[0].split(" — ", 1)[1] for p in plot_list
+                 if p.model == "gemma3-270m" and p.claim in ("T6", "T9c", "T11")}
+    assert len(set(per_model.values())) == len(per_model) >= 2
+
+
+def test_every_figure_has_labelled_axes_readable_ticks_and_a_claim_title(by_claim):
+    """Build each example figure in memory: axis labels (with units) on every visible panel, ticks >= 8 pt."""
+    built = []
+    for claim, by_model in by_claim.items():
+        kinds = plots.plot_roles(claim, dict.fromkeys(n for f in by_model.values() for n in f))
+        for kind, (_, fn) in plots.PER_CLAIM.items():
+            if kind in kinds:
+                built.append((claim, getattr(plots, f"{kind}_figure")(by_model, kinds[kind], claim=claim,
+                                                                     title=f"{claim} — x")))
+        for m, figs in by_model.items():
+            if "ablation_bars" in kinds:
+                built.append((claim, plots.ablation_bars_figure(claim, m, figs, kinds["ablation_bars"])))
+            if "sink_heatmap" in kinds:
+                built.append((claim, plots.sink_heatmap_figure(m, figs, kinds["sink_heatmap"], claim=claim)))
+    assert len(built) >= 15
+    for claim, f in built:
+        assert f is not None, claim
+        assert f.get_suptitle().startswith(f"{claim} — "), (claim, f.get_suptitle())
+        assert f.dpi >= 150
+        for ax in visible_axes(f):
+            assert ax.get_xlabel().strip(), (claim, "x label")
+            if ax.get_ylabel() == "" and ax.get_shared_y_axes().get_siblings(ax) != [ax]:
+                continue  # a panel sharing its row's y axis (the label is on the row's first panel)
+            assert ax.get_ylabel().strip(), (claim, "y label")
+            for t in ax.get_xticklabels() + ax.get_yticklabels():
+                assert t.get_fontsize() >= 8, (claim, t.get_text(), t.get_fontsize())
+        assert any("(" in ax.get_ylabel() for ax in visible_axes(f)), (claim, "a unit in parentheses")
+
+
+def test_figures_are_pure(by_claim, tmp_path):
+    """A plot function writes only its own PNG and leaves its input unchanged."""
+    by_model = by_claim["T7"]
+    before = json.dumps(by_model, sort_keys=True)
+    out = plots.bin_profile(by_model, roles("T7", by_model, "bin_profile"), tmp_path / "t7.png", claim="T7")
+    assert out == tmp_path / "t7.png" and [p.name for p in tmp_path.iterdir()] == ["t7.png"]
+    assert json.dumps(by_model, sort_keys=True) == before
+
+
+# ---- T7: a log or symlog y axis, the paper's first bins, CI bands ----------------------------------
+
+def test_profile_scale_is_log_for_positive_values_and_symlog_otherwise():
+    assert plots.profile_scale([0.28, 0.04, 3e-4], [0.14, 0.002]) == ("log", {})
+    kind, kw = plots.profile_scale([0.28, 0.0, 3e-4], [-2e-5, 0.1])
+    assert kind == "symlog" and kw["linthresh"] == pytest.approx(1e-5)
+    assert plots.profile_scale([0.1, 0.2], signed=True)[0] == "symlog"
+    assert plots.profile_scale([np.nan, 0.0])[0] == "symlog"
+
+
+def test_T7_bin_profile_uses_a_log_y_axis_and_marks_the_papers_first_bin(by_claim):
+    by_model = by_claim["T7"]
+    f = plots.bin_profile_figure(by_model, roles("T7", by_model, "bin_profile"), claim="T7", title="T7 — bins")
+    axes = visible_axes(f)
+    assert len(axes) == 3 and all(ax.get_yscale() == "log" for ax in axes)
+    assert "log scale" in axes[0].get_ylabel() and "bin (tokens)" in axes[0].get_xlabel()
+    legend = " | ".join(texts(f))
+    for paper_model, causal, bi in (("Llama-3.2-3B", 0.296, 0.114), ("Qwen2.5-3B", 0.254, 0.05),
+                                    ("Mistral-7B-v0.3", 0.313, 0.161)):
+        assert f"paper first bin, {paper_model} (± tolerance): causal {causal:g}, bidirectional {bi:g}" in legend
+
+
+def test_T7_with_zero_bins_ci_bands_and_the_gap_uses_symlog(tmp_path):
+    causal, bi = [0.28, 0.04, 0.002, 4e-4], [0.03, 0.003, 0.0, -1e-4]
+    by_model = {"smollm2-135m": {f["name"]: f for f in [
+        fig("bin_edges", [0, 8, 16, 32, 64]),
+        fig("delta_r2_by_bin_causal", causal, ci=[[c * 0.9, c * 1.1] for c in causal]),
+        fig("delta_r2_by_bin_bidirectional", bi),
+        fig("gap_by_bin", [c - b for c, b in zip(causal, bi)], ci=[[c - b - 1e-3, c - b + 1e-3] for c, b in zip(causal, bi)])]}}
+    r = roles("T7", by_model, "bin_profile")
+    assert r["gap"] == ["gap_by_bin"] and r["x"] == ["bin_edges"]
+    f = plots.bin_profile_figure(by_model, r, claim="T7")
+    profile, gap = visible_axes(f)
+    assert profile.get_yscale() == "symlog" and "symlog" in profile.get_ylabel()
+    assert gap.get_yscale() == "symlog" and "causal − bidirectional" in gap.get_ylabel()
+    assert len(profile.collections) >= 1 and len(gap.collections) >= 1  # the CI bands (fill_between)
+    assert "causal 95% CI" in texts(f) and "paired 95% CI of the gap" in texts(f)
+    assert plots.bin_profile(by_model, r, tmp_path / "t7.png", claim="T7").is_file()
+
+
+# ---- the paper's values ------------------------------------------------------------------------------
+
+def test_paper_refs_come_from_the_registry():
+    refs = plots.paper_refs("T6", "mean_delta_causal")
+    assert [r.label for r in refs] == ["paper, Llama-3.2-1B", "paper, Llama-3.2-3B", "paper, Llama-3.1-8B",
+                                       "paper, Qwen2.5-3B", "paper, Mistral-7B-v0.3"]
+    llama3b = refs[1]
+    pv = CLAIMS["T6"].figure("mean_delta_causal").paper["llama-3.2-3b"]
+    assert (llama3b.value, llama3b.tolerance) == (0.0143, pytest.approx(pv.tolerance)) and pv.tolerance > 0
+    assert plots.paper_refs("T11", "ablation:baseline") == []  # no paper number in the registry
+    assert plots.paper_refs("T6", "not_a_declared_figure") == [] and plots.paper_refs("T99", "x") == []
+    # a paper model run gets its own value only; a bundled model every paper model's
+    assert [r.model for r in plots.refs_for("T6", "mean_delta_causal", "qwen-2.5-3b")] == ["qwen-2.5-3b"]
+    assert len(plots.refs_for("T6", "mean_delta_causal", "smollm2-135m")) == 5
+    # an older results.json's recorded paper value, where the registry has none
+    assert plots.refs_for("T9a", "max_std_position0", "m", fig("max_std_position0", 0.0, paper=0.0)) == [
+        plots.PaperRef("", "paper", 0.0, 0.0)]
+    assert plots.paper_label("mistral-7b-v0.3") == "Mistral-7B-v0.3"
+
+
+def test_paper_marks_are_drawn_where_the_registry_has_values_and_only_there(by_claim):
+    t6 = by_claim["T6"]
+    f = plots.ablation_bars_figure("T6", "gemma3-270m", t6["gemma3-270m"], roles("T6", t6, "ablation_bars"))
+    legend = " | ".join(texts(f))
+    assert "paper, Llama-3.2-3B (± tolerance): 0.0143 / 0.0051 / 0.0413 / 0.0388" in legend
+    assert "paper, Llama-3.2-1B (± tolerance): 0.0121 / 0.0022 / – / –" in legend
+    assert "mean ΔR²\n(fraction of variance)" == visible_axes(f)[0].get_ylabel()
+    t11 = by_claim["T11"]
+    f = plots.ablation_bars_figure("T11", "gemma3-270m", t11["gemma3-270m"], roles("T11", t11, "ablation_bars"))
+    assert not any("paper" in t for t in texts(f)) and not f.legends and visible_axes(f)[0].get_legend() is None
+    t8 = by_claim["T8"]
+    f = plots.layer_ratio_figure(t8, roles("T8", t8, "layer_ratio"), claim="T8")
+    ax = visible_axes(f)[0]
+    dashed = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--"}
+    assert dashed == {"paper, Llama-3.2-3B mean: 0.62": 0.62, "paper, Qwen2.5-3B mean: 0.21": 0.21,
+                      "paper, Mistral-7B-v0.3 mean: 0.66": 0.66}
+    assert ax.get_xlabel() == "layer (relative depth 0–1)" and ax.get_xlim()[1] <= 1.05
+    t2 = by_claim["T2"]
+    f = plots.sink_bars_figure(t2, roles("T2", t2, "sink_bars"), claim="T2")
+    legend = " | ".join(texts(f))
+    assert "paper, Llama-3.2-1B: 0.92" in legend and "paper, Qwen2.5-3B: 1" in legend
+
+
+# ---- the other figures issue 15 names ---------------------------------------------------------------
+
+def test_T1_scatter_has_log_sink_axis_one_point_per_cell_and_chance(by_claim):
+    t1 = by_claim["T1"]
+    f = plots.sink_vs_probe_figure(t1, roles("T1", t1, "sink_vs_probe"), claim="T1")
+    axes = visible_axes(f)
+    assert len(axes) == 3 and all(ax.get_xscale() == "log" for ax in axes)
+    grid = np.array(t1["smollm2-135m"]["sink_by_layer_position"]["value"], dtype=float)
+    ax = axes[[a.get_title().split(" ")[0] for a in axes].index("smollm2-135m")]
+    points = ax.collections[0].get_offsets()
+    assert len(points) == int(np.isfinite(grid).sum())
+    assert any(ln.get_label() == "chance (0.25)" for ln in ax.get_lines())
+
+
+def test_T9_and_T12_per_layer_plots_carry_their_thresholds(by_claim):
+    t9b = by_claim["T9b"]
+    f = plots.layer_profile_figure(t9b, roles("T9b", t9b, "layer_profile"), claim="T9b")
+    ax = visible_axes(f)[0]
+    assert ax.get_yscale() == "log" and any(ln.get_ydata()[0] == CLAIMS["T9b"].threshold("norm_factor")
+                                            for ln in ax.get_lines() if ln.get_linestyle() == "--")
+    t9a = by_claim["T9a"]
+    f = plots.layer_profile_figure(t9a, roles("T9a", t9a, "layer_profile"), claim="T9a")
+    assert "0 = embedding output" in visible_axes(f)[0].get_xlabel()
+    assert any("std exactly 0 at every layer" in t for t in texts(f))
+    t12 = by_claim["T12"]
+    f = plots.norm_removed_figure(t12, roles("T12", t12, "norm_removed"), claim="T12")
+    minimum = CLAIMS["T12"].threshold("min_norm_removed")
+    assert any(ln.get_ydata()[0] == minimum for ln in visible_axes(f)[0].get_lines() if ln.get_linestyle() == "--")
+    # the current test records the last three layers only: grouped bars labelled with the layer index
+    three = {"m": {f["name"]: f for f in [fig("fraction_norm_removed_by_layer", [0.2, 0.3, 0.1]),
+                                           fig("ablated_layers", [27, 28, 29]), fig("chance", 0.25),
+                                           fig("topic_accuracy_before", 0.9),
+                                           fig("topic_accuracy_after_by_ablated_layer", [0.9, 0.88, 0.91])]}}
+    f = plots.norm_removed_figure(three, roles("T12", three, "norm_removed"), claim="T12")
+    left, right = visible_axes(f)
+    assert [t.get_text() for t in left.get_xticklabels()] == ["27", "28", "29"]
+    assert len(left.patches) == 3 and len(right.patches) == 3
+
+
+def test_T10_coinciding_fits_are_one_legend_entry(by_claim):
+    t10 = by_claim["T10"]
+    f = plots.length_scaling_figure(t10, roles("T10", t10, "length_scaling"), claim="T10")
+    legend = [t.get_text() for lg in f.legends for t in lg.get_texts()]
+    assert legend == ["measured", "piecewise fit = power-law fit (breakpoint at the first length)"]
+    for ax in visible_axes(f):
+        assert len(ax.get_lines()) == 2  # measured + one fit: the coinciding one is not drawn twice
+    assert plots.fits_coincide([1.0, 2.0], [1.0, 2.0 + 1e-12]) and not plots.fits_coincide([1.0, 2.0], [1.0, 2.1])
+
+
+def test_T3_heatmaps_share_one_colour_scale(by_claim):
+    t3 = by_claim["T3"]
+    r = roles("T3", t3, "sink_heatmap")
+    vmax = plots.heatmap_vmax(t3, r)
+    highs = [np.nanmax(np.array(f["sink_by_layer_head"]["value"], dtype=float)) for f in t3.values()]
+    assert vmax == pytest.approx(max(highs))
+    clims = set()
+    for m, figs in t3.items():
+        f = plots.sink_heatmap_figure(m, figs, r, claim="T3", vmax=vmax)
+        clims.add(f.axes[0].get_images()[0].get_clim())
+        assert "sink-reading strength per head" in " ".join(texts(f))
+        assert any("top-decile heads" in t for t in texts(f))
+    assert clims == {(0.0, vmax)}
+    assert list(plots.top_decile(np.array([[0.1, 0.9], [0.5, 0.9]]), 0.25)) == [1]  # ties: the lower flat index
+
+
+# ---- absent or malformed figures: nothing written, no crash ------------------------------------------
+
+def test_missing_figures_write_nothing(tmp_path):
+    results = {"records": [
+        rec("T1", "m", [fig("sink_by_layer_position", [[0.5, 0.1]])]),  # no accuracy grid to pair it with
+        rec("T7", "m", [fig("bin_edges", [0, 8, 16])]),  # edges without a profile
+        rec("T8", "m", [fig("mean_layer_ratio", 0.4)]),  # the mean without the per-layer ratio
+        rec("T9a", "m", [fig("max_std_position0", 0.0)]),
+        rec("T12", "m", [fig("ablated_layers", [27, 28, 29]), fig("chance", 0.25)]),
+        rec("T6", "m", []), {**rec("T9b", "m", []), "figures": None},
+        rec("T10", "m", [fig("lengths", [16, 32])]),
+        rec("T3", "m", [fig("sink_by_layer_head", [])]),
+        rec("T99", "m", [fig("layer_ratio", [1.0, 2.0])]),  # a claim the registry does not know
+        rec("T1", "m", [fig("not_declared", [1, 2])]),
+    ]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert plots.make_all(results, tmp_path / "figures") == []
+    assert not list((tmp_path / "figures").glob("*"))
+    empty = {"m": {"other": fig("other", 1.0)}}
+    all_roles = {"": ["absent"], "x": ["absent_x"], "fit": ["absent_fit"], "sink": ["absent"], "gap": ["absent"]}
+    for kind in plots.PER_CLAIM:
+        assert getattr(plots, kind)(empty, all_roles, tmp_path / f"{kind}.png", claim="T1") is None
+    assert plots.sink_heatmap("m", empty["m"], all_roles, tmp_path / "h.png") is None
+    assert plots.ablation_bars("T6", "m", empty["m"], all_roles, tmp_path / "a.png") is None
+    assert not any(tmp_path.glob("*.png"))
+
+
+def test_malformed_figures_are_skipped_with_a_warning_not_a_crash(tmp_path):
+    results = {"records": [
+        rec("T1", "m", [fig("sink_by_layer_position", [[0.5, 0.1], [0.2, 0.01]]),
+                        fig("probe_accuracy_by_layer_position", [[0.3, 0.9]])]),  # shapes differ: not plotted
+        rec("T9b", "m", [fig("norm_ratio_by_layer", [12.0, None, "x", 30.0])]),  # odd entries: NaN
+        rec("T10", "m", [fig("lengths", [16, 32]), fig("delta_r2_by_length", [0.1, 0.05]),
+                         fig("power_law_prediction", [0.1])]),  # a fit of the wrong length: left out
+    ]}
+    out = plots.make_all(results, tmp_path)
+    assert sorted(p.path.name for p in out) == ["T10_length_scaling.png", "T9b_layer_profile.png"]
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["T10_length_scaling.png", "T9b_layer_profile.png"]
