@@ -25,17 +25,20 @@ Reader = Callable[[torch.Tensor], torch.Tensor]
 
 class Progress:
     """Status of a capture on the terminal: on a terminal, one line updated per batch (model, what, prompts done,
-    time left) and left as a summary when done; elsewhere (a log file) the summary line alone. Off when the caller
-    says so (the run context is quiet under CI) or with ABSPOS_PROGRESS=0.
+    time left) and left as a summary when done; elsewhere (a log file) the summary line alone; nothing for a capture
+    done within ``QUIET_BELOW`` seconds. Off when the caller says so (the run context is quiet under CI) or with
+    ABSPOS_PROGRESS=0.
 
-    ``Progress.write`` (text, is it a terminal) is where lines go: stderr by default; the pytest plugin points it
-    at pytest's terminal past its output capture, so a normal ``pytest claims`` run shows progress as it goes."""
+    ``Progress.write`` is where lines go (stderr by default; the pytest plugin points it at pytest's terminal past
+    its output capture, so a normal ``pytest claims`` run shows progress as it goes) and ``Progress.tty`` whether
+    that is a terminal (lines rewritten in place)."""
 
     write: Callable[[str], None] | None = None
     tty: bool | None = None
+    QUIET_BELOW = 2.0  # seconds: captures shorter than this show nothing
 
     def __init__(self, label: str, total: int, enabled: bool = True):
-        self.label, self.total, self.t0 = label, total, time.time()
+        self.label, self.total, self.t0, self.shown = label, total, time.time(), False
         self.enabled = enabled and os.environ.get("ABSPOS_PROGRESS", "1") != "0"
 
     def update(self, done: int) -> None:
@@ -44,6 +47,9 @@ class Progress:
         write = Progress.write or _stderr
         tty = sys.stderr.isatty() if Progress.tty is None else Progress.tty
         el = time.time() - self.t0
+        if el < self.QUIET_BELOW and not self.shown:
+            return  # a short capture says nothing (dozens of them would bury the test dots)
+        self.shown = True
         if done >= self.total:
             write(f"\r[abspos] {self.label}: {self.total} prompts in {el:.1f}s\x1b[K\n" if tty else
                   f"[abspos] {self.label}: {self.total} prompts in {el:.1f}s\n")

@@ -10,6 +10,7 @@ claim test body the plugin compares its figures with the snapshot and with the p
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import pytest
 
@@ -190,7 +191,16 @@ def session(run_context) -> Session:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # transformers' loading bars: the harness's own lines say what runs
-    return Session(run_context.settings, log=run_context.log, progress=not run_context.quiet)
+    return Session(run_context.settings, log=run_context.log, notice=_notice, progress=not run_context.quiet)
+
+
+def _notice(*args) -> None:
+    """A line the user must see (a conversion, a cache repair), on a line of its own past pytest's capture."""
+    text = " ".join(str(a) for a in args) + "\n"
+    if Progress.write is not None:
+        Progress.write(text)
+    else:
+        sys.stderr.write(text)
 
 
 @pytest.fixture(scope="session")

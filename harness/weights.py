@@ -15,6 +15,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from unittest import mock
 
 import torch
 
@@ -100,9 +101,10 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
 
         t0 = time.time()
         log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
-        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                     **{dtype_kwarg(): torch.float32})
+        with mock.patch.dict(os.environ, {"TQDM_DISABLE": "1"}):  # transformers' GGUF bar (tqdm.auto): the two
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)  # lines here say it instead
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                         **{dtype_kwarg(): torch.float32})
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config

@@ -154,9 +154,10 @@ def test_profile_scale_is_log_for_positive_values_and_symlog_otherwise():
 def test_T7_bin_profile_uses_a_log_y_axis_and_marks_the_papers_first_bin(by_claim):
     by_model = by_claim["T7"]
     f = plots.bin_profile_figure(by_model, roles("T7", by_model, "bin_profile"), claim="T7", title="T7 — bins")
-    axes = visible_axes(f)
-    assert len(axes) == 3 and all(ax.get_yscale() == "log" for ax in axes)
-    assert "log scale" in axes[0].get_ylabel() and "bin (tokens)" in axes[0].get_xlabel()
+    profile = [ax for ax in visible_axes(f) if ax.get_title()][:len(by_model)]  # the gap row (if any) is untitled
+    assert len(profile) == len(by_model) and all(ax.get_yscale() in ("log", "symlog") for ax in profile)
+    assert profile[0].get_yscale() in profile[0].get_ylabel().replace("log scale", "log") and \
+        "bin (tokens)" in profile[0].get_xlabel()
     legend = " | ".join(texts(f))
     for paper_model, causal, bi in (("Llama-3.2-3B", 0.296, 0.114), ("Qwen2.5-3B", 0.254, 0.05),
                                     ("Mistral-7B-v0.3", 0.313, 0.161)):
@@ -230,7 +231,8 @@ def test_T1_scatter_has_log_sink_axis_one_point_per_cell_and_chance(by_claim):
     t1 = by_claim["T1"]
     f = plots.sink_vs_probe_figure(t1, roles("T1", t1, "sink_vs_probe"), claim="T1")
     axes = visible_axes(f)
-    assert len(axes) == 3 and all(ax.get_xscale() == "log" for ax in axes)
+    with_grid = [m for m, figs in t1.items() if "sink_by_layer_position" in figs]  # no-BOS models (the at-chance test)
+    assert len(axes) == len(with_grid) >= 2 and all(ax.get_xscale() == "log" for ax in axes)
     grid = np.array(t1["smollm2-135m"]["sink_by_layer_position"]["value"], dtype=float)
     ax = axes[[a.get_title().split(" ")[0] for a in axes].index("smollm2-135m")]
     points = ax.collections[0].get_offsets()

@@ -68,3 +68,22 @@ def test_random_init_model_is_built_in_its_dtype_and_restores_the_default(dtype)
     model = random_init_model(get_spec("tiny-qwen2"), seed=0, dtype=dtype)
     assert {p.dtype for p in model.parameters()} == {dtype}
     assert torch.get_default_dtype() == torch.float32
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_progress_shows_long_captures_only_in_place_on_a_terminal_and_as_one_line_in_a_log(monkeypatch, tty):
+    from harness import capture
+
+    lines, clock = [], iter([0.0, 0.5, 1.0, 0.0, 3.0, 6.0])  # a short capture (1 s), then a long one (6 s)
+    monkeypatch.setattr(capture.time, "time", lambda: next(clock))
+    monkeypatch.setattr(capture.Progress, "write", lines.append)
+    monkeypatch.setattr(capture.Progress, "tty", tty)
+    short = capture.Progress("m short", 16)
+    short.update(8), short.update(16)
+    long = capture.Progress("m long", 16)
+    long.update(8), long.update(16)
+    done = "[abspos] m long: 16 prompts in 6.0s"
+    if tty:
+        assert lines == ["\r[abspos] m long: 8/16 prompts, 3s, ~3s left\x1b[K", f"\r{done}\x1b[K\n"]
+    else:
+        assert lines == [f"{done}\n"]
