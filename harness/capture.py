@@ -35,10 +35,11 @@ class Progress:
 
     write: Callable[[str], None] | None = None
     tty: bool | None = None
-    QUIET_BELOW = 2.0  # seconds: captures shorter than this show nothing
+    QUIET_BELOW = 2.0  # seconds: captures shorter than this show nothing ($ABSPOS_PROGRESS_AFTER overrides)
 
     def __init__(self, label: str, total: int, enabled: bool = True):
         self.label, self.total, self.t0, self.shown = label, total, time.time(), False
+        self.quiet_below = float(os.environ.get("ABSPOS_PROGRESS_AFTER", self.QUIET_BELOW))
         self.enabled = enabled and os.environ.get("ABSPOS_PROGRESS", "1") != "0"
 
     def update(self, done: int) -> None:
@@ -47,7 +48,7 @@ class Progress:
         write = Progress.write or _stderr
         tty = sys.stderr.isatty() if Progress.tty is None else Progress.tty
         el = time.time() - self.t0
-        if el < self.QUIET_BELOW and not self.shown:
+        if el < self.quiet_below and not self.shown:
             return  # a short capture says nothing (dozens of them would bury the test dots)
         self.shown = True
         if done >= self.total:

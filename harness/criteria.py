@@ -17,9 +17,13 @@ from .models import REGISTRY
 @dataclass(frozen=True)
 class Criterion:
     text: str  # what "held" means; {fields} are the claim's thresholds (claim_registry.ClaimSpec.thresholds)
-    figure: str | None  # the headline figure (None: a property test over hypothesis draws, no single number)
+    figure: str | tuple | None  # the headline figure(s) the verdict is decided on (None: a property test)
     paper: str = ""  # the paper's number in words, where the registry keeps none per paper model for the figure
     column: int | None = None  # a figure of rows ([layer, position, sink, accuracy], ...): the column to show
+
+    @property
+    def headline(self) -> tuple[str, ...]:
+        return () if self.figure is None else (self.figure,) if isinstance(self.figure, str) else tuple(self.figure)
 
     def words(self, claim_id: str) -> str:
         """The criterion with the claim's thresholds filled in."""
@@ -33,7 +37,7 @@ CRITERIA = {
         "RoPE-rotated q·k at two positions with the same offset agree within 1e-3·|q||k| (hypothesis draws)", None,
         "exact (Eq. 2)"),
     "test_EQ3_causal_denominator_makes_weights_depend_on_query_position": C(
-        "causal row i has i+1 nonzero weights (bidirectional: n), and the weight at a fixed offset strictly "
+        "causal row i has i+1 nonzero weights (bidirectional: n), and the weight at each offset 0–9 strictly "
         "decreases with i", None, "Eq. 3, 6"),
     "test_EQ3_model_attention_applies_causal_mask_and_bidirectional_removes_it": C(
         "the model's own attention is causal at every layer, and the bidirectional edit removes the mask", None,
@@ -43,13 +47,15 @@ CRITERIA = {
         "exact (Eq. 7)"),
     "test_T1_highest_sink_positions_are_at_chance": C(
         "none of the 3 highest-sink (layer, position) cells has a topic probe above chance (one-sided binomial, "
-        "α 0.05)", "top_sink_cells", "Table 1: the highest sinks at or below chance", column=3),
+        "α 0.05); shown: their accuracies, and chance", ("top_sink_cells", "chance"),
+        "Table 1: the highest sinks at or below chance", column=3),
     "test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller": C(
         "the 3 highest-content cells are above chance, and the smallest of the 3 highest sinks is ≥ "
         "{orders_smaller}× their largest sink", "sink_ratio_top_sink_over_top_content",
         "Table 1: 150–290× ('three orders of magnitude')"),
     "test_T2_moving_bos_moves_the_sink": C(
-        "with BOS moved to position 8, the peak sink there is ≥ {saturated} and the strongest at positions ≥ 1",
+        "with BOS moved to position 8, the peak sink there is ≥ {saturated} and, at that layer, the strongest "
+        "among positions ≥ 1",
         "sink_at_8_bos_moved"),
     "test_T2_uncommon_token_at_zero_suppresses_the_sink": C(
         "an uncommon token at 0 leaves at most {suppressed}× the default sink there", "random_over_default_sink_at_0",
@@ -76,7 +82,7 @@ CRITERIA = {
         "bidirectional_over_causal"),
     "test_T6_rope_ablations_raise_leakage_alike": C(
         "identity- and scrambled-RoPE each raise mean ΔR² ≥ {rise_at_least}× causal, within {nearly_equal}× of "
-        "each other", "identity_over_causal", "Table 6: 2.12–3.24×"),
+        "each other", ("identity_over_causal", "scrambled_over_causal"), "Table 6: 2.12–3.24×"),
     "test_T7_leakage_concentrates_in_first_query_bin": C(
         "the first query bin is the largest and holds ≥ {first_bin_share} of the summed causal profile",
         "first_bin_share_of_causal_profile", "Table 7: 0.66–0.68"),
@@ -84,8 +90,9 @@ CRITERIA = {
         "first bin: paired 95% CI of causal − bidirectional above 0, and causal-mask share ≥ {causal_mask_share}",
         "first_bin_causal_mask_share"),
     "test_T7_curves_meet_at_later_bins": C(
-        "from bin {meet_from_bin} on, each bin's paired gap CI includes 0 or its gap is ≤ {meet_gap} of the first bin's",
-        "last_bin_gap_over_first_bin_gap", "Table 7: gaps ≤ 0.022 from the third bin"),
+        "from the third bin ([16, 32)) on, each bin's paired gap CI includes 0 or its gap is ≤ {meet_gap} of the "
+        "first bin's; shown: the bins still apart", ("later_bins_apart", "last_bin_gap_over_first_bin_gap"),
+        "Table 7: later gaps ≤ 0.108 of the first bin's (Qwen: 0.022 of 0.204)"),
     "test_T8_layer_ratio_is_flat_with_depth": C(
         "95% CI of the change of the layer ratio r_l over the depth inside ±{flat}", "depth_slope",
         "Table 8: flat (Llama mean 0.62, Qwen 0.21)"),
@@ -99,7 +106,8 @@ CRITERIA = {
         "the position-0 state's cross-prompt std is exactly {exact} at every layer; position 1's is above 0",
         "max_std_position0", "App. A: bit-identical"),
     "test_T9b_position0_norm_exceeds_mid_sequence_tenfold": C(
-        "the position-0 norm is > {norm_factor}× the mid-sequence norm at a majority of layers", "layers_over_10x",
+        "the position-0 norm is > {norm_factor}× the mid-sequence norm at a majority of layers",
+        ("layers_over_10x", "peak_ratio"),
         "App. A: more than an order of magnitude"),
     "test_T9c_replacing_bos_embedding_removes_residual_leakage": C(
         "replacing the BOS embedding: paired CI of first-bin ΔR² minus bidirectional below 0, and "
@@ -116,14 +124,15 @@ CRITERIA = {
         "{aic_margin}", "delta_aic_power_minus_piecewise", "§5.8: piecewise preferred (margin lost in extraction)"),
     "test_T11_position_probe_ablation_reduces_less_than_random_heads": C(
         "the random-head control reduces ΔR² (95% t-interval over ≥ {draws} draws above 0), and the rank-1 probe "
-        "ablation's |reduction| lies below that interval", "reduction_rank1", "§5.8: random control −17%"),
+        "ablation's |reduction| lies below that interval", ("reduction_rank1", "reduction_random_heads"),
+        "§5.8: the random control lowers ΔR² by 17% (a reduction of +0.17)"),
     "test_T11_sink_head_ablation_reduces_less_than_random_heads": C(
         "the random-head control reduces ΔR² (95% t-interval over ≥ {draws} draws above 0), and the top-decile "
-        "sink-head ablation's |reduction| lies below that interval", "reduction_sink_heads",
-        "§5.8: random control −17%"),
+        "sink-head ablation's |reduction| lies below that interval", ("reduction_sink_heads", "reduction_random_heads"),
+        "§5.8: the random control lowers ΔR² by 17% (a reduction of +0.17)"),
     "test_T12_rank1_mlp_ablation_removes_norm_not_topic": C(
         "the rank-1 MLP ablation removes ≥ {min_norm_removed} of the MLP output norm at each of the last {layers} "
-        "layers, and topic accuracy stays within {accuracy_se} SE", "fraction_norm_removed_by_layer",
+        "layers, and topic accuracy falls by no more than {accuracy_se} SE", "fraction_norm_removed_by_layer",
         "App. B: 0.17–0.80 per layer"),
     "test_T13_leakage_constant_and_residual_share_rises_with_scale": C(
         "every size's mean ΔR² within {constant:.0%} of the family mean; the residual-stream share rises from the "
@@ -146,7 +155,7 @@ def paper_numbers(claim_id: str, test: str, model: str | None) -> str:
     Llama-3.2-3B: 0.35"): the run's own model first when it is a paper model, else every paper model the registry
     has a value for; the criterion's words where it has none."""
     c = CRITERIA[test]
-    values = CLAIMS[claim_id].figure(c.figure).paper if c.figure else {}
+    values = CLAIMS[claim_id].figure(c.headline[0]).paper if c.headline else {}
     if model in values:
         values = {model: values[model]}
     if values:

@@ -512,8 +512,10 @@ def ablation_bars_figure(claim: str, model: str, figs: dict, roles: dict, *, tit
     wide = max(map(len, names)) > 12
     ax.set_xticks(xs, names, rotation=20 if wide else 0, ha="right" if wide else "center")
     first_bin = all(n.startswith("first_bin") for n, _ in items)
+    ranged = any("range" in (f.get("note") or "") for _, f in items)  # T11's random heads: min-max over draws
+    bars_note = "; random heads: min–max over draws" if ranged else ""
     ax.set(ylabel=("first-bin ΔR²" if first_bin else "mean ΔR²") + "\n(fraction of variance)",
-           xlabel="condition" + (" (error bars: 95% CI)" if err.any() else ""))
+           xlabel="condition" + (f" (error bars: 95% CI{bars_note})" if err.any() else ""))
     if any(refs):  # a bar chart of this run alone needs no legend (one that would sit over a bar)
         legend(fig, ax, outside=True, ncols=1)
     add_title(fig, title or f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {model}")

@@ -37,7 +37,7 @@ def _git(*args: str) -> str | None:
 
 
 def code() -> dict:
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    status = _git("status", "--porcelain")  # untracked files count too (a new claim test); run outputs are ignored
     return {"commit": _git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status)}
 
 
@@ -79,9 +79,22 @@ def weights_of(name: str) -> dict:
                        weights_sha256=marker["files"]["model.safetensors"]["sha256"])
         elif spec.group == "paper":
             folder = paper_folder(spec)
-            out.update(folder=str(folder), config_sha256=cache.sha256(folder / "config.json"))
+            out.update(folder=str(folder), config_sha256=cache.sha256(folder / "config.json"),
+                       weights=_weight_files(folder))
     except Exception:  # noqa: BLE001 - provenance is best effort; absent weights are said by the tests
         pass
+    return out
+
+
+def _weight_files(folder) -> dict:
+    """{weights file: its sha256 where the Hugging Face cache names the blob by it (a snapshot's files are links
+    to blobs/<sha256>), else its size}; plus the snapshot revision when the folder is one."""
+    out = {}
+    for p in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("pytorch_model*.bin")):
+        blob = p.resolve().name
+        out[p.name] = f"sha256:{blob}" if p.is_symlink() and len(blob) == 64 else f"{p.stat().st_size} bytes"
+    if folder.parent.name == "snapshots":
+        out["revision"] = folder.name
     return out
 
 

@@ -158,14 +158,26 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    """--require-weights: checked on the tests left after -m / -k deselection."""
-    if session.config.getoption("--require-weights"):
-        require_weights({i.callspec.params["model_name"] for i in session.items
-                         if hasattr(i, "callspec") and "model_name" in i.callspec.params})
+    """--require-weights: checked on the tests left after -m / -k deselection (by the xdist controller, from its
+    workers' collection, under -n)."""
+    if session.config.getoption("--require-weights") and not hasattr(session.config, "workerinput"):
+        require_weights(i.nodeid for i in session.items)
 
 
-def require_weights(models) -> None:
-    """UsageError naming every model (of those the selected tests run on) whose weights are not on this machine."""
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    if node.config.getoption("--require-weights") and not node.config.stash.get(REQUIRED, False):
+        node.config.stash[REQUIRED] = True  # once, on the first worker's collection (every worker collects all)
+        require_weights(ids)
+
+
+REQUIRED = pytest.StashKey[bool]()
+
+
+def require_weights(nodeids) -> None:
+    """End the run as a usage error (exit 4) naming every model the selected tests run on whose weights are not
+    on this machine."""
+    models = {n.rpartition("[")[2].rstrip("]") for n in nodeids if n.endswith("]")} & set(REGISTRY)
     missing = []
     for name in sorted(models):
         try:
@@ -173,7 +185,7 @@ def require_weights(models) -> None:
         except WeightsUnavailable as e:
             missing.append(str(e))
     if missing:
-        raise pytest.UsageError("--require-weights: " + "; ".join(missing))
+        pytest.exit("--require-weights: " + "; ".join(missing), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,8 @@ def fmt(v, n: int = 6) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     if isinstance(v, list):
+        if not v:
+            return "none"
         if any(isinstance(x, list) for x in v):
             shape = f"{len(v)}×{max(len(x) if isinstance(x, list) else 1 for x in v)}"
             flat = [y for x in v for y in (x if isinstance(x, list) else [x])

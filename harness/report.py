@@ -30,6 +30,7 @@ from . import provenance
 from .claim_registry import CLAIMS
 from .compare import compare, diff, run_differences  # noqa: F401 - the report's CLI and API
 from .criteria import CRITERIA, paper_numbers
+from .models import FAMILIES, names
 from .paths import METHODS
 from .render import Link, fmt, to_html, to_markdown
 from .results import ResultsFileError, load_results, results_file
@@ -40,6 +41,8 @@ LABEL = {"held": ("held", "held"), "not held": ("not held", "not"),
          "stale": ("held — stale known outcome, re-take it", "stale"),
          "harness error": ("harness error (no verdict)", "error"), "n/a": ("not applicable", "skip"),
          "skipped": ("skipped", "skip"), "unstable": ("unstable across seeds", "stale")}
+
+PAPER_NAMES = set(names("paper"))
 
 GLOSSARY = [
     ("ΔR²", "leakage of absolute position into attention (Eq. 4–5): the variance of a head's attention weights at "
@@ -138,31 +141,76 @@ def methods_link(claim: str, base: Path | None) -> Link:
     return Link(f"METHODS {claim}", f"{href}#decision-{claim.lower()}")
 
 
-def measured(r: dict, figure: str | None, column: int | None = None) -> str:
-    """A test's headline figure as "value [lo, hi]" (95% CI) from its record ("" when it has none); for a figure of
-    rows, one column of them ("0.25, 0.31, 0.27")."""
-    f = next((f for f in r.get("figures") or [] if f.get("name") == figure), None)
+def _one(r: dict, name: str, column: int | None) -> str:
+    f = next((f for f in r.get("figures") or [] if f.get("name") == name), None)
     if f is None:
         return ""
-    if column is not None and isinstance(f.get("value"), list):
-        return ", ".join(fmt(row[column]) for row in f["value"] if isinstance(row, list) and len(row) > column)
-    ci = f.get("ci")
+    value, ci = f.get("value"), f.get("ci")
+    if column is not None and isinstance(value, list):
+        return ", ".join(fmt(row[column]) for row in value if isinstance(row, list) and len(row) > column)
     scalar_ci = isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci)
-    return fmt(f.get("value")) + (f" [{fmt(float(ci[0]))}, {fmt(float(ci[1]))}]" if scalar_ci else "")
+    return fmt(value) + (f" [{fmt(float(ci[0]))}, {fmt(float(ci[1]))}]" if scalar_ci else "")
 
 
-def lead_table(results: dict, base: Path | None) -> tuple:
-    """One row per claim test and model: the criterion, the paper, measured ± CI, the verdict, the METHODS link."""
+def measured(r: dict, figures: tuple[str, ...], column: int | None = None) -> str:
+    """A test's headline figures as "value [lo, hi]" (95% CI), named when there are several ("" when absent);
+    for a figure of rows, one column of them ("0.25, 0.31, 0.27")."""
+    shown = [(n, _one(r, n, column if i == 0 else None)) for i, n in enumerate(figures)]
+    shown = [(n, v) for n, v in shown if v]
+    return shown[0][1] if len(shown) == 1 else "; ".join(f"{n} {v}" for n, v in shown)
+
+
+def paper_checks(r: dict) -> str:
+    """On a paper model, the plugin also requires every recorded figure the paper reports for that model to lie
+    within its tolerance (``Figures.check_paper``): said in the criterion."""
+    cid, model = r["claim"], r.get("model")
+    if cid not in CLAIMS or model not in PAPER_NAMES:
+        return ""
+    checks = []
+    for f in r.get("figures") or []:
+        try:
+            ref = CLAIMS[cid].paper_value(model, f.get("name", ""))
+        except KeyError:
+            continue
+        if ref is not None:
+            checks.append(f"{f['name']} {ref.value:g} ± {ref.tolerance:.2g}")
+    return f"; on this paper model also, within the paper's value: {', '.join(checks)}" if checks else ""
+
+
+def model_label(r: dict) -> str:
+    """The record's model, else the family a per-family test ran on (T13), else "(no model)"."""
+    if r.get("model"):
+        return r["model"]
+    param = r["test"].rpartition("[")[2].rstrip("]") if r["test"].endswith("]") else ""
+    return f"{param} family" if param in FAMILIES else "(no model)"
+
+
+def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
     rows = []
-    for r in sorted(results["records"], key=lambda r: (claim_key(r["claim"]), test_name(r), r.get("model") or "")):
+    for r in sorted(results["records"], key=lambda r: (claim_key(r["claim"]), test_name(r), model_label(r))):
+        if (verdict_of(r) == "n/a") == applicable:
+            continue
         test, cid = test_name(r), r["claim"]
-        c = CRITERIA.get(test)
-        rows.append([cid, c.words(cid) if c and cid in CLAIMS else test, r.get("model") or "(family)",
-                     paper_numbers(cid, test, r.get("model")) if c and cid in CLAIMS else "",
-                     measured(r, c.figure, c.column) if c else "", (verdict_text(r, False), LABEL[verdict_of(r)][1]),
-                     methods_link(cid, base)])
-    return ("table", ["claim", "criterion (held when)", "model", "paper", "measured [95% CI]", "verdict", "method"],
-            rows)
+        c = CRITERIA.get(test) if cid in CLAIMS else None
+        rows.append([cid, (c.words(cid) + paper_checks(r)) if c else test, model_label(r),
+                     paper_numbers(cid, test, r.get("model")) if c else "",
+                     measured(r, c.headline, c.column) if c else "",
+                     (verdict_text(r, verdict_of(r) != "n/a"), LABEL[verdict_of(r)][1]), methods_link(cid, base)])
+    return rows
+
+
+LEAD = ["claim", "criterion (held when)", "model", "paper", "measured [95% CI]", "verdict", "method"]
+
+
+def lead_table(results: dict, base: Path | None) -> list:
+    """One row per claim test and model: the criterion, the paper, measured ± CI, the verdict (with this run's
+    reason when it did not hold), the METHODS link; the rows of tests not applicable to a model folded below."""
+    out = [("table", LEAD, lead_rows(results, base, True))]
+    na = lead_rows(results, base, False)
+    if na:
+        out.append(("details", f"{len(na)} tests not applicable to a model (the paper's prediction is for other "
+                               f"models)", [("table", LEAD, na)]))
+    return out
 
 
 def matrix(results: dict, models: list) -> list:
@@ -174,12 +222,13 @@ def matrix(results: dict, models: list) -> list:
     for claim in sorted(by_claim, key=claim_key):
         row = [claim, texts.get(claim, "")]
         for m in models:
-            c = Counter(verdict_of(r) for r in by_claim[claim] if (r.get("model") or "(family)") == m)
+            c = Counter(verdict_of(r) for r in by_claim[claim] if model_label(r) == m)
             worst = next((LABEL[v][1] for v in ("harness error", "stale", "unstable", "not held", "held") if c[v]), "")
             row.append((", ".join(f"{n} {LABEL[v][0]}" for v, n in c.items()) or "not run", worst))
         rows.append(row)
     legend = "Each cell counts the claim's tests on that model by verdict: " + "; ".join(
-        f"{LABEL[v][0]} = {what}" for v, what in VERDICTS.items()) + ". \"(family)\": a test over a model family (T13)."
+        f"{LABEL[v][0]} = {what}" for v, what in VERDICTS.items()) + ". \"<family> family\": a test over a model " \
+        "family (T13); \"(no model)\": a property tested without a model (EQ3's softmax)."
     return [("table", ["claim", "the paper says", *models], rows), ("p", legend)]
 
 
@@ -189,16 +238,28 @@ def provenance_blocks(results: dict) -> list:
     commit = (code.get("commit") or "unknown")[:12] + (" (with uncommitted changes)" if code.get("dirty") else "")
     gpus = ", ".join(host.get("gpus") or []) or "none"
     lines = [f"Settings: {', '.join(f'{k}={v}' for k, v in (results.get('settings') or {}).items())}",
-             f"Code: commit {commit}; selection: {' '.join(p.get('selection') or []) or 'not recorded'}",
+             f"Code: commit {commit}; selection: "
+             f"{' '.join(p['selection']) if p.get('selection') else 'default (testpaths)' if 'selection' in p else 'not recorded'}",
              f"Machine: {host.get('cpu') or 'unknown CPU'}; GPUs: {gpus}; CUDA {host.get('cuda') or 'none'}",
              "Versions: " + ", ".join(f"{k} {v}" for k, v in (results.get("versions") or {}).items())]
     rows = [[m, w.get("caveat") or "", w.get("source") or "",
-             (w.get("weights_sha256") or w.get("config_sha256") or "")[:16]] for m, w in (p.get("models") or {}).items()]
+             _fingerprint(w)] for m, w in (p.get("models") or {}).items()]
     out = [("p", line) for line in lines]
     if rows:
-        out.append(("table", ["model", "differs from the paper's models", "weights", "sha256 (weights or config)"],
+        out.append(("table", ["model", "differs from the paper's models", "weights", "fingerprint"],
                     rows))
     return out
+
+
+def _fingerprint(w: dict) -> str:
+    if w.get("weights_sha256"):
+        return f"weights sha256 {w['weights_sha256'][:16]}"
+    files = {k: v for k, v in (w.get("weights") or {}).items() if k != "revision"}
+    parts = [f"revision {w['weights']['revision'][:12]}"] if "revision" in (w.get("weights") or {}) else []
+    parts += [f"{k} {v[:23]}" for k, v in list(files.items())[:2]] + ([f"+{len(files) - 2} files"] if len(files) > 2
+                                                                      else [])
+    parts += [f"config sha256 {w['config_sha256'][:16]}"] if w.get("config_sha256") else []
+    return "; ".join(parts) or "not found here"
 
 
 def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
@@ -221,8 +282,8 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
     by_claim = defaultdict(list)
     for r in results["records"]:
         by_claim[r["claim"]].append(r)
-        if (r.get("model") or "(family)") not in models:
-            models.append(r.get("model") or "(family)")
+        if model_label(r) not in models:
+            models.append(model_label(r))
     claims = sorted(by_claim, key=claim_key)
     sections = [("Claims at a glance", "lead"), ("Claims × models", "matrix"), ("Glossary", "glossary"),
                 ("Run provenance", "provenance"), *((f"{c} — {texts.get(c, '')}".rstrip(" —"), f"claim-{c.lower()}")
@@ -234,7 +295,7 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
               ("p", "One row per claim test and model: what the test requires (thresholds from the claim registry, "
                     "fixed from the paper's numbers before any run), the paper's number with the paper model it "
                     "comes from, this run's headline figure with its 95% CI over prompts, and the verdict."),
-              lead_table(results, base),
+              *lead_table(results, base),
               ("h2", "Claims × models", "matrix"), *matrix(results, models),
               ("h2", "Glossary", "glossary"), ("table", ["term", "meaning"], [list(g) for g in GLOSSARY]),
               ("h2", "Run provenance", "provenance"), *provenance_blocks(results)]
@@ -252,10 +313,10 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
 
 def summary_markdown(results: dict) -> str:
     """summary.md: the lead table and the matrix, for a CI job summary ($GITHUB_STEP_SUMMARY)."""
-    models = list(dict.fromkeys([*(results.get("models") or []), *(r.get("model") or "(family)"
-                                                                     for r in results["records"])]))
+    models = list(dict.fromkeys([*(results.get("models") or []), *(model_label(r) for r in results["records"])]))
     blocks = [("h2", f"abspos claims — {results.get('run') or 'unnamed run'}"), *matrix(results, models),
-              lead_table(results, None)]
+              ("p", "**Claims at a glance** (one row per test and model; the full report is the job's artifact)"),
+              ("table", LEAD, lead_rows(results, None, True))]
     return to_markdown(blocks, Path("."))
 
 

@@ -204,8 +204,8 @@ def test_every_claim_test_has_a_criterion_in_words_with_its_thresholds():
     for test, cid in tests.items():
         words = CRITERIA[test].words(cid)
         assert "{" not in words and words, test
-        if CRITERIA[test].figure:
-            claim(cid).figure(CRITERIA[test].figure)  # raises UndeclaredFigure otherwise
+        for figure in CRITERIA[test].headline:
+            claim(cid).figure(figure)  # raises UndeclaredFigure otherwise
         assert paper_numbers(cid, test, None).startswith("paper"), test
     assert CRITERIA["test_T6_bidirectional_attention_reduces_leakage"].words("T6") == \
         "bidirectional / causal mean ΔR² ≤ 0.46, and its paired 95% CI below 1"

@@ -44,7 +44,7 @@ def run_claims(*args: str, env: dict | None = None) -> subprocess.CompletedProce
 
 def test_captures_show_progress_in_a_plain_run_and_none_under_ci():
     """Issue 15: pytest's output capture swallowed the progress line, so a long run showed nothing between dots."""
-    plain = {k: v for k, v in os.environ.items() if k != "CI"}
+    plain = {**{k: v for k, v in os.environ.items() if k != "CI"}, "ABSPOS_PROGRESS_AFTER": "0"}  # any speed
     r = run_claims("--models", "smollm2-135m", "-k", "T9a", "-q", env=plain)
     lines = r.stdout.splitlines()
     assert r.returncode == 0, r.stdout + r.stderr
@@ -149,14 +149,16 @@ def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option
     assert len(lines) == 1 and says in lines[0], r.stderr
 
 
-def test_require_weights_fails_a_run_whose_models_are_absent_and_passes_one_whose_are_present(tmp_path):
-    """Issue 15: the nightly went green having measured nothing when HF_HOME was unset (every paper test skipped)."""
+@pytest.mark.parametrize("xdist", [[], ["-n", "1"]], ids=["plain", "xdist"])
+def test_require_weights_fails_a_run_whose_models_are_absent_and_passes_one_whose_are_present(tmp_path, xdist):
+    """Issue 15: the nightly (which runs under -n) went green having measured nothing when HF_HOME was unset."""
     env = {**os.environ, "ABSPOS_MODELS_DIR": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hub")}
-    r = subprocess.run([sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "--no-report", "-p",
-                        "no:cacheprovider", "-m", "paper and llama", "--require-weights"],
+    r = subprocess.run([sys.executable, "-m", "pytest", "claims", "-q", "--no-report", "-p", "no:cacheprovider",
+                        "-m", "paper and llama", "--require-weights", *xdist],
                        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
-    line = [x for x in r.stderr.splitlines() if x.strip()]
-    assert len(line) == 1 and line[0].startswith("ERROR: --require-weights: llama-3.1-8b weights not found")
+    line = [x for x in (r.stdout + r.stderr).splitlines() if "--require-weights: " in x]
+    assert len(line) == 1 and "llama-3.1-8b weights not found" in line[0], r.stdout + r.stderr
     assert "llama-3.2-1b weights not found" in line[0] and "qwen" not in line[0]  # only the selected models
+    assert "INTERNALERROR" not in r.stdout + r.stderr
     assert collect("--models", "smollm2-135m", "--require-weights").returncode == 0

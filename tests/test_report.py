@@ -217,7 +217,7 @@ LEAD = ["claim", "criterion (held when)", "model", "paper", "measured [95% CI]",
 
 def lead_rows(md: str) -> list[list[str]]:
     """The lead table's rows (cells split on unescaped pipes)."""
-    lines = md.split("## Claims at a glance", 1)[1].split("\n## ", 1)[0].splitlines()
+    lines = md.split("## Claims at a glance", 1)[1].split("\n## ", 1)[0].split("<details>")[0].splitlines()
     table = [line for line in lines if line.startswith("|")]
     split = [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]] for line in table]
     assert split[0] == LEAD, split[0]
