@@ -163,9 +163,10 @@ LADDERS = {"llama": ("llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b")}
 
 
 def family_sizes(family: str, selected: Sequence[str]) -> list[str]:
-    """The family's models selected for this run, in size order: the paper's ladder, else the bundled one."""
+    """The family's models selected for this run, smallest first: the paper's ladder where one is selected, else
+    the family's selected models (bundled, or given by reference) by size (layers x width^2)."""
     chosen = [m for m in LADDERS.get(family, ()) if m in selected]
-    return chosen or [m for m in selected if REGISTRY[m].family == family]
+    return chosen or sorted((m for m in selected if REGISTRY[m].family == family), key=lambda m: REGISTRY[m].size)
 
 
 LADDER = Applies("families with two or more sizes selected (the paper's Llama 1B/3B/8B)",

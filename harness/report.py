@@ -8,7 +8,8 @@ section per claim (figures shown, the per-figure table folded), and where the ti
 
 ``python -m harness.report build reports/<run>/results.json`` rebuilds the reports (and figures/*.png) from the
 JSON alone; ``python -m harness.report compare OLD NEW [--rtol R --atol A]`` lists what moved between two runs
-(and says first when their settings or models differ). Either takes a results.json or the run folder holding it.
+(and says first when their settings or models differ); ``python -m harness.report side-by-side RUN[#MODEL]
+RUN[#MODEL]`` compares two models claim by claim (harness.side_by_side). Each takes a results.json or its run folder.
 Exit codes: 0 nothing moved (or the report was built), 1 figures or verdicts moved, 2 unreadable input (a missing,
 empty or invalid JSON file, or not a claims results.json: one line on stderr says which file and why; nothing is
 written) or a usage error.
@@ -368,10 +369,19 @@ def main(argv: list[str]) -> int:
     c.add_argument("new", type=Path)
     c.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: harness.snapshots.RTOL)")
     c.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: harness.snapshots.ATOL)")
+    s = sub.add_parser("side-by-side", help="two models claim by claim: side_by_side.md/.html (RUN[#MODEL] each)")
+    s.add_argument("a")
+    s.add_argument("b")
+    s.add_argument("--out", type=Path, default=None, help="output folder (default: the folder of A's results.json)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "build":
             print(build(args.results))
+            return 0
+        if args.cmd == "side-by-side":
+            from .side_by_side import side_by_side  # imports this module: loaded on use
+
+            print(side_by_side(args.a, args.b, args.out))
             return 0
         text, code = compare(args.old, args.new, args.rtol, args.atol)
     except ResultsFileError as e:

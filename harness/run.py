@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from . import corpus, devices, stability
+from . import corpus, devices, references, stability
+from .cache import CacheError
 from .claim_registry import CLAIMS, length_past_window
 from .known_outcomes import test_function
-from .models import REGISTRY, UnknownModelError, get_spec, names
+from .models import REGISTRY, UnknownModelError, WrongWeights, get_spec, names
 from .paths import KNOWN_OUTCOMES, STABILITY
 from .report import write_run
 from .session import Settings, pow2_len
@@ -30,9 +31,11 @@ from .snapshots import Baselines
 from .verdict import VERDICTS, verdict_of
 
 
-def selected_models(option: str) -> tuple[str, ...]:
-    """The models the claims run on, from ``--models``. Tiny random-init models are refused: they test the
-    harness (tests/ builds them itself) and have no tokenizer and no learned behaviour to make claims about."""
+def selected_models(option: str, log=print) -> tuple[str, ...]:
+    """The models the claims run on, from ``--models``: registry names, groups, and references (``hf:``, ``path:``,
+    ``gguf:``; harness.references), whose derived specs are registered. Tiny random-init models are refused: they
+    test the harness (tests/ builds them itself) and have no tokenizer and no learned behaviour to make claims
+    about. Every problem is a one-line usage error."""
     out: list[str] = []
     for token in filter(None, (t.strip() for t in option.split(","))):
         if token == "all":
@@ -41,11 +44,14 @@ def selected_models(option: str) -> tuple[str, ...]:
             out += names(token)
         else:
             try:
-                out.append(get_spec(token).name)
+                out.append(references.register(token, log) or get_spec(token).name)
+            except (references.ReferenceError, WrongWeights, CacheError) as e:
+                raise pytest.UsageError(f"--models: {e}") from None
             except UnknownModelError:
                 raise pytest.UsageError(f"--models: unknown model {token!r}; choose from bundled: "
                                         f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} "
-                                        f"(or the groups bundled, paper, all)") from None
+                                        f"(or the groups bundled, paper, all; or any RoPE model by reference: "
+                                        f"hf:<org>/<name>[@<revision>], path:<folder>, gguf:<file>)") from None
     tiny = [n for n in out if REGISTRY[n].group == "tiny"]
     if tiny:
         raise pytest.UsageError(f"--models {','.join(tiny)}: tiny random-init models test the harness mechanics "

@@ -21,7 +21,7 @@ import torch
 
 from . import cache, devices
 from .hooks import ATTN_IMPL, register_attention
-from .models import ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
+from .models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
 
 
 def cache_root() -> Path:
@@ -41,7 +41,9 @@ def _package_dir(package: str, spec: ModelSpec) -> Path:
 def bundled_gguf(spec: ModelSpec) -> Path:
     """Path of the model's GGUF file, assembling chunked packages into the cache when needed."""
     g = spec.gguf
-    if g["kind"] == "file":
+    if g["kind"] == "path":  # a GGUF file given by reference (gguf:<file>)
+        path = Path(g["file"])
+    elif g["kind"] == "file":
         path = _package_dir(g["package"], spec) / g["file"]
     elif g["kind"] == "assemble":
         _package_dir(g["package"], spec)
@@ -82,7 +84,18 @@ def conversion_path(spec: ModelSpec, gguf: Path | None = None) -> Path:
     """Where a bundled model's conversion lives: one folder per source and transformers version, so venvs sharing
     a cache never convert over each other."""
     gguf = gguf or bundled_gguf(spec)
-    return cache_root() / "converted" / f"{spec.name}-{_fingerprint(gguf)}"
+    name = next((b.name for b in BUNDLED if spec.gguf.get("kind") == "path" and _bundled_file(b) == gguf.resolve()),
+                spec.name)  # a bundled model's GGUF given by reference shares its conversion
+    return cache_root() / "converted" / f"{name}-{_fingerprint(gguf)}"
+
+
+def _bundled_file(spec: ModelSpec) -> Path | None:
+    """Where a bundled model's GGUF lies once installed (assembled ones in the cache), without assembling it."""
+    g = spec.gguf
+    found = importlib.util.find_spec(g["package"]) if g["kind"] == "file" else None
+    if g["kind"] == "file":
+        return (Path(list(found.submodule_search_locations)[0]) / g["file"]).resolve() if found else None
+    return (cache_root() / "gguf" / g["file"]).resolve()
 
 
 def converted_folder(spec: ModelSpec, log=print) -> Path:
@@ -92,7 +105,7 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
     fingerprint = _fingerprint(gguf)
     folder = conversion_path(spec, gguf)
     legacy = cache_root() / "converted" / spec.name
-    if (legacy / cache.MARKER).is_file():  # the layout before manifests; never verified, so never used
+    if spec.group == "bundled" and (legacy / cache.MARKER).is_file():  # the layout before manifests; never verified, so never used
         shutil.rmtree(legacy, ignore_errors=True)
         (legacy.parent / f".{spec.name}.lock").unlink(missing_ok=True)
 
@@ -120,6 +133,8 @@ def ensure_available(spec: ModelSpec) -> None:
     Cheap: nothing is loaded or converted, so a claim over several models can check them all first."""
     if spec.group == "paper":
         paper_folder(spec)
+    elif spec.group == "local":
+        local_folder(spec)
     elif spec.group == "bundled":
         for package in spec.gguf.get("packages") or [spec.gguf["package"]]:
             _package_dir(package, spec)
@@ -175,6 +190,19 @@ def paper_folder(spec: ModelSpec) -> Path:
     )
 
 
+def local_folder(spec: ModelSpec) -> Path:
+    """The folder of a model given by reference (``harness.references``); WeightsUnavailable (one line) when it
+    has a config but no weights."""
+    if spec.gguf:
+        bundled_gguf(spec)  # the file is still there (its conversion is verified when loaded)
+        return conversion_path(spec)
+    folder = Path(spec.folder)
+    if not _has_weights(folder):
+        raise WeightsUnavailable(f"{spec.name}: {folder} has a config.json but no weights "
+                                 f"({' or '.join(WEIGHT_FILES)}); its tests are skipped")
+    return folder
+
+
 def random_init_model(spec: ModelSpec, seed: int = 0, dtype: torch.dtype | None = None, device: str = "cpu"):
     """A random-init model built from ``spec.config``: a tiny model, or a paper model's stand-in of the
     same shape (same compute cost, meaningless weights: for throughput only, never for claims)."""
@@ -207,9 +235,12 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
     dtype = devices.parse_dtype(dtype)
     n_gpus = devices.gpu_count()
     device = devices.resolve_device(device, devices.current_worker(), n_gpus)
-    if spec.group == "bundled":
+    if spec.gguf:  # bundled, or a GGUF given by reference: the verified conversion
         folder = converted_folder(spec, log)
         check_identity(spec, folder)
+    elif spec.group == "local":
+        folder = local_folder(spec)
+        check_identity(spec, folder)  # the folder still holds the model its spec was derived from
     else:
         folder = paper_folder(spec)
     register_attention()

@@ -1,0 +1,225 @@
+"""The ``abspos-claims`` console command: run the claims (pytest underneath), rebuild or compare run reports, and
+list the models with the claims that apply to each.
+
+    abspos-claims run --models smollm2-135m --claims T7,T9a -n 2 --dist loadgroup --seq-len 256
+    abspos-claims report build reports/latest
+    abspos-claims models [MODEL ...] [--seq-len N]
+
+``run`` is ``python -m pytest claims ...`` in a subprocess (``pytest claims`` itself works as before); ``report``
+is ``python -m harness.report``. Importing this module loads neither torch nor transformers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from typing import Callable, Mapping, Sequence
+
+from .api import aligned, pytest_argv
+from .claim_registry import CLAIMS, Applies, Target, UnknownClaim, family_sizes
+from .paths import ROOT
+
+PROG = "abspos-claims"
+USAGE_ERROR = 4  # pytest's exit code for a usage error
+
+
+def fail(message: str, code: int = USAGE_ERROR) -> int:
+    """One line on stderr, and the exit code."""
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return code
+
+
+# ---- run ---------------------------------------------------------------------------------------------
+
+def run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} run", allow_abbrev=False,
+        description="Run the claims: `python -m pytest claims` in a subprocess, returning pytest's exit code. Any "
+                    "option not listed here goes to pytest unchanged (--seq-len, --seed, --device, -n 2 --dist "
+                    "loadgroup, -m, -k, ...).",
+        epilog=f"The suite's own options: `{PROG} run -- --help` (pytest's help; group 'absolute-position "
+               f"claims'). Claim ids: {', '.join(CLAIMS)}.")
+    p.add_argument("--models", metavar="M", help="comma list of model names, groups (bundled, paper, all) or references "
+                                                 "(hf:<org>/<name>[@<rev>], path:<folder>, gguf:<file>); "
+                                                 "default: the suite's (bundled,paper)")
+    p.add_argument("--claims", metavar="IDS", help="comma list of claim ids (T7,T9a): run only their tests")
+    return p
+
+
+def call(argv: Sequence[str]) -> int:
+    """Run a command in the repository root, its output on this terminal; Ctrl-C reaches it too, and its own exit
+    code says how it ended."""
+    proc = subprocess.Popen(list(argv), cwd=ROOT)
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def run_command(argv: Sequence[str]) -> int:
+    args, rest = run_parser().parse_known_args(argv)
+    if "--" in rest:  # `run -- --help`: what follows is pytest's alone
+        rest.remove("--")
+    try:
+        command = pytest_argv(args.models, args.claims, rest)
+    except UnknownClaim as e:
+        return fail(f"--claims: {e}")
+    return call(command)
+
+
+# ---- report ------------------------------------------------------------------------------------------
+
+REPORT_HELP = "rebuild a run's report from its results.json, or compare two runs (python -m harness.report)"
+
+
+def report_command(argv: Sequence[str]) -> int:
+    from .report import main as report_main
+
+    if list(argv[:1]) in (["-h"], ["--help"]):
+        print(f"{PROG} report: {REPORT_HELP}; its arguments:\n")
+    return report_main(list(argv))
+
+
+# ---- models ------------------------------------------------------------------------------------------
+
+def models_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} models",
+        description="List the models (by default the registry's bundled and paper models): family, group, BOS policy, "
+                    "sliding window, context, whether their weights are on this machine; then, per claim, how many "
+                    "of its tests apply to each model.")
+    p.add_argument("models", nargs="*", metavar="MODEL", help="model names or groups (as --models) instead of the "
+                                                              "registry listing")
+    p.add_argument("--seq-len", type=int, default=None, metavar="N",
+                   help="the run's prompt length, for claims whose applicability depends on it (sliding windows); "
+                        "default: the suite's")
+    return p
+
+
+def bos_policy(spec) -> str:
+    if not spec.adds_bos:
+        return "none"
+    return "auto" if spec.bos_token_id is None else f"auto id {spec.bos_token_id}"
+
+
+def weights_status(spec) -> str:
+    """"present", or why not (the one-line reason of ``weights.ensure_available``)."""
+    from .models import WeightsUnavailable, WrongWeights
+    from .weights import ensure_available
+
+    try:
+        ensure_available(spec)
+    except (WeightsUnavailable, WrongWeights) as e:
+        return f"absent: {e}"
+    return "present"
+
+
+def model_rows(specs, status: Callable = weights_status) -> list[list[str]]:
+    return [[s.name, s.family, s.group, bos_policy(s), str(s.sliding_window or "-"), str(s.context or "?"),
+             status(s)] for s in specs]
+
+
+MODEL_HEADER = ("model", "family", "group", "BOS", "sliding window", "context", "weights")
+
+
+def family_level(applies: Applies) -> bool:
+    """A test over a model family (T13) rather than one model: its prediction cannot apply to a target with
+    neither, where every model-level one does (EQ3's softmax property runs without a model)."""
+    return applies.why_not(Target()) is not None
+
+
+def target(applies: Applies, spec, selected: tuple[str, ...], seq_len: int) -> Target:
+    """What the test runs on for this model: the model, or (a family-level test) the model's family."""
+    if family_level(applies):
+        return Target(None, spec.family, selected, seq_len)
+    return Target(spec, None, selected, seq_len)
+
+
+def applies_to(applies: Applies, spec, selected: tuple[str, ...], seq_len: int) -> bool:
+    """Whether the test's prediction applies to this model; a family-level test's, when it applies to the model's
+    family and the model is one of the sizes it runs on (``claim_registry.family_sizes``)."""
+    if applies.why_not(target(applies, spec, selected, seq_len)) is not None:
+        return False
+    return not family_level(applies) or spec.name in family_sizes(spec.family, selected)
+
+
+def applicability(tests: Mapping[str, Applies], spec, selected: tuple[str, ...], seq_len: int) -> str:
+    """"applying/all" of a claim's tests on one model, "(n/a)" when none applies."""
+    n = sum(applies_to(a, spec, selected, seq_len) for a in tests.values())
+    return f"{n}/{len(tests)}" + ("" if n else " (n/a)")
+
+
+def applicability_rows(specs, seq_len: int) -> list[list[str]]:
+    selected = tuple(s.name for s in specs)
+    return [[cid, *(applicability(c.tests, s, selected, seq_len) for s in specs)] for cid, c in CLAIMS.items()]
+
+
+def models_command(argv: Sequence[str]) -> int:
+    args = models_parser().parse_args(argv)
+    import pytest
+
+    from .models import REGISTRY
+    from .run import selected_models
+    from .session import Settings
+
+    try:
+        names = selected_models(",".join(args.models) if args.models else "bundled,paper")
+    except pytest.UsageError as e:
+        return fail(str(e))
+    if not names:
+        return fail("no models named")
+    specs = [REGISTRY[n] for n in names]  # names may be derived specs the registry holds (hf:, path:, gguf:)
+    seq_len = args.seq_len or Settings().seq_len
+    print(aligned(MODEL_HEADER, model_rows(specs)))
+    print(f"\nclaims × models: tests whose prediction applies, of the claim's tests (seq_len {seq_len}; "
+          f"n/a: none applies)")
+    print(aligned(["claim", *names], applicability_rows(specs, seq_len)))
+    return 0
+
+
+# ---- the command -------------------------------------------------------------------------------------
+
+COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
+    "run": ("run the claims with pytest (--models, --claims, and any pytest option)", run_command),
+    "report": (REPORT_HELP, report_command),
+    "models": ("list the models, their weights here, and which claims apply to each", models_command),
+}
+
+
+def top_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Verify the claims of 'Where does Absolute Position come from in decoder-only Transformers?' on "
+                    "real language models.",
+        epilog="commands:\n" + "\n".join(f"  {n:<8} {h}" for n, (h, _) in COMMANDS.items())
+               + f"\n\n`{PROG} COMMAND --help` says more.")
+    p.add_argument("command", choices=list(COMMANDS), help="what to do")
+    p.add_argument("args", nargs="*", help="the command's arguments")
+    return p
+
+
+def exit_code(e: SystemExit) -> int:
+    return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console command; returns its exit code (2: no or an unknown command, 4: a bad claim or model)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = top_parser()
+    if argv[:1] in (["-h"], ["--help"]):
+        parser.print_help()
+        return 0
+    if not argv or argv[0] not in COMMANDS:
+        parser.print_usage(sys.stderr)
+        return fail(f"choose a command: {', '.join(COMMANDS)}" if not argv else
+                    f"unknown command {argv[0]!r}; choose from {', '.join(COMMANDS)}", code=2)
+    try:
+        return COMMANDS[argv[0]][1](argv[1:])
+    except SystemExit as e:  # argparse's --help (0) and usage errors (2)
+        return exit_code(e)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

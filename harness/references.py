@@ -1,0 +1,269 @@
+"""Any RoPE model by reference: ``hf:<org>/<name>[@<revision>]``, ``path:<dir>``, ``gguf:<file>``.
+
+A reference resolves to a local folder (offline only: ``$ABSPOS_MODELS_DIR`` or the Hugging Face cache, never a
+network call; a GGUF file is converted once into the conversion cache) and its ``ModelSpec`` is derived from that
+folder's config and tokenizer, never from the model's name: the family marker from ``model_type``, the BOS policy
+from what the tokenizer does to a text, the RoPE variant and theta, sliding-window layers and width, layers, heads and
+KV heads. Claim applicability then follows from the spec exactly as for the registry's models. A model the harness
+cannot measure (no decoder, no RoPE, an attention that does not go through transformers' attention interface) is
+refused with one line saying what is missing, before anything is collected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .models import REGISTRY, ModelSpec, WeightsUnavailable, WrongWeights
+
+KINDS = ("hf", "path", "gguf")
+# model_type -> the family marker the paper's predictions are stated for (T8's Mistral rule, T13's ladders)
+FAMILY_OF = {"llama": "llama", "qwen2": "qwen", "qwen3": "qwen", "mistral": "mistral", "gemma": "gemma",
+             "gemma2": "gemma", "gemma3": "gemma", "gemma3_text": "gemma"}
+
+
+class ReferenceError(ValueError):
+    """A model reference that cannot be used: malformed, not on this machine, or not a model the harness measures.
+    The message is one line naming the reference."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    kind: str  # hf, path, gguf
+    target: str  # org/name, a folder, a file
+    revision: str | None = None  # hf only
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.target}" + (f"@{self.revision}" if self.revision else "")
+
+    @property
+    def name(self) -> str:
+        """The model's name in this run (test ids, results, baselines): file-name safe, never a registry name."""
+        if self.kind == "hf":
+            return "hf-" + self.target.replace("/", "--") + (f"@{self.revision}" if self.revision else "")
+        stem = Path(self.target).name.removesuffix(".gguf") if self.kind == "gguf" else Path(self.target).name
+        return f"{self.kind}-{stem}"
+
+
+def parse(token: str) -> Reference | None:
+    """The reference a ``--models`` token names, or None for a registry name or group (no ``kind:`` prefix)."""
+    kind, sep, target = token.partition(":")
+    if not sep or kind not in KINDS:
+        if sep and re.fullmatch(r"[a-z]+", kind):
+            raise ReferenceError(f"{token}: unknown reference kind {kind!r}; use hf:<org>/<name>[@<revision>], "
+                                 f"path:<folder> or gguf:<file>")
+        return None
+    if not target:
+        raise ReferenceError(f"{token}: nothing after '{kind}:'")
+    if kind == "hf":
+        repo, _, revision = target.partition("@")
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+            raise ReferenceError(f"{token}: a Hugging Face reference is hf:<org>/<name>[@<revision>]")
+        return Reference("hf", repo, revision or None)
+    path = Path(os.path.expanduser(target)).absolute()
+    return Reference(kind, str(path))
+
+
+# ---- where a reference's files are ---------------------------------------------------------------------------------
+def hf_folder(ref: Reference) -> Path:
+    """The local folder of ``hf:<org>/<name>[@rev]``: ``$ABSPOS_MODELS_DIR/<org>/<name>`` (or ``<org>--<name>``)
+    when no revision is asked for, then the Hugging Face cache (``local_files_only``: no network call)."""
+    root = os.environ.get("ABSPOS_MODELS_DIR")
+    looked = []
+    if root and not ref.revision:
+        for sub in (ref.target, ref.target.replace("/", "--")):
+            folder = Path(root) / sub
+            looked.append(str(folder))
+            if (folder / "config.json").is_file():
+                return folder
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(ref.target, revision=ref.revision, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any failure means "not cached"
+        looked.append("the Hugging Face cache" + (f" at revision {ref.revision}" if ref.revision else ""))
+    how = f"`huggingface-cli download {ref.target}" + (f" --revision {ref.revision}`" if ref.revision else
+                                                         f"` or put it in $ABSPOS_MODELS_DIR/{ref.target}")
+    raise ReferenceError(f"{ref}: not on this machine (looked in {', '.join(looked)}); download it with {how}")
+
+
+def folder_of(ref: Reference, log=print) -> Path:
+    """The folder holding the reference's config.json (a GGUF file is converted into the cache first)."""
+    if ref.kind == "hf":
+        return hf_folder(ref)
+    path = Path(ref.target)
+    if ref.kind == "gguf":
+        if not path.is_file():
+            raise ReferenceError(f"{ref}: no such file")
+        from .cache import CacheError
+        from .weights import converted_folder
+
+        try:
+            return converted_folder(gguf_spec(ref, path), log)
+        except CacheError:
+            raise
+        except Exception as e:  # noqa: BLE001 - whatever transformers' GGUF reader says, in one line
+            raise ReferenceError(f"{ref}: transformers cannot convert this GGUF file ({type(e).__name__}: "
+                                 f"{(str(e).splitlines() or [''])[0]})") from None
+    if not path.is_dir():
+        raise ReferenceError(f"{ref}: no such folder")
+    if not (path / "config.json").is_file():
+        raise ReferenceError(f"{ref}: no config.json in the folder (a Hugging Face model folder holds config.json, "
+                             f"the tokenizer and *.safetensors)")
+    return path
+
+
+def gguf_spec(ref: Reference, path: Path) -> ModelSpec:
+    """The placeholder spec under which a GGUF file is converted (the real spec is derived from the conversion)."""
+    return ModelSpec(ref.name, "", "local", "", str(ref), False, None, "", 0.0,
+                     gguf={"kind": "path", "file": str(path.resolve())})
+
+
+# ---- what the folder holds -----------------------------------------------------------------------------------------
+def read_config(ref: Reference, folder: Path):
+    from transformers import AutoConfig
+
+    try:
+        json.loads((folder / "config.json").read_text())
+        return AutoConfig.from_pretrained(folder)
+    except Exception as e:  # noqa: BLE001 - any unreadable config is the same one line
+        raise ReferenceError(f"{ref}: {folder / 'config.json'} is not a model config "
+                             f"({type(e).__name__}: {(str(e).splitlines() or [''])[0]})") from None
+
+
+def measurability_problems(config) -> list[str]:
+    """What the harness needs and this model's config lacks: a causal decoder, RoPE, and attention through
+    transformers' attention interface with a ``model.layers[*].self_attn`` stack (checked on a weightless copy)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .hooks import structure_problems
+
+    if getattr(config, "is_encoder_decoder", False):
+        return [f"{config.model_type} is an encoder-decoder, not a decoder-only model"]
+    if type(config) not in AutoModelForCausalLM._model_mapping:
+        return [f"{config.model_type} is not a causal (decoder-only) language model in transformers"]
+    if not (getattr(config, "rope_parameters", None) or getattr(config, "rope_theta", None)):
+        return [f"{config.model_type} has no rotary position embedding (the paper's claims are about RoPE models)"]
+    params = getattr(config, "rope_parameters", None) or {}
+    factors = [p.get("partial_rotary_factor") for p in ([params] + [v for v in params.values() if isinstance(v, dict)])]
+    factors.append(getattr(config, "partial_rotary_factor", None))
+    if any(f is not None and f < 1.0 for f in factors) or getattr(config, "qk_rope_head_dim", None):
+        return [f"{config.model_type} rotates only part of each head (partial rotary); the harness's RoPE "
+                f"interventions and per-head measurements assume every query and key dimension is rotated"]
+    cls = AutoModelForCausalLM._model_mapping[type(config)]
+    if not getattr(cls, "_supports_attention_backend", False):
+        return [f"{cls.__name__}'s attention does not go through transformers' attention interface (where the "
+                f"harness reads queries, keys, scores and patterns)"]
+    try:
+        with torch.device("meta"):  # the module tree without weights: instant even for an 8B model
+            return structure_problems(cls(config))
+    except Exception as e:  # noqa: BLE001 - a config transformers cannot build a model from
+        return [f"transformers cannot build {cls.__name__} from this config ({type(e).__name__}: "
+                f"{(str(e).splitlines() or [''])[0]})"]
+
+
+def rope_of(config) -> tuple[str, float]:
+    """(variant, theta): 'dual' for per-layer-type RoPE (Gemma-3's local/global), the rope_type when not the
+    default (llama3, yarn, ...), else 'standard'; theta of the full-attention RoPE."""
+    params = getattr(config, "rope_parameters", None) or {}
+    if isinstance(params, dict) and params and all(isinstance(v, dict) for v in params.values()):
+        thetas = {k: v.get("rope_theta") for k, v in params.items()}
+        variant = "dual" if len(set(thetas.values())) > 1 else "standard"
+        return variant, float(thetas.get("full_attention") or max(t for t in thetas.values() if t))
+    rope_type = params.get("rope_type") or (getattr(config, "rope_scaling", None) or {}).get("rope_type", "default")
+    theta = params.get("rope_theta") or getattr(config, "rope_theta", None)
+    return ("standard" if rope_type == "default" else rope_type), float(theta)
+
+
+def sliding_window_of(config) -> int | None:
+    """The sliding window when some layers use one: ``layer_types`` says so where the config has them; else a
+    window the config enables (Mistral v0.1, Qwen2 with ``use_sliding_window``)."""
+    window = getattr(config, "sliding_window", None)
+    types = getattr(config, "layer_types", None)
+    if types is not None:
+        return window if "sliding_attention" in types else None
+    return window if window and getattr(config, "use_sliding_window", True) else None
+
+
+def bos_policy(tokenizer) -> tuple[bool, int | None]:
+    """(does the tokenizer auto-prepend BOS, its id): what it does to a text, not what its config claims."""
+    ids = tokenizer("The cat sat on the mat.")["input_ids"]
+    bos = tokenizer.bos_token_id
+    adds = bos is not None and len(ids) > 0 and ids[0] == bos
+    return adds, (bos if adds else None)
+
+
+def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
+    """The spec of the model in ``folder``, from its config and tokenizer."""
+    from transformers import AutoTokenizer
+
+    config = read_config(ref, folder)
+    problems = measurability_problems(config)
+    if problems:
+        raise ReferenceError(f"{ref}: the harness cannot measure this model: {problems[0]}; refusing it")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except Exception as e:  # noqa: BLE001
+        raise ReferenceError(f"{ref}: no usable tokenizer in {folder} ({type(e).__name__}); the claims' prompts "
+                             f"are tokenized text") from None
+    adds_bos, bos_id = bos_policy(tokenizer)
+    rope, theta = rope_of(config)
+    text = getattr(config, "text_config", None) or config
+    shape = {k: getattr(text, k) for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                                            "num_key_value_heads", "vocab_size")}
+    arch = (config.architectures or [type(config).__name__.replace("Config", "ForCausalLM")])[0]
+    return ModelSpec(
+        name=ref.name, family=FAMILY_OF.get(config.model_type, config.model_type), group="local",
+        architecture=arch, source=str(ref), adds_bos=adds_bos, bos_token_id=bos_id, rope=rope, rope_theta=theta,
+        sliding_window=sliding_window_of(config), context=getattr(config, "max_position_embeddings", None),
+        caveat="your model (not one the paper measured): judged at the paper's thresholds, with no paper values"
+               + ("" if config.model_type in FAMILY_OF else f"; its architecture ({config.model_type}) is outside the "
+                  f"four families the harness was validated on (Llama, Qwen2, Mistral, Gemma)"),
+        hub_id=ref.target if ref.kind == "hf" else None, config=shape, folder=str(folder),
+        gguf={"kind": "path", "file": str(Path(ref.target).resolve())} if ref.kind == "gguf" else {})
+
+
+def paper_alias(ref: Reference) -> ModelSpec | None:
+    """The registry's paper model this hf: reference names (its hub id), if any."""
+    if ref.kind != "hf":
+        return None
+    return next((s for s in REGISTRY.values() if s.group == "paper" and s.hub_id == ref.target), None)
+
+
+def register(token: str, log=print) -> str | None:
+    """Resolve a ``kind:`` reference, register its derived spec and return its name (None for a registry name).
+
+    ``hf:`` of a paper model's hub id without a revision is that paper model (its paper values apply); with a
+    revision its folder must still be that model (``WrongWeights`` otherwise, one line)."""
+    ref = parse(token)
+    if ref is None:
+        return None
+    alias = paper_alias(ref)
+    if alias is not None and not ref.revision:
+        from .weights import paper_folder
+
+        try:
+            paper_folder(alias)  # a folder holding another model is refused now (WrongWeights), not at load
+        except WeightsUnavailable:
+            pass  # absent: its tests skip with the one-line reason, like the paper model's
+        return alias.name
+    folder = folder_of(ref, log)
+    if alias is not None:
+        from .weights import check_identity
+
+        check_identity(alias, folder)
+    spec = derive_spec(ref, folder)
+    known = REGISTRY.get(spec.name)
+    if known is not None and known.source != spec.source:
+        raise ReferenceError(f"{ref}: gives the model name {spec.name!r}, which {known.source} already has; "
+                             f"rename one of them")
+    REGISTRY[spec.name] = spec
+    return spec.name
+
+
+__all__ = ["KINDS", "Reference", "ReferenceError", "WeightsUnavailable", "WrongWeights", "derive_spec", "parse",
+           "register"]

@@ -1,0 +1,401 @@
+"""The `abspos-claims` console command (harness/cli.py) and the notebook API (harness/api.py): argv building, the
+models listing, report delegation and Verdicts on synthetic runs; one end-to-end run of a cheap claim on a bundled
+model, compared with the committed example run."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import RunFailed, Verdicts, api, cli, verify
+from harness.claim_registry import CLAIMS, LADDER
+from harness.criteria import CRITERIA
+from harness.models import REGISTRY, WeightsUnavailable, names
+from harness.paths import ROOT
+from harness.results import load_results
+from harness.verdict import verdict_of
+from harness.weights import ensure_available
+
+EXAMPLE = ROOT / "reports" / "example" / "results.json"
+
+
+def claim_tests(*claim_ids: str) -> list[str]:
+    return [t for cid in claim_ids for t in CLAIMS[cid].tests]
+
+
+def option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+# ---- the console script and the pytest command line ---------------------------------------------------
+
+def test_the_console_script_is_declared_and_installed():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"abspos-claims": "harness.cli:main"}
+    from importlib.metadata import entry_points
+    found = [e for e in entry_points(group="console_scripts") if e.name == "abspos-claims"]
+    assert found and found[0].load() is cli.main, "reinstall: .venv/bin/python -m pip install --no-deps -e ."
+
+
+def test_importing_the_api_and_cli_loads_neither_torch_nor_transformers():
+    code = "import sys, harness, harness.cli; print(sorted({'torch', 'transformers'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_claims_become_a_k_expression_of_their_test_names():
+    argv = api.pytest_argv("smollm2-135m", "T7,T9a", ["-n", "2"])
+    assert argv[:4] == [sys.executable, "-m", "pytest", str(ROOT / "claims")]
+    assert option(argv, "--models") == "smollm2-135m"
+    assert option(argv, "-k").split(" or ") == claim_tests("T7", "T9a")
+    assert argv[-2:] == ["-n", "2"]
+    assert api.pytest_argv(["smollm2-135m", "gemma3-270m"], [" T7", "T9a "]) == \
+        api.pytest_argv("smollm2-135m,gemma3-270m", "T7,T9a")
+    assert "--models" not in api.pytest_argv() and "-k" not in api.pytest_argv()
+
+
+def test_a_claims_test_names_select_no_other_claims_tests():
+    """-k matches substrings: no claim's test name may lie inside another claim's (T8's may inside T8's)."""
+    for cid, c in CLAIMS.items():
+        others = [t for other, o in CLAIMS.items() if other != cid for t in o.tests]
+        assert not [(t, o) for t in c.tests for o in others if t.lower() in o.lower()]
+
+
+def test_a_users_own_k_narrows_the_claims_selection():
+    claims = " or ".join(claim_tests("T2"))
+    argv = api.pytest_argv(None, "T2", ["-k", "bos", "-x"])
+    assert option(argv, "-k") == f"({claims}) and (bos)" and argv[-1] == "-x" and argv.count("-k") == 1
+    assert option(api.pytest_argv(None, "T2", ["-kbos"]), "-k") == f"({claims}) and (bos)"
+    assert api.pytest_argv(None, None, ["-k", "bos"])[-2:] == ["-k", "bos"]  # no --claims: untouched
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The commands `abspos-claims run` would run, recorded instead of run (exit code 7)."""
+    seen = []
+    monkeypatch.setattr(cli, "call", lambda argv: seen.append(list(argv)) or 7)
+    return seen
+
+
+def test_run_passes_other_options_through_to_pytest_unchanged(calls):
+    rest = ["-n", "2", "--dist", "loadgroup", "--seq-len", "256", "-m", "paper and llama", "--seed=3"]
+    assert cli.main(["run", "--models", "smollm2-135m", *rest]) == 7
+    assert calls == [[sys.executable, "-m", "pytest", str(ROOT / "claims"), "--models", "smollm2-135m", *rest]]
+    calls.clear()
+    assert cli.main(["run", "--claims", "T9a", "--", "--collect-only"]) == 7
+    assert calls[0][4:] == ["-k", claim_tests("T9a")[0], "--collect-only"]
+
+
+def test_an_unknown_claim_is_one_line_and_exit_4_before_anything_runs(calls, capsys):
+    assert cli.main(["run", "--models", "smollm2-135m", "--claims", "T7,T99"]) == 4
+    err = capsys.readouterr().err
+    assert calls == [] and len(err.strip().splitlines()) == 1
+    assert "'T99'" in err and all(cid in err for cid in CLAIMS)
+
+
+def test_run_wraps_pytest_and_returns_its_exit_code(capfd):
+    assert cli.main(["run", "--models", "smollm2-135m", "--seq-len", "17", "-p", "no:cacheprovider"]) == 4
+    assert "--seq-len 17: must be 8 times a power of two" in capfd.readouterr().err
+
+
+# ---- the command line's shape ----------------------------------------------------------------------------
+
+def test_no_command_is_the_usage_and_exit_2(capsys):
+    assert cli.main([]) == 2
+    assert "usage: abspos-claims" in capsys.readouterr().err
+    assert cli.main(["frob"]) == 2
+    assert "unknown command 'frob'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--help"], ["run the claims", "report", "list the models"]),
+    (["run", "--help"], ["Run the claims", "--models", "--claims", "goes to pytest unchanged"]),
+    (["report", "--help"], ["rebuild a run's report", "build", "compare"]),
+    (["models", "--help"], ["List the models", "--seq-len", "MODEL"]),
+])
+def test_help_says_what_each_command_does(argv, says, capsys):
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert all(s in out for s in says), out
+
+
+def test_report_is_delegated_to_harness_report(tmp_path, capsys):
+    assert cli.main(["report", "build", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "missing.json: no such file" in err
+    assert cli.main(["report"]) == 2  # harness.report's own usage error
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps(synthetic()))
+    assert cli.main(["report", "compare", str(run), str(run)]) == 0
+
+
+# ---- abspos-claims models --------------------------------------------------------------------------------
+
+def reason(spec) -> str:
+    try:
+        ensure_available(spec)
+    except WeightsUnavailable as e:
+        return f"absent: {e}"
+    return "present"
+
+
+def table(out: str, first: str) -> dict[str, list[str]]:
+    """The rows of the plain-text table whose header starts with ``first``, by their first cell, split on the
+    header's column starts."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first + " "))
+    header = lines[start]
+    cols = [0] + [i for i in range(2, len(header)) if header[i] != " " and header[i - 2:i] == "  "]
+    rows = {}
+    for line in [header, *lines[start + 1:]]:
+        if not line.strip():
+            break
+        cells = [line[a:b].strip() for a, b in zip(cols, cols[1:] + [None])]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_models_lists_the_registry_with_weights_and_applicability(capsys):
+    assert cli.main(["models"]) == 0
+    out = capsys.readouterr().out
+    models = table(out, "model")
+    listed = names("bundled") + names("paper")
+    assert list(models)[1:] == listed
+    for name in listed:
+        spec = REGISTRY[name]
+        family, group, bos, window, context, weights = models[name]
+        assert (family, group, context) == (spec.family, spec.group, str(spec.context))
+        assert bos == (f"auto id {spec.bos_token_id}" if spec.adds_bos else "none")
+        assert window == str(spec.sliding_window or "-")
+        assert weights == reason(spec)
+    claims = table(out, "claim")
+    assert claims["claim"] == listed and list(claims)[1:] == list(CLAIMS)
+    assert all(len(row) == len(listed) for row in claims.values())
+
+
+def test_bos_dependent_tests_are_na_on_a_model_without_bos(capsys):
+    assert cli.main(["models", "smollm2-135m", "gemma3-270m"]) == 0
+    claims = table(capsys.readouterr().out, "claim")
+    assert claims["claim"] == ["smollm2-135m", "gemma3-270m"]
+    assert claims["T2"] == ["1/3", "2/3"]  # moving BOS, a rare token at 0: BOS models; no-BOS sink: the others
+    assert claims["T9c"] == ["0/3 (n/a)", "3/3"]
+    assert claims["T4"] == ["1/1", "0/1 (n/a)"]
+    assert claims["T13"] == ["0/1 (n/a)", "0/1 (n/a)"]  # one size per family
+    assert claims["T7"] == ["3/3", "3/3"]
+    smol, gemma = REGISTRY["smollm2-135m"], REGISTRY["gemma3-270m"]
+    for test, applies in CLAIMS["T2"].tests.items():
+        bos = "without_bos" not in test
+        assert cli.applies_to(applies, smol, ("smollm2-135m",), 128) is not bos
+        assert cli.applies_to(applies, gemma, ("gemma3-270m",), 128) is bos
+
+
+def test_the_seq_len_decides_where_a_sliding_window_binds(capsys):
+    flat, rises, past = CLAIMS["T8"].tests.values()
+    gemma, selected = REGISTRY["gemma3-270m"], ("gemma3-270m",)
+    assert [cli.applies_to(a, gemma, selected, 128) for a in (flat, rises, past)] == [True, False, True]
+    assert [cli.applies_to(a, gemma, selected, 1024) for a in (flat, rises, past)] == [False, True, True]
+    assert cli.main(["models", "gemma3-270m", "smollm2-135m", "--seq-len", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "seq_len 1024" in out and table(out, "claim")["T8"] == ["2/3", "1/3"]
+
+
+def test_only_the_scale_ladder_is_a_family_level_test():
+    family = [t for c in CLAIMS.values() for t, a in c.tests.items() if cli.family_level(a)]
+    assert family == claim_tests("T13") and CLAIMS["T13"].tests[family[0]] is LADDER
+    ladder = ("llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "smollm2-135m")
+    assert cli.applies_to(LADDER, REGISTRY["llama-3.2-1b"], ladder, 128)
+    assert not cli.applies_to(LADDER, REGISTRY["smollm2-135m"], ladder, 128)  # not one of the ladder's sizes
+
+
+def test_models_reads_specs_from_the_registry_after_selecting_them(monkeypatch, capsys):
+    """A reference (hf:, path:, gguf:) resolves to a derived spec registered under its own name."""
+    import harness.run
+    import harness.weights
+
+    derived = dataclasses.replace(REGISTRY["smollm2-135m"], name="local-smol", group="local", context=2048)
+    monkeypatch.setitem(REGISTRY, "local-smol", derived)
+    monkeypatch.setattr(harness.run, "selected_models", lambda option, log=print: ("local-smol",))
+    monkeypatch.setattr(harness.weights, "ensure_available", lambda spec: None)
+    assert cli.main(["models", "hf:someone/smol"]) == 0
+    out = capsys.readouterr().out
+    assert table(out, "model")["local-smol"][:2] == ["llama", "local"] and "2048" in out
+    assert table(out, "claim")["claim"] == ["local-smol"]
+
+
+def test_a_bad_model_is_one_line_and_exit_4(capsys):
+    assert cli.main(["models", "smollm2-135m", "nope"]) == 4
+    captured = capsys.readouterr()
+    assert captured.err.startswith("abspos-claims: --models: unknown model 'nope'")
+    assert len(captured.err.strip().splitlines()) == 1 and "claim" not in captured.out
+
+
+# ---- Verdicts on a synthetic run ------------------------------------------------------------------------
+
+def fig(name, value, ci=None):
+    return {"name": name, "value": value, "paper": None, "ci": ci, "note": ""}
+
+
+def rec(test, model, verdict, figures, reason="", param=None):
+    cid = next(c.id for c in CLAIMS.values() if test in c.tests)
+    return {"test": f"claims/test_x.py::{test}[{param or model}]", "claim": cid, "model": model, "outcome": "passed",
+            "verdict": verdict, "known_outcome": False, "check": None, "reason": reason, "figures": figures,
+            "seconds": 1.0, "forward_seconds": 0.5, "layer_tokens": 10}
+
+
+T9A, T7, T2, T13 = (claim_tests(c)[0] for c in ("T9a", "T7", "T2", "T13"))
+
+
+def synthetic() -> dict:
+    return {"run": "run-synthetic", "settings": {"seq_len": 128}, "models": ["smollm2-135m", "gemma3-270m"],
+            "versions": {}, "records": [
+                rec(T9A, "smollm2-135m", "held", [fig("max_std_position0", 0.0), fig("min_std_position1", 0.35)]),
+                rec(T7, "gemma3-270m", "not held", [fig("first_bin_share_of_causal_profile", 0.41, [0.3, 0.5]),
+                                                    fig("bin_edges", [0, 8, 16])], reason="ClaimNotHeld: 0.41 < 0.56"),
+                rec(T7, "smollm2-135m", "held", [fig("first_bin_share_of_causal_profile", 0.7)]),
+                rec(T2, "smollm2-135m", "n/a", [], reason="not applicable to smollm2-135m: ..."),
+                rec(T13, None, "n/a", [], reason="not applicable to the llama family: ...", param="llama"),
+            ]}
+
+
+@pytest.fixture
+def verdicts(tmp_path) -> Verdicts:
+    (tmp_path / "results.json").write_text(json.dumps(synthetic()))
+    return Verdicts.from_results(load_results(tmp_path), tmp_path / "report.md")
+
+
+def test_verdicts_are_plain_records_with_the_reports_headline(verdicts):
+    assert isinstance(verdicts, list) and len(verdicts) == 5
+    assert [(v["claim"], v["model"]) for v in verdicts] == [
+        ("T2", "smollm2-135m"), ("T7", "gemma3-270m"), ("T7", "smollm2-135m"), ("T9a", "smollm2-135m"),
+        ("T13", "llama family")]
+    t7 = verdicts[1]
+    assert set(t7) == {"claim", "test", "model", "verdict", "reason", "headline", "figures"}
+    assert t7["test"] == T7 and t7["verdict"] == "not held" and t7["reason"] == "ClaimNotHeld: 0.41 < 0.56"
+    assert CRITERIA[T7].headline == ("first_bin_share_of_causal_profile",)
+    assert t7["headline"] == {"first_bin_share_of_causal_profile": 0.41}
+    assert [f["name"] for f in t7["figures"]] == ["first_bin_share_of_causal_profile", "bin_edges"]
+    assert verdicts[3]["headline"] == {"max_std_position0": 0.0} and verdicts[0]["headline"] == {}
+
+
+def test_verdicts_filter_and_group(verdicts):
+    assert [v["claim"] for v in verdicts.held()] == ["T7", "T9a"]
+    assert [v["model"] for v in verdicts.not_held()] == ["gemma3-270m"]
+    by = verdicts.by_model()
+    assert list(by) == ["smollm2-135m", "gemma3-270m", "llama family"] and len(by["smollm2-135m"]) == 3
+    for part in (verdicts.held(), verdicts.not_held(), *by.values()):
+        assert isinstance(part, Verdicts) and part.results is verdicts.results and part.report == verdicts.report
+    assert verdicts.results["run"] == "run-synthetic"
+
+
+def test_verdicts_table_and_markdown(verdicts):
+    lines = verdicts.table().splitlines()
+    assert lines[0].split() == ["claim", "test", "model", "verdict", "headline"] and len(lines) == 6
+    at = lines[0].index("verdict")
+    assert [line[at:].split("  ")[0] for line in lines[1:]] == ["n/a", "not held", "held", "held", "n/a"]
+    assert "0.41 [0.3, 0.5]" in lines[2]  # the report's "value [95% CI]"
+    md = verdicts._repr_markdown_().strip().splitlines()
+    assert md[0] == "| claim | test | model | verdict | headline |" and len(md) == 7
+    assert md[3] == f"| T7 | {T7} | gemma3-270m | not held | 0.41 [0.3, 0.5] |"
+    assert Verdicts().table().split() == ["claim", "test", "model", "verdict", "headline"]
+
+
+# ---- verify(), its run stubbed ----------------------------------------------------------------------------
+
+@pytest.fixture
+def fake_pytest(monkeypatch):
+    """``api.run_pytest`` replaced by one writing the synthetic run under --report-dir (as write_run lays it out)."""
+    seen = {}
+
+    def run(argv, echo=True):
+        seen["argv"] = list(argv)
+        folder = Path(option(argv, "--report-dir"))
+        if seen.get("write", True):
+            (folder / "run-x").mkdir(parents=True, exist_ok=True)
+            (folder / "run-x" / "results.json").write_text(json.dumps(synthetic()))
+            (folder / "run-x" / "report.md").write_text("# report")
+            (folder / "latest").unlink(missing_ok=True)
+            (folder / "latest").symlink_to("run-x")
+        return seen.get("code", 1), seen.get("last", "=== 1 failed, 3 passed in 2.00s ===")
+
+    monkeypatch.setattr(api, "run_pytest", run)
+    return seen
+
+
+def test_verify_builds_the_run_command_and_keeps_the_report_only_when_asked(fake_pytest, tmp_path):
+    v = verify(["smollm2-135m", "gemma3-270m"], "T7,T9a", seq_len=256, seed=3, device="cpu", workers=2,
+               report_dir=tmp_path, extra_args=["-x"])
+    argv = fake_pytest["argv"]
+    assert argv[:4] == api.pytest_argv()[:4] and option(argv, "--models") == "smollm2-135m,gemma3-270m"
+    assert option(argv, "-k") == " or ".join(claim_tests("T7", "T9a"))
+    assert [option(argv, o) for o in ("--seq-len", "--seed", "--device", "-n", "--dist")] == [
+        "256", "3", "cpu", "2", "loadgroup"]
+    assert "--n-prompts" not in argv and "--dtype" not in argv and argv[-1] == "-x"
+    assert option(argv, "--report-dir") == str(tmp_path)
+    assert len(v) == 5 and v.report == (tmp_path / "run-x" / "report.md").resolve() and v.report.exists()
+    temporary = verify("smollm2-135m")
+    folder = Path(option(fake_pytest["argv"], "--report-dir"))
+    assert temporary.report is None and not folder.exists() and len(temporary) == 5
+
+
+def test_verify_without_results_raises_run_failed_with_pytests_last_line(fake_pytest, tmp_path):
+    fake_pytest.update(write=False, code=5, last="=== no tests ran in 0.50s ===")
+    with pytest.raises(RunFailed, match="^=== no tests ran in 0.50s ===$") as e:
+        verify("smollm2-135m")
+    assert e.value.returncode == 5
+    fake_pytest.update(write=True)
+    verify("smollm2-135m", report_dir=tmp_path)
+    fake_pytest.update(write=False, code=2, last="Interrupted: 1 error during collection")
+    with pytest.raises(RunFailed, match="Interrupted"):  # an older run in the same folder is not this run's
+        verify("smollm2-135m", report_dir=tmp_path)
+
+
+def test_an_unknown_claim_raises_before_anything_runs(fake_pytest):
+    with pytest.raises(KeyError, match="unknown claim 'T99'"):
+        verify("smollm2-135m", ["T99"])
+    assert "argv" not in fake_pytest
+
+
+# ---- verify(), real runs ----------------------------------------------------------------------------------
+
+def test_a_usage_error_raises_run_failed_before_any_model_loads():
+    with pytest.raises(RunFailed) as e:
+        verify(models="smollm2-135m", seq_len=17, quiet=True)
+    assert e.value.returncode == 4
+    assert str(e.value).startswith("ERROR: --seq-len 17: must be 8 times a power of two")
+    assert "\n" not in str(e.value)
+
+
+def close(a, b) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+    return a == b
+
+
+def test_verify_reproduces_the_example_run():
+    """T9a and T9b on SmolLM2 at the default settings (the example's), about 30 s: the same verdicts, headline
+    figures and every other figure as reports/example/results.json."""
+    try:
+        ensure_available(REGISTRY["smollm2-135m"])
+    except WeightsUnavailable as e:
+        pytest.skip(str(e))
+    v = verify(models="smollm2-135m", claims=["T9a", "T9b"], quiet=True)
+    example = {(api.verdict_record(r)["test"], r["model"]): r for r in load_results(EXAMPLE)["records"]}
+    assert [(r["claim"], r["model"]) for r in v] == [("T9a", "smollm2-135m"), ("T9b", "smollm2-135m")]
+    assert v.report is None and v.results["settings"] == load_results(EXAMPLE)["settings"]
+    for r in v:
+        want = example[(r["test"], "smollm2-135m")]
+        assert r["verdict"] == verdict_of(want) == "held"
+        assert set(r["headline"]) == set(CRITERIA[r["test"]].headline) and r["headline"]
+        assert close(r["headline"], api.headline(r["test"], want["figures"])), r["headline"]
+        assert close({f["name"]: f["value"] for f in r["figures"]}, {f["name"]: f["value"] for f in want["figures"]})
