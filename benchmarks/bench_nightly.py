@@ -49,7 +49,7 @@ def workload(results: dict) -> dict:
     if any("layer_tokens" not in r for r in results["records"]):
         raise SystemExit(f"{results['run']} predates forward-pass booking: make a new run (scripts/run-claims.sh)")
     return {m: (lt, t - f, shape["layers"], shape["heads"])
-            for m, (t, f, lt, shape) in time_per_model(results["records"]).items() if m and shape}
+            for m, (t, f, lt, shape, _) in time_per_model(results["records"]).items() if m and shape}
 
 
 def throughput(name: str, device: str, dtype: str, seq_len: int, batches: int, n_pairs: int = 4000) -> float:

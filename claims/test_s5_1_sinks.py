@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from harness import claim, corpus, holds
-from harness.reads import MLP_AT_TARGET, At, Run, SinkProfile, probe_positions
+from harness.plan import probe, topic
+from harness.reads import MLP_AT_TARGET, PROBE_STATES, Run, SinkProfile, probe_positions
 from harness.sinks import peak_sink, sink_magnitude_by_layer
 
 MOVED_TO = 8  # paper: BOS moved to position 8
@@ -23,6 +24,7 @@ def sink_profile(session, model, prompts):
 
 
 @pytest.mark.claim("T2")
+@pytest.mark.reads(topic(SinkProfile()))
 def test_T2_moving_bos_moves_the_sink(model, session, figures):
     text = session.prompts(model)
     default = sink_profile(session, model, text)
@@ -43,6 +45,7 @@ def test_T2_moving_bos_moves_the_sink(model, session, figures):
 
 
 @pytest.mark.claim("T2")
+@pytest.mark.reads(topic(SinkProfile()))
 def test_T2_uncommon_token_at_zero_suppresses_the_sink(model, session, figures):
     text = session.prompts(model)
     s0, _ = peak_sink(sink_profile(session, model, text), 0)
@@ -55,6 +58,7 @@ def test_T2_uncommon_token_at_zero_suppresses_the_sink(model, session, figures):
 
 
 @pytest.mark.claim("T2")
+@pytest.mark.reads(topic(SinkProfile()))
 def test_T2_without_bos_position0_is_a_saturated_default_sink(model, session, figures):
     text = session.prompts(model)
     s0, layer = peak_sink(sink_profile(session, model, text), 0)
@@ -79,8 +83,7 @@ def _topic_grid(session, model):
 
     text = session.prompts(model, n_prompts=session.settings.n_probe_prompts)
     pos = list(probe_positions(text.seq_len))
-    states, profile, _ = session.capture(model, Run(text), At(positions=tuple(pos)), SinkProfile(),
-                                         MLP_AT_TARGET)  # T12 reads the same pass
+    states, profile = session.capture(model, Run(text), PROBE_STATES, SinkProfile())
     sink = sink_magnitude_by_layer(profile.values)[:, pos]
     acc = topic_probe_grid(states.values, text.labels, seed=session.settings.seed)
     chance = chance_level(text.labels)
@@ -95,6 +98,7 @@ def top_cells(values: np.ndarray, k: int) -> list[tuple[int, int]]:
 
 
 @pytest.mark.claim("T1")
+@pytest.mark.reads(probe(PROBE_STATES, SinkProfile(), MLP_AT_TARGET))
 def test_T1_highest_sink_positions_are_at_chance(model, session, figures):
     pos, sink, acc, decodable, chance = topic_grid(session, model)
     cells = top_cells(sink, TOP_SINKS)
@@ -108,6 +112,7 @@ def test_T1_highest_sink_positions_are_at_chance(model, session, figures):
 
 
 @pytest.mark.claim("T1")
+@pytest.mark.reads(probe(PROBE_STATES, SinkProfile(), MLP_AT_TARGET))
 def test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller(model, session, figures):
     """Table 1's reading: the three highest-sink cells against the three highest-content (accuracy) cells."""
     pos, sink, acc, decodable, chance = topic_grid(session, model)

@@ -21,6 +21,7 @@ from harness.heads import (
 )
 from harness.leakage import benjamini_hochberg, bootstrap_weights
 from harness.measure import prompt_ci
+from harness.plan import fixed0, topic
 from harness.reads import At, Run, SinkProfile
 from harness.sinks import sink_reading_strength
 
@@ -48,6 +49,7 @@ def consistency(session, outputs):
 
 
 @pytest.mark.claim("T3")
+@pytest.mark.reads(topic(Z_LAST, SinkProfile()))
 def test_T3_top_sink_readers_are_consistent_across_prompts_with_bos(model, session, figures):
     z, strength = head_outputs(session, model, session.prompts(model))
     top, bottom = decile_split(strength)
@@ -64,10 +66,11 @@ def test_T3_top_sink_readers_are_consistent_across_prompts_with_bos(model, sessi
 
 
 @pytest.mark.claim("T3")
+@pytest.mark.reads(topic(Z_LAST, SinkProfile()), fixed0(Z_LAST, SinkProfile()))
 def test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero(model, session, figures):
     text = session.prompts(model)
     z, strength = head_outputs(session, model, text)
-    z_fixed, _ = head_outputs(session, model, corpus.fixed_token_at_zero(text, int(text.ids[0, 0])))
+    z_fixed, _ = head_outputs(session, model, session.prompts(model, "fixed0"))
     top, _ = decile_split(strength)  # the same heads in both conditions: the natural run's top decile
     (natural, natural_b), (fixed, fixed_b) = consistency(session, z), consistency(session, z_fixed)
     diff_ci = prompt_ci(session, natural_b[:, top].mean(1) - fixed_b[:, top].mean(1))

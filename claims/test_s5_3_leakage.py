@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.measure import Leakage, prompt_ci
+from harness.measure import WEIGHT, Leakage, prompt_ci
+from harness.plan import topic
 
 TOP, Q, SIMILAR = (claim("T5").threshold(k) for k in ("top", "q", "similar"))  # SIMILAR = (low, high)
 
 
 @pytest.mark.claim("T5")
+@pytest.mark.reads(topic(WEIGHT))
 def test_T5_top30_heads_significant_after_fdr(model, session, figures):
     sig = Leakage(session, model).significance(Q)
     top = np.argsort(sig["delta"])[::-1][:TOP]
@@ -36,6 +38,7 @@ def test_T5_top30_heads_significant_after_fdr(model, session, figures):
 
 
 @pytest.mark.claim("T5")
+@pytest.mark.reads(topic(WEIGHT))
 def test_T5_leakage_is_content_independent(model, session, figures):
     natural, random = Leakage(session, model), Leakage(session, model, "random")
     n, r = natural.mean_delta(), random.mean_delta()

@@ -11,7 +11,8 @@ import pytest
 
 from harness import claim, holds
 from harness.edits import Bidirectional, IdentityRope, ScrambledRope, ScrambledRopeAllEntries
-from harness.measure import Leakage, prompt_ci
+from harness.measure import WEIGHT, Leakage, prompt_ci
+from harness.plan import topic
 
 T6 = claim("T6")
 BI_AT_MOST, RISE_AT_LEAST, NEARLY_EQUAL = (T6.threshold(k) for k in ("bi_at_most", "rise_at_least", "nearly_equal"))
@@ -25,6 +26,7 @@ def ratio_to_causal(leak, edit):
 
 
 @pytest.mark.claim("T6")
+@pytest.mark.reads(topic(WEIGHT))
 def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
     leak = Leakage(session, model)
     base, base_ci = leak.mean_delta_with_ci()
@@ -38,6 +40,7 @@ def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
 
 
 @pytest.mark.claim("T6")
+@pytest.mark.reads(topic(WEIGHT))
 def test_T6_rope_ablations_raise_leakage_alike(model, session, figures):
     leak = Leakage(session, model)
     base, base_ci = leak.mean_delta_with_ci()

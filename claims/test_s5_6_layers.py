@@ -14,7 +14,8 @@ import pytest
 from harness import claim, holds
 from harness.claim_registry import length_past_window
 from harness.edits import Bidirectional
-from harness.measure import Leakage, depth_slope, prompt_ci
+from harness.measure import WEIGHT, Leakage, depth_slope, prompt_ci
+from harness.plan import topic
 
 T8 = claim("T8")
 FLAT = T8.threshold("flat")
@@ -40,6 +41,7 @@ def record(figures, ratio, slope, slope_ci, seq_len):
 
 
 @pytest.mark.claim("T8")
+@pytest.mark.reads(topic(WEIGHT))
 def test_T8_layer_ratio_is_flat_with_depth(model, session, figures):
     ratio, slope, slope_ci = ratio_profile(session, model)
     bound = FLAT
@@ -58,6 +60,7 @@ def check_rises(model, session, figures, seq_len=None):
 
 
 @pytest.mark.claim("T8")
+@pytest.mark.reads(topic(WEIGHT))
 def test_T8_sliding_window_ratio_rises_with_depth(model, session, figures):
     check_rises(model, session, figures)
 

@@ -13,7 +13,8 @@ import pytest
 from harness import claim, corpus, holds
 from harness.edits import Bidirectional, ReplaceEmbedding, ReplaceStateWithMidMean
 from harness.leakage import query_bins
-from harness.measure import Leakage, prompt_ci
+from harness.measure import WEIGHT, Leakage, prompt_ci
+from harness.plan import topic
 
 
 def first_bin(session, model, *edits):
@@ -83,15 +84,18 @@ def check(table9, condition, lower: bool, what: str):
 
 
 @pytest.mark.claim("T9c")
+@pytest.mark.reads(topic(WEIGHT))
 def test_T9c_replacing_bos_embedding_removes_residual_leakage(table9):
     check(table9, "bi+replace-embedding", True, "replacing the BOS embedding")
 
 
 @pytest.mark.claim("T9c")
+@pytest.mark.reads(topic(WEIGHT))
 def test_T9c_replacing_position0_at_most_leaky_layer_reduces_it(table9):
     check(table9, "bi+replace-Lstar", True, "replacing the position-0 state at L*")
 
 
 @pytest.mark.claim("T9c")
+@pytest.mark.reads(topic(WEIGHT))
 def test_T9c_replacing_position0_at_every_layer_raises_it(table9):
     check(table9, "bi+replace-all", False, "replacing the position-0 state at every layer")

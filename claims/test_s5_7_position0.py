@@ -8,23 +8,21 @@ and it is an anomalously large vector.
 import numpy as np
 import pytest
 
-from harness import claim, corpus, holds
+from harness import claim, holds
+from harness.plan import fixed0
 from harness.reads import At, ResidNorms, Run
 from harness.sinks import cross_prompt_std, norm_ratio_position0
 
 NORM_FACTOR = claim("T9b").threshold("norm_factor")
 
 
-def fixed_token_prompts(session, model):
-    text = session.prompts(model)
-    if model.spec.adds_bos:
-        return text
-    return corpus.fixed_token_at_zero(text, int(text.ids[0, 0]))
+POSITIONS_01 = At(positions=(0, 1), embed=True)
 
 
 @pytest.mark.claim("T9a")
+@pytest.mark.reads(fixed0(POSITIONS_01))
 def test_T9a_position0_state_is_identical_across_prompts(model, session, figures):
-    states = session.capture(model, Run(fixed_token_prompts(session, model)), At(positions=(0, 1), embed=True))
+    states = session.capture(model, Run(session.prompts(model, "fixed0")), POSITIONS_01)
     std0 = cross_prompt_std(states.values[:, :, 0])  # [L+1] embedding then each layer
     std1 = cross_prompt_std(states.values[:, :, 1])
     figures.add("max_std_position0", float(std0.max()), paper=0.0)
@@ -36,8 +34,9 @@ def test_T9a_position0_state_is_identical_across_prompts(model, session, figures
 
 
 @pytest.mark.claim("T9b")
+@pytest.mark.reads(fixed0(ResidNorms()))
 def test_T9b_position0_norm_exceeds_mid_sequence_tenfold(model, session, figures):
-    norms = session.capture(model, Run(fixed_token_prompts(session, model)), ResidNorms())
+    norms = session.capture(model, Run(session.prompts(model, "fixed0")), ResidNorms())
     ratio = norm_ratio_position0(norms.decoder)  # decoder layers (the embedding is not a 'downstream' state)
     over = int((ratio > NORM_FACTOR).sum())
     figures.add("norm_ratio_by_layer", ratio)

@@ -15,12 +15,14 @@ from harness.directions import dominant_direction, fraction_norm_removed, rank1_
 from harness.edits import Directions, ProjectOutOfResidual, Rank1MLPAblation, ZeroHeads
 from harness.heads import decile_split
 from harness.leakage import t_interval
-from harness.measure import Leakage
+from harness.measure import WEIGHT, Leakage
+from harness.plan import probe, topic, topic_rows
 from harness.probes import chance_level, topic_probe_accuracy
-from harness.reads import MLP_AT_TARGET, At, Run, SinkProfile, probe_positions
+from harness.reads import MLP_AT_TARGET, PROBE_STATES, At, Run, SinkProfile
 from harness.sinks import sink_reading_strength
 
 DIRECTION_PROMPTS = 4  # prompts the rank-1 directions are fitted on
+AFTER_0 = At(start=1)  # the residual stream at every position after 0
 DRAWS = claim("T11").threshold("draws")
 T12 = claim("T12")
 LAST_LAYERS, MIN_NORM_REMOVED, ACCURACY_SE = (T12.threshold(k) for k in ("layers", "min_norm_removed", "accuracy_se"))
@@ -29,7 +31,7 @@ LAST_LAYERS, MIN_NORM_REMOVED, ACCURACY_SE = (T12.threshold(k) for k in ("layers
 def position_directions(session, model) -> Directions:
     """Per layer, the unit direction of the residual stream that best predicts the position (positions >= 1)."""
     few = session.prompts(model, n_prompts=DIRECTION_PROMPTS)
-    states = session.capture(model, Run(few), At(start=1)).values  # [N, layers, n-1, D]
+    states = session.capture(model, Run(few), AFTER_0).values  # [N, layers, n-1, D]
     pos = np.tile(np.arange(1, few.seq_len), len(few))
     return Directions({l: rank1_direction(states[:, l].reshape(-1, model.d_model), pos) for l in range(model.n_layers)})
 
@@ -88,16 +90,19 @@ def check_smaller_than_random(t11, which: str, what: str):
 
 
 @pytest.mark.claim("T11")
+@pytest.mark.reads(topic(WEIGHT, SinkProfile()), topic_rows(DIRECTION_PROMPTS, AFTER_0))
 def test_T11_position_probe_ablation_reduces_less_than_random_heads(t11):
     check_smaller_than_random(t11, "rank1", "projecting out the position direction")
 
 
 @pytest.mark.claim("T11")
+@pytest.mark.reads(topic(WEIGHT, SinkProfile()), topic_rows(DIRECTION_PROMPTS, AFTER_0))
 def test_T11_sink_head_ablation_reduces_less_than_random_heads(t11):
     check_smaller_than_random(t11, "sink", "zeroing the top-decile sink-reading heads")
 
 
 @pytest.mark.claim("T12")
+@pytest.mark.reads(probe(MLP_AT_TARGET, PROBE_STATES))
 def test_T12_rank1_mlp_ablation_removes_norm_not_topic(model, session, figures):
     """App. B: at each of the last three layers, the dominant direction of the per-prompt MLP outputs at the target
     (the last position) is projected out of that layer's MLP output there; the fraction of the output norm removed
@@ -105,7 +110,7 @@ def test_T12_rank1_mlp_ablation_removes_norm_not_topic(model, session, figures):
     text = session.prompts(model, n_prompts=session.settings.n_probe_prompts)
     layers = list(range(model.n_layers - LAST_LAYERS, model.n_layers))
     target = text.seq_len - 1
-    mlp, resid = session.capture(model, Run(text), MLP_AT_TARGET, At(positions=probe_positions(text.seq_len)))
+    mlp, resid = session.capture(model, Run(text), MLP_AT_TARGET, PROBE_STATES)
     dirs = {l: dominant_direction(mlp.values[:, l, 0]) for l in layers}  # one row per prompt
     removed = np.array([fraction_norm_removed(mlp.values[:, l, 0], dirs[l]) for l in layers])
     seed = session.settings.seed

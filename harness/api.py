@@ -64,7 +64,7 @@ def split_keyword(options: Sequence[str]) -> tuple[str | None, list[str]]:
         if a == "-k":
             expressions.append(next(args, ""))
         elif a.startswith("-k") and len(a) > 2:
-            expressions.append(a[2:])
+            expressions.append(a[3:] if a.startswith("-k=") else a[2:])
         else:
             rest.append(a)
     return (" and ".join(f"({e})" for e in expressions) if len(expressions) > 1 else
@@ -98,10 +98,11 @@ def worker_options(workers: int | None) -> list[str]:
 
 
 def run_pytest(argv: Sequence[str], echo: bool = True) -> tuple[int, str]:
-    """Run pytest (cwd the repository root), its stdout and stderr streamed to ``sys.stdout`` when ``echo`` (so a
+    """Run pytest in the caller's folder (relative paths in references and options are the caller's; the claims
+    folder is given absolute, so pytest still finds the repository's configuration), its stdout and stderr streamed to ``sys.stdout`` when ``echo`` (so a
     notebook shows them); returns (exit code, the last non-empty line it printed)."""
     last = ""
-    proc = subprocess.Popen(list(argv), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace", bufsize=1, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         for line in proc.stdout:

@@ -8,11 +8,12 @@ a few positions of the residual stream). Full n x n patterns exist one layer at 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
 from collections import Counter
-from typing import Callable
+from typing import Callable, Hashable
 
 import numpy as np
 import torch
@@ -65,20 +66,35 @@ def _stderr(text: str) -> None:
 
 
 class Workload:
-    """Forward-pass work done in this process, per model: wall seconds and layer-tokens (prompt tokens x
-    decoder layers run). The pytest plugin books each test's share into the run report; the nightly
-    runtime estimate (benchmarks/bench_nightly.py) divides a run's layer-tokens by a device's throughput."""
+    """Forward-pass work done in this process, per model: wall seconds, layer-tokens run (prompt tokens x decoder
+    layers run) and the floor: the layer-tokens of each distinct capture once, where a capture is its prompts'
+    rows under one condition (the edits) and depth, so a prompt run again under the same condition and
+    depth, alone or inside a larger set, adds nothing to the floor. The pytest plugin books each test's share
+    (setup and call) into the run report; benchmarks/bench_suite.py compares run with floor; the nightly runtime
+    estimate (benchmarks/bench_nightly.py) divides a run's layer-tokens by a device's throughput."""
 
     def __init__(self):
         self.seconds: Counter = Counter()
         self.layer_tokens: Counter = Counter()
+        self.floor: Counter = Counter()
+        self._seen: dict[tuple, set] = {}
 
-    def add(self, model: str, seconds: float, layer_tokens: int) -> None:
+    def add(self, model: str, seconds: float, layer_tokens: int, ids: np.ndarray | None = None,
+            condition: Hashable = None, layers: int = 0) -> None:
         self.seconds[model] += seconds
         self.layer_tokens[model] += layer_tokens
+        if ids is None:
+            self.floor[model] += layer_tokens
+            return
+        ids = np.asarray(ids)
+        seen = self._seen.setdefault((model, condition, ids.shape[1], layers), set())
+        rows = {hashlib.sha1(r.tobytes()).digest() for r in ids}
+        self.floor[model] += len(rows - seen) * ids.shape[1] * layers
+        seen |= rows
 
-    def totals(self) -> tuple[float, int]:
-        return sum(self.seconds.values()), sum(self.layer_tokens.values())
+    def totals(self) -> tuple[float, int, int]:
+        """(seconds, layer-tokens run, floor layer-tokens) over every model."""
+        return sum(self.seconds.values()), sum(self.layer_tokens.values()), sum(self.floor.values())
 
 
 WORKLOAD = Workload()
@@ -92,18 +108,22 @@ def _stop(value, name):
     raise _Stop(name)
 
 
-def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int = 8,
-            label: str = "capture", stop_after: int | None = None, progress: bool | None = None) -> dict[str, np.ndarray]:
+def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int = 8, label: str = "capture",
+            stop_after: int | None = None, progress: bool | None = None,
+            condition: Hashable = None) -> dict[str, np.ndarray]:
     """Run ``ids`` [N, L]; return {key: reader outputs concatenated over prompts (float64 numpy)}.
 
     ``readers`` maps a key to a reader, read at the hook point of the same name, or to a
-    ``(hook name, reader)`` pair when several readers share one hook point. ``stop_after`` = l ends
-    each forward pass after decoder layer l (for measurements of the first layers only)."""
+    ``(hook name, reader)`` pair when several readers share one hook point, or ``(hook name, reader, rows)`` to
+    keep only the prompts ``rows`` (sorted indices into ``ids``: a smaller prompt set read in a larger pass). ``stop_after`` = l ends
+    each forward pass after decoder layer l (for measurements of the first layers only). ``condition`` names
+    what the pass runs under (the edits applied) for the workload's floor (``Workload``; default: the label)."""
     out: dict[str, list[torch.Tensor]] = {key: [] for key in readers}
     hooks: dict[str, list] = {}
+    batch = {"start": 0, "stop": 0}  # the prompts of the batch in flight (readers keep only their rows)
     for key, entry in readers.items():
-        point, reader = entry if isinstance(entry, tuple) else (key, entry)
-        hooks.setdefault(point, []).append(_collector(out[key], reader))
+        point, reader, rows = (entry + (None,) * (3 - len(entry))) if isinstance(entry, tuple) else (key, entry, None)
+        hooks.setdefault(point, []).append(_collector(out[key], reader, rows, batch))
     if stop_after is not None:
         hooks.setdefault(f"blocks.{stop_after}.hook_resid_post", []).append(_stop)
     progress = Progress(f"{model.spec.name} {label}", len(ids),
@@ -111,33 +131,61 @@ def capture(model: HookedModel, ids: np.ndarray, readers: dict, batch_size: int 
     t0, layers_run = time.perf_counter(), model.n_layers if stop_after is None else stop_after + 1
     with torch.no_grad(), model.hooks(hooks):
         for start in range(0, len(ids), batch_size):
-            batch = torch.as_tensor(ids[start:start + batch_size], device=model.device)
+            batch.update(start=start, stop=start + batch_size)
             try:
-                model.base(input_ids=batch, use_cache=False)
+                model.base(input_ids=torch.as_tensor(ids[start:start + batch_size], device=model.device),
+                           use_cache=False)
             except _Stop:
                 pass
             progress.update(min(start + batch_size, len(ids)))
-    WORKLOAD.add(model.spec.name, time.perf_counter() - t0, int(np.asarray(ids).size) * layers_run)
-    return {key: np.concatenate(chunks) for key, chunks in out.items()}
+    WORKLOAD.add(model.spec.name, time.perf_counter() - t0, int(np.asarray(ids).size) * layers_run, ids,
+                 label if condition is None else condition, layers_run)
+    return {key: np.concatenate(chunks) for key, chunks in out.items() if chunks}
 
 
-def _collector(sink: list, reader: Reader):
+def _collector(sink: list, reader: Reader, rows: np.ndarray | None, batch: dict):
+    """The hook that keeps ``reader``'s output for the prompts ``rows`` of the pass (None: every prompt). A pair
+    reader also takes the weights at its pairs straight from the attention kernel (``at_pairs``: no n × n)."""
+    def local():
+        if rows is None:
+            return slice(None)
+        mine = rows[(rows >= batch["start"]) & (rows < batch["stop"])] - batch["start"]
+        return torch.as_tensor(mine) if mine.size else None
+
     def fn(value, _):
-        sink.append(to_stats(reader(value)))
+        keep = local()
+        if keep is not None:
+            sink.append(to_stats(reader(value[keep])))
 
+    if isinstance(reader, PairReader):
+        def at_pairs(weights, _):
+            keep = local()
+            if keep is not None:
+                sink.append(to_stats(reader.from_pairs(weights[keep])))
+
+        fn.pairs, fn.at_pairs = (reader.i, reader.j), at_pairs
     return fn
 
 
 # ---- readers: small pure reductions of one activation -------------------------------------------------
 
-def pattern_at_pairs(i: np.ndarray, j: np.ndarray) -> Reader:
-    """[B, H, n, n] -> [B, P, H]: the attention quantity at the sampled (query i, key j) pairs."""
-    ti, tj = torch.as_tensor(i), torch.as_tensor(j)
+class PairReader:
+    """[B, H, n, n] -> [B, P, H]: the attention quantity at the sampled (query i, key j) pairs; ``from_pairs`` takes
+    [B, H, P] already gathered at the pairs (the attention kernel's pair path)."""
 
-    def read(x):
-        return x[:, :, ti.to(x.device), tj.to(x.device)].transpose(1, 2).float()
+    def __init__(self, i: np.ndarray, j: np.ndarray):
+        self.i, self.j = torch.as_tensor(i), torch.as_tensor(j)
 
-    return read
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, :, self.i.to(x.device), self.j.to(x.device)].transpose(1, 2).float()
+
+    @staticmethod
+    def from_pairs(w: torch.Tensor) -> torch.Tensor:
+        return w.transpose(1, 2).float()
+
+
+def pattern_at_pairs(i: np.ndarray, j: np.ndarray) -> PairReader:
+    return PairReader(i, j)
 
 
 def sink_profile(x: torch.Tensor) -> torch.Tensor:

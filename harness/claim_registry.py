@@ -164,9 +164,17 @@ LADDERS = {"llama": ("llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b")}
 
 def family_sizes(family: str, selected: Sequence[str]) -> list[str]:
     """The family's models selected for this run, smallest first: the paper's ladder where one is selected, else
-    the family's selected models (bundled, or given by reference) by size (layers x width^2)."""
+    the selected models of one group (bundled, or given by reference), one per distinct size (layers x width^2)."""
     chosen = [m for m in LADDERS.get(family, ()) if m in selected]
-    return chosen or sorted((m for m in selected if REGISTRY[m].family == family), key=lambda m: REGISTRY[m].size)
+    if chosen:
+        return chosen
+    by_group: dict[str, dict[int, str]] = {}  # a ladder never mixes groups (a bundled quantised model beside your
+    for m in selected:  # checkpoints), and holds one model per size (a base and its fine-tune are not two sizes)
+        spec = REGISTRY[m]
+        if spec.family == family:
+            by_group.setdefault(spec.group, {}).setdefault(spec.size, m)
+    ladders = [[sizes[k] for k in sorted(sizes)] for sizes in by_group.values()]
+    return next((ladder for ladder in ladders if len(ladder) >= 2), ladders[0] if ladders else [])
 
 
 LADDER = Applies("families with two or more sizes selected (the paper's Llama 1B/3B/8B)",

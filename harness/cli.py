@@ -16,9 +16,8 @@ import subprocess
 import sys
 from typing import Callable, Mapping, Sequence
 
-from .api import aligned, pytest_argv
+from .api import aligned, as_names, pytest_argv
 from .claim_registry import CLAIMS, Applies, Target, UnknownClaim, family_sizes
-from .paths import ROOT
 
 PROG = "abspos-claims"
 USAGE_ERROR = 4  # pytest's exit code for a usage error
@@ -48,9 +47,9 @@ def run_parser() -> argparse.ArgumentParser:
 
 
 def call(argv: Sequence[str]) -> int:
-    """Run a command in the repository root, its output on this terminal; Ctrl-C reaches it too, and its own exit
+    """Run a command in the caller's folder (its relative paths are the caller's), its output on this terminal; Ctrl-C reaches it too, and its own exit
     code says how it ended."""
-    proc = subprocess.Popen(list(argv), cwd=ROOT)
+    proc = subprocess.Popen(list(argv))
     while True:
         try:
             return proc.wait()
@@ -62,6 +61,8 @@ def run_command(argv: Sequence[str]) -> int:
     args, rest = run_parser().parse_known_args(argv)
     if "--" in rest:  # `run -- --help`: what follows is pytest's alone
         rest.remove("--")
+    if args.claims is not None and not as_names(args.claims):
+        return fail(f"--claims {args.claims!r}: no claim id given; choose from {', '.join(CLAIMS)}")
     try:
         command = pytest_argv(args.models, args.claims, rest)
     except UnknownClaim as e:
@@ -71,7 +72,8 @@ def run_command(argv: Sequence[str]) -> int:
 
 # ---- report ------------------------------------------------------------------------------------------
 
-REPORT_HELP = "rebuild a run's report from its results.json, or compare two runs (python -m harness.report)"
+REPORT_HELP = ("rebuild a run's report from its results.json, compare two runs, or put two models side by side "
+               "(python -m harness.report build|compare|side-by-side)")
 
 
 def report_command(argv: Sequence[str]) -> int:

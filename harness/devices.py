@@ -7,6 +7,7 @@
   ``device_map="auto"`` have to spread it?
 - ``to_stats``: any activation (bf16/fp16 on a GPU included) to a float64 numpy array on the CPU;
   statistics are always float64 whatever the weights' dtype.
+- ``thread_count`` / ``set_threads``: CPU threads per process = free cores / pytest-xdist workers.
 """
 
 from __future__ import annotations
@@ -155,3 +156,41 @@ def to_stats(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().to(torch.float64).numpy()
     return np.asarray(x, dtype=np.float64)
+
+
+# ---- CPU threads ------------------------------------------------------------------------------------------------------
+_LIMITS: list = []  # the threadpoolctl limit in force (kept alive: dropping it would not restore anything)
+
+
+def busy_cores(interval: float = 0.25) -> float:
+    """Cores busy with other work right now (from /proc/stat over ``interval`` seconds; 0 where unreadable)."""
+    import time
+
+    def sample():
+        with open("/proc/stat") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+        return values[3] + values[4], sum(values)  # idle + iowait, all
+
+    try:
+        idle0, total0 = sample()
+        time.sleep(interval)
+        idle1, total1 = sample()
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    cores = os.cpu_count() or 1
+    return cores * (1 - (idle1 - idle0) / max(total1 - total0, 1))
+
+
+def thread_count(cores: int, busy: float, workers: int) -> int:
+    """Threads per process: the cores not busy with other work, shared by the pytest-xdist workers, at least one.
+    Two threads on a core another process keeps busy spin-wait: 1.6-13x slower than one (measured,
+    ../shared/reviews/performance.md)."""
+    return max(1, int(max(1.0, cores - round(busy)) // max(workers, 1)))
+
+
+def set_threads(n: int) -> None:
+    """torch's intra-op threads and every BLAS/OpenMP pool (numpy's OpenBLAS, scikit-learn's) to ``n``."""
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(n)
+    _LIMITS[:] = [threadpool_limits(limits=n)]

@@ -54,6 +54,11 @@ def test_function(nodeid: str) -> str:
     return nodeid.split("::")[-1].split("[")[0]
 
 
+def local(model: str) -> bool:
+    """A model given by reference (its name is ``hf-…``, ``path-…`` or ``gguf-…``; harness.references)."""
+    return model.split("-", 1)[0] in ("hf", "path", "gguf")
+
+
 def record(results_json: Path, path: Path = PATH) -> list[str]:
     """Record every claim test that did not hold in a run (verdict "not held": a ClaimNotHeld raised by a
     claim's own assertion), keyed by test function, model and the run's verdict settings, replacing the
@@ -67,8 +72,8 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
     data = json.loads(path.read_text()) if path.exists() else {}
     changes = []
     for r in results["records"]:
-        if not r.get("model") or r.get("verdict") not in ("not held", "held", "stale"):
-            continue
+        if not r.get("model") or r.get("verdict") not in ("not held", "held", "stale") or local(r["model"]):
+            continue  # a model given by reference (hf:, path:, gguf:) is a checkpoint of the day, never recorded
         func, model = test_function(r["test"]), r["model"]
         kept = [e for e in data.get(func, {}).get(model, []) if isinstance(e, dict) and e.get("settings") != key]
         if r["verdict"] in ("held", "stale"):

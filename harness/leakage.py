@@ -51,7 +51,11 @@ __all__ = [
     "fit_from_stats",
     "delta_r2",
     "row_groups",
+    "GroupLayout",
+    "group_layout",
+    "shuffle_within_blocks",
     "within_group_permutations",
+    "within_group_permutations_by_argsort",
     "permutation_null",
     "permutation_pvalues",
     "signflip_pvalues",
@@ -392,12 +396,79 @@ def row_groups(pairs: PairSet, n_prompts: int) -> np.ndarray:
     return np.tile(pairs.group, n_prompts)
 
 
+@dataclass(frozen=True, eq=False)
+class GroupLayout:
+    """The rows of a grouping reordered for block shuffles (``group_layout``).
+
+    layout: int64 [n_rows], the rows bucket by bucket: each bucket holds the groups of one size s >= 2,
+    each group's rows contiguous and ascending, buckets by ascending s; then the rows of single-row groups.
+    blocks: (start, n_groups, s) of each bucket in ``layout``.
+    """
+
+    layout: np.ndarray
+    blocks: tuple[tuple[int, int, int], ...]
+
+
+def group_layout(groups: np.ndarray) -> GroupLayout:
+    """The block layout of a row grouping (any integer labels, any order): see ``GroupLayout``."""
+    groups = np.asarray(groups)
+    if groups.ndim != 1 or (groups.size and not np.issubdtype(groups.dtype, np.integer)):
+        raise ValueError(f"groups must be a 1-D integer array, got {groups.dtype} {groups.shape}")
+    order = np.argsort(groups, kind="stable")
+    _, starts, sizes = np.unique(groups[order], return_index=True, return_counts=True)
+    pieces, blocks, pos = [], [], 0
+    for s in np.unique(sizes[sizes > 1]):
+        first = starts[sizes == s]
+        pieces.append(order[first[:, None] + np.arange(s)[None, :]].ravel())
+        blocks.append((pos, int(first.size), int(s)))
+        pos += int(first.size * s)
+    pieces.append(order[np.repeat(sizes == 1, sizes)])
+    return GroupLayout(np.concatenate(pieces).astype(np.int64), tuple(blocks))
+
+
+def shuffle_within_blocks(values: np.ndarray, lay: GroupLayout, n_perm: int,
+                          rng: np.random.Generator) -> np.ndarray:
+    """n_perm copies of ``values`` (laid out as ``lay.layout``), each group's block shuffled: [n_perm, n_rows].
+
+    Every group of every copy gets its own uniform permutation (Fisher–Yates, ``Generator.permuted`` along
+    the last axis of the [n_perm, n_groups, s] view of a bucket of equal-size groups, written in place);
+    rows of single-row groups stay. The random draws do not depend on the values, so shuffling the row
+    indices ``lay.layout`` and shuffling ``values`` consume the stream identically: for any array f,
+    shuffle(f[lay.layout]) == f[shuffle(lay.layout)] under the same generator state.
+    """
+    values = np.asarray(values)
+    out = np.empty((n_perm, values.size), dtype=values.dtype)
+    tail = sum(g * s for _, g, s in lay.blocks)
+    out[:, tail:] = values[tail:]
+    for start, n_groups, s in lay.blocks:
+        end = start + n_groups * s
+        block = np.broadcast_to(values[start:end].reshape(n_groups, s), (n_perm, n_groups, s))
+        rng.permuted(block, axis=-1, out=out[:, start:end].reshape(n_perm, n_groups, s))
+    return out
+
+
 def within_group_permutations(groups: np.ndarray, n_perm: int, rng: np.random.Generator) -> np.ndarray:
     """n_perm uniform random permutations of the rows that only mix rows of the same group.
 
     Returns int64 [n_perm, n_rows]; row r of the permuted data is row perm[r]
-    of the original, and groups[perm[r]] == groups[r].
+    of the original, and groups[perm[r]] == groups[r].  Each group's rows are
+    shuffled by their own Fisher–Yates pass (``shuffle_within_blocks``), so
+    every within-group permutation is exactly uniform and the groups (and the
+    n_perm rows) are independent.  Cost O(n_perm · n_rows) random draws, with
+    no sort; ``within_group_permutations_by_argsort`` is the previous,
+    O(n_perm · n_rows log n_rows) generator of the same law.
     """
+    lay = group_layout(np.asarray(groups, dtype=np.int64))
+    to_row_order = np.empty_like(lay.layout)
+    to_row_order[lay.layout] = np.arange(lay.layout.size)
+    return np.take(shuffle_within_blocks(lay.layout, lay, n_perm, rng), to_row_order, axis=1)
+
+
+def within_group_permutations_by_argsort(groups: np.ndarray, n_perm: int, rng: np.random.Generator) -> np.ndarray:
+    """The previous generator, kept for comparison (tests, benchmark): same contract and law as
+    ``within_group_permutations``, by an argsort of group + U(0, 1) keys over all rows per permutation
+    (uniform up to ties among 53-bit keys), with a different random stream; about 3.5x slower (5x slower than
+    the in-layout shuffle permutation_null uses) at 32,000 rows."""
     groups = np.asarray(groups, dtype=np.int64)
     order = np.argsort(groups, kind="stable")
     keys = groups[order][None, :] + rng.random((n_perm, groups.size))  # group blocks stay in place
@@ -427,7 +498,11 @@ def permutation_null(pairs: PairSet, Y: np.ndarray, n_perm: int = 1000, seed: in
     perms (optional) [n_perm, n_rows]: explicit permutations of the y rows
     (permuted data = y[perm]), each mapping rows within their d-group, e.g.
     from ``within_group_permutations``.  Otherwise they are drawn from
-    ``seed`` in chunks that bound memory.
+    ``seed`` in chunks that bound memory (``_BLOCK_ELEMS // n_rows``
+    permutations each): chunk by chunk, ĩ is shuffled by exactly the draws of
+    ``within_group_permutations(row_groups(pairs, P), chunk, rng)`` with
+    ``rng = default_rng(seed)`` (tested), in the block layout of
+    ``group_layout`` so that no permutation array is built.
     """
     Y3 = _as_3d(pairs, Y)
     P, N, H = Y3.shape
@@ -449,16 +524,22 @@ def permutation_null(pairs: PairSet, Y: np.ndarray, n_perm: int = 1000, seed: in
     out = np.zeros((n_perm, H))
     if ssi <= 0 or n_perm == 0:
         return out
-    rng = np.random.default_rng(seed)
     step = max(1, _BLOCK_ELEMS // n_rows)
-    for s in range(0, n_perm, step):
-        if perms is None:
-            # a uniform within-group permutation and its inverse have the same law: use it directly
-            idx = within_group_permutations(groups, min(step, n_perm - s), rng)
-        else:
-            idx = _inverse_perms(perms[s:s + step])
-        num = i_rows[idx] @ yr
-        out[s:s + idx.shape[0]] = num * num / denom
+    if perms is None:
+        # Shuffle ĩ within its groups directly, in block layout (rows of one group contiguous), with y's rows
+        # put in the same layout once: the same draws as ``within_group_permutations(groups, ·, rng)`` chunk by
+        # chunk, used as idx (a uniform within-group permutation and its inverse have the same law), without
+        # the scatter to row order or the gather i_rows[idx].
+        rng = np.random.default_rng(seed)
+        lay = group_layout(groups)
+        i_lay, y_lay = i_rows[lay.layout], yr[lay.layout]
+        for s in range(0, n_perm, step):
+            num = shuffle_within_blocks(i_lay, lay, min(step, n_perm - s), rng) @ y_lay
+            out[s:s + num.shape[0]] = num * num / denom
+    else:
+        for s in range(0, n_perm, step):
+            num = i_rows[_inverse_perms(perms[s:s + step])] @ yr
+            out[s:s + num.shape[0]] = num * num / denom
     out[:, const_head] = 0.0
     return out
 

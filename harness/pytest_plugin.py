@@ -10,6 +10,7 @@ claim test body the plugin compares its figures with the snapshot and with the p
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 
 import pytest
@@ -19,12 +20,14 @@ from .capture import WORKLOAD, Progress
 from .claim_registry import Target, claim
 from .models import FAMILIES, REGISTRY, WeightsUnavailable, names
 from .paths import BASELINES, KNOWN_OUTCOMES, REPORTS, STABILITY
+from .plan import Plan
 from .run import RecordCollector, RunContext
 from .session import Session, Settings
 from .verdict import ClaimNotHeld, Figures, KnownOutcomeMismatch
 from .weights import ensure_available
 
 RUN = pytest.StashKey[RunContext]()
+PLAN = pytest.StashKey[Plan]()  # what the selected tests read of each unedited pass (harness.plan)
 KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected to repeat
 
 
@@ -59,12 +62,16 @@ def pytest_addoption(parser):
     g.addoption("--require-weights", action="store_true",
                 help="a usage error (exit 4) when a selected model's weights are absent, instead of skipping its "
                      "tests: a nightly that cannot load its models fails instead of passing empty")
+    g.addoption("--threads", type=int, default=0,
+                help="CPU threads per process (torch and BLAS); default: the cores free when the run starts, divided "
+                     "by the xdist workers ($ABSPOS_THREADS also sets it)")
     g.addoption("--run-slow", action="store_true",
                 help="also run the slow variants (16-length scaling, many random draws)")
 
 
 def pytest_configure(config):
     run = config.stash[RUN] = RunContext.from_config(config)  # bad options are usage errors here, before collection
+    configure_threads(config)
     try:
         known_outcomes.validate(run.known_outcomes)
     except ValueError as e:
@@ -84,11 +91,26 @@ def pytest_configure(config):
                  "tiny: random-init models, harness mechanics only",
                  "local: models given by reference (hf:, path:, gguf:), their specs derived from config and tokenizer",
                  "slow: heavy variants (full length scaling, many random draws)",
-                 "claim(id): the claim (harness/claim_registry.py) a test verifies"):
+                 "claim(id): the claim (harness/claim_registry.py) a test verifies",
+                 "reads(*wants): what a claim test reads of unedited passes (harness.plan): one pass reads them all"):
         config.addinivalue_line("markers", line)
     if not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) owns the records
         config.pluginmanager.register(RecordCollector(run, list(config.invocation_params.args)), "abspos-records")
         Progress.write = _terminal_writer(config)
+
+
+def configure_threads(config) -> None:
+    """Threads per process = free cores / workers: ``--threads`` (or $ABSPOS_THREADS) if given, else the cores
+    not busy with other work when the run starts (measured once, by the controller, which hands the figure to its
+    xdist workers through the environment) divided by the number of xdist workers."""
+    n = config.getoption("--threads") or int(os.environ.get("ABSPOS_THREADS", 0) or 0)
+    if not n:
+        if "ABSPOS_FREE_CORES" not in os.environ:  # the controller (or a plain run); workers inherit it
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            os.environ["ABSPOS_FREE_CORES"] = str(devices.thread_count(cores, devices.busy_cores(), 1))
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 0) or 0) or 1
+        n = devices.thread_count(int(os.environ["ABSPOS_FREE_CORES"]), 0, workers)
+    devices.set_threads(n)
 
 
 def _terminal_writer(config):
@@ -161,8 +183,15 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    """--require-weights: checked on the tests left after -m / -k deselection (by the xdist controller, from its
-    workers' collection, under -n)."""
+    """The capture plan from the selected tests' ``reads`` markers (every process: each worker plans what it may
+    run); --require-weights: checked on the tests left after -m / -k deselection (by the xdist controller, from
+    its workers' collection, under -n)."""
+    plan = session.config.stash[PLAN] = Plan()
+    for item in session.items:
+        model = item.callspec.params.get("model_name") if hasattr(item, "callspec") else None
+        if model and not item.get_closest_marker("skip"):
+            for marker in item.iter_markers("reads"):
+                plan.add(model, marker.args)
     if session.config.getoption("--require-weights") and not hasattr(session.config, "workerinput"):
         require_weights(i.nodeid for i in session.items)
 
@@ -202,11 +231,12 @@ def selected_models(run_context) -> tuple[str, ...]:
 
 
 @pytest.fixture(scope="session")
-def session(run_context) -> Session:
+def session(run_context, request) -> Session:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # transformers' loading bars: the harness's own lines say what runs
-    return Session(run_context.settings, log=run_context.log, notice=_notice, progress=not run_context.quiet)
+    return Session(run_context.settings, log=run_context.log, notice=_notice, progress=not run_context.quiet,
+                   plan=request.config.stash.get(PLAN, None) or Plan())
 
 
 def _notice(*args) -> None:
@@ -249,10 +279,15 @@ def figures(request, snapshot, run_context):
                    update=request.config.getoption("--baseline-update"))
 
 
+WORK_AT_SETUP = pytest.StashKey[tuple]()  # the workload when the test's setup began: its fixtures' passes are its own
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
     """A ClaimNotHeld raised while setting a claim test up (in a fixture) is not the claim's own assertion: it
-    is a harness error, never accepted by a recorded known outcome."""
+    is a harness error, never accepted by a recorded known outcome. The forward work booked to a test starts
+    here, so passes run by its fixtures (T11's, T9c's) are booked to it."""
+    item.stash[WORK_AT_SETUP] = WORKLOAD.totals()
     try:
         return (yield)
     except ClaimNotHeld as e:
@@ -261,20 +296,21 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    """Book the forward-pass share of the test's time; after the body, check its figures: the snapshot or
+    """Book the forward-pass share of the test's time (since its setup began); after the body, check its figures: the snapshot or
     baseline first (a drift is a harness error whatever the verdict), then, if the claim held, the paper's
     values. A ClaimNotHeld (the body's or a paper value's) is recorded with its assertion and this run's
     message, and must be the recorded known outcome's assertion to be accepted as it."""
     if item.get_closest_marker("claim") is None:
         return (yield)
     figures = getattr(item, "funcargs", {}).get("figures")
-    seconds, layer_tokens = WORKLOAD.totals()
+    seconds, layer_tokens, floor = item.stash.get(WORK_AT_SETUP, None) or WORKLOAD.totals()
     try:
         try:
             result = yield
         finally:
-            s2, lt2 = WORKLOAD.totals()
-            booked = {"seconds": round(s2 - seconds, 3), "layer_tokens": lt2 - layer_tokens}
+            s2, lt2, f2 = WORKLOAD.totals()
+            booked = {"seconds": round(s2 - seconds, 3), "layer_tokens": lt2 - layer_tokens,
+                      "floor_layer_tokens": f2 - floor}
             model = getattr(item, "funcargs", {}).get("model")
             if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
                 booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}

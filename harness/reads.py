@@ -85,6 +85,17 @@ class At(Read):
 MLP_AT_TARGET = At(point="hook_mlp_out", positions=(-1,))  # T12's target: the MLP output at the last position
 
 
+@dataclass(frozen=True)
+class AtProbePositions(At):
+    """The residual stream at the topic probe's positions (``probe_positions``): [N, L, positions, D]."""
+
+    def reader(self, seq_len, pairs):
+        return cap.positions(list(probe_positions(seq_len)))
+
+
+PROBE_STATES = AtProbePositions()  # T1's grid and T12's probe read the same states
+
+
 def probe_positions(seq_len: int) -> tuple[int, ...]:
     """Positions whose residual states the topic probe reads: 0, 1, 2, 4, ... and the last one."""
     out, k = [0], 1

@@ -43,7 +43,8 @@ class Reference:
     def name(self) -> str:
         """The model's name in this run (test ids, results, baselines): file-name safe, never a registry name."""
         if self.kind == "hf":
-            return "hf-" + self.target.replace("/", "--") + (f"@{self.revision}" if self.revision else "")
+            rev = "~" + re.sub(r"[^\w.-]", "-", self.revision) if self.revision else ""
+            return "hf-" + self.target.replace("/", "--") + rev  # no '@': xdist's loadgroup splits group names at it
         stem = Path(self.target).name.removesuffix(".gguf") if self.kind == "gguf" else Path(self.target).name
         return f"{self.kind}-{stem}"
 
@@ -71,21 +72,22 @@ def parse(token: str) -> Reference | None:
 def hf_folder(ref: Reference) -> Path:
     """The local folder of ``hf:<org>/<name>[@rev]``: ``$ABSPOS_MODELS_DIR/<org>/<name>`` (or ``<org>--<name>``)
     when no revision is asked for, then the Hugging Face cache (``local_files_only``: no network call)."""
+    from .weights import has_weights
+
     root = os.environ.get("ABSPOS_MODELS_DIR")
-    looked = []
-    if root and not ref.revision:
-        for sub in (ref.target, ref.target.replace("/", "--")):
-            folder = Path(root) / sub
-            looked.append(str(folder))
-            if (folder / "config.json").is_file():
-                return folder
+    folders = [Path(root) / sub for sub in (ref.target, ref.target.replace("/", "--"))] if root and not ref.revision \
+        else []
+    looked = [str(f) for f in folders]
     try:
         from huggingface_hub import snapshot_download
 
-        return Path(snapshot_download(ref.target, revision=ref.revision, local_files_only=True))
+        folders.append(Path(snapshot_download(ref.target, revision=ref.revision, local_files_only=True)))
     except Exception:  # noqa: BLE001 - any failure means "not cached"
         looked.append("the Hugging Face cache" + (f" at revision {ref.revision}" if ref.revision else ""))
-    how = f"`huggingface-cli download {ref.target}" + (f" --revision {ref.revision}`" if ref.revision else
+    found = [f for f in folders if (f / "config.json").is_file()]
+    if found:  # one with weights first: a config-only folder skips its tests, so only when nothing better exists
+        return next((f for f in found if has_weights(f)), found[0])
+    how = f"`hf download {ref.target}" + (f" --revision {ref.revision}`" if ref.revision else
                                                          f"` or put it in $ABSPOS_MODELS_DIR/{ref.target}")
     raise ReferenceError(f"{ref}: not on this machine (looked in {', '.join(looked)}); download it with {how}")
 
@@ -98,16 +100,7 @@ def folder_of(ref: Reference, log=print) -> Path:
     if ref.kind == "gguf":
         if not path.is_file():
             raise ReferenceError(f"{ref}: no such file")
-        from .cache import CacheError
-        from .weights import converted_folder
-
-        try:
-            return converted_folder(gguf_spec(ref, path), log)
-        except CacheError:
-            raise
-        except Exception as e:  # noqa: BLE001 - whatever transformers' GGUF reader says, in one line
-            raise ReferenceError(f"{ref}: transformers cannot convert this GGUF file ({type(e).__name__}: "
-                                 f"{(str(e).splitlines() or [''])[0]})") from None
+        return path.parent  # its config and tokenizer are read from the file; its weights converted when loaded
     if not path.is_dir():
         raise ReferenceError(f"{ref}: no such folder")
     if not (path / "config.json").is_file():
@@ -116,22 +109,37 @@ def folder_of(ref: Reference, log=print) -> Path:
     return path
 
 
-def gguf_spec(ref: Reference, path: Path) -> ModelSpec:
-    """The placeholder spec under which a GGUF file is converted (the real spec is derived from the conversion)."""
-    return ModelSpec(ref.name, "", "local", "", str(ref), False, None, "", 0.0,
-                     gguf={"kind": "path", "file": str(path.resolve())})
-
-
 # ---- what the folder holds -----------------------------------------------------------------------------------------
+def gguf_file(ref: Reference) -> dict:
+    """``from_pretrained`` keywords reading a GGUF file's own config and tokenizer (no weights); {} otherwise."""
+    return {"gguf_file": Path(ref.target).name} if ref.kind == "gguf" else {}
+
+
+def gguf_spec_of(path: Path) -> ModelSpec:
+    """The spec under which a GGUF file's conversion is found (weights.conversion_path): its name and file."""
+    ref = Reference("gguf", str(Path(path).absolute()))
+    return ModelSpec(ref.name, "", "local", "", str(ref), False, None, "", 0.0,
+                     gguf={"kind": "path", "file": str(Path(path).resolve())})
+
+
 def read_config(ref: Reference, folder: Path):
     from transformers import AutoConfig
 
+    what = "is not a GGUF file transformers can read" if ref.kind == "gguf" else \
+        f"has no readable model config ({folder / 'config.json'})"
     try:
-        json.loads((folder / "config.json").read_text())
-        return AutoConfig.from_pretrained(folder)
+        if ref.kind != "gguf":
+            json.loads((folder / "config.json").read_text())
+        with _quiet():
+            return AutoConfig.from_pretrained(folder, **gguf_file(ref))
     except Exception as e:  # noqa: BLE001 - any unreadable config is the same one line
-        raise ReferenceError(f"{ref}: {folder / 'config.json'} is not a model config "
-                             f"({type(e).__name__}: {(str(e).splitlines() or [''])[0]})") from None
+        raise ReferenceError(f"{ref}: {what} ({type(e).__name__}: {(str(e).splitlines() or [''])[0]})") from None
+
+
+def _quiet():
+    from unittest import mock
+
+    return mock.patch.dict(os.environ, {"TQDM_DISABLE": "1"})  # transformers' GGUF reading bar
 
 
 def measurability_problems(config) -> list[str]:
@@ -144,6 +152,9 @@ def measurability_problems(config) -> list[str]:
 
     if getattr(config, "is_encoder_decoder", False):
         return [f"{config.model_type} is an encoder-decoder, not a decoder-only model"]
+    if getattr(config, "text_config", None) is not None and getattr(config, "vision_config", None) is not None:
+        return [f"{config.model_type} is a multimodal model (its language model sits inside it); the harness measures "
+                f"a text-only decoder (give the text model's own folder)"]
     if type(config) not in AutoModelForCausalLM._model_mapping:
         return [f"{config.model_type} is not a causal (decoder-only) language model in transformers"]
     if not (getattr(config, "rope_parameters", None) or getattr(config, "rope_theta", None)):
@@ -154,16 +165,42 @@ def measurability_problems(config) -> list[str]:
     if any(f is not None and f < 1.0 for f in factors) or getattr(config, "qk_rope_head_dim", None):
         return [f"{config.model_type} rotates only part of each head (partial rotary); the harness's RoPE "
                 f"interventions and per-head measurements assume every query and key dimension is rotated"]
+    if 0 in (getattr(config, "no_rope_layers", None) or []) or config.model_type in NOPE_LAYERS:
+        return [f"{config.model_type} leaves some layers without rotary position embedding (NoPE layers); the "
+                f"claims' RoPE ablations and per-layer analyses assume every layer rotates"]
     cls = AutoModelForCausalLM._model_mapping[type(config)]
     if not getattr(cls, "_supports_attention_backend", False):
         return [f"{cls.__name__}'s attention does not go through transformers' attention interface (where the "
                 f"harness reads queries, keys, scores and patterns)"]
     try:
         with torch.device("meta"):  # the module tree without weights: instant even for an 8B model
-            return structure_problems(cls(config))
+            model = cls(config)
+        problems = structure_problems(model)
+        extra = sorted(attention_keywords(type(model.model.layers[0].self_attn)) - HANDLED) if not problems else []
+        return problems or ([f"its attention hands the attention function {', '.join(extra)}, which the harness's "
+                             f"attention does not implement (e.g. learned sink logits)"] if extra else [])
     except Exception as e:  # noqa: BLE001 - a config transformers cannot build a model from
         return [f"transformers cannot build {cls.__name__} from this config ({type(e).__name__}: "
                 f"{(str(e).splitlines() or [''])[0]})"]
+
+
+NOPE_LAYERS = {"cohere2"}  # model types whose global layers skip RoPE without a no_rope_layers list
+HANDLED = {"dropout", "scaling", "sliding_window", "softcap"}  # what hooks.abspos_attention implements (the window
+# arrives in the mask)
+
+
+def attention_keywords(attention_cls) -> set[str]:
+    """The keywords an attention module's forward passes to the attention function (read from its source)."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(attention_cls.forward)))
+    except (OSError, TypeError, SyntaxError):
+        return {"<source unavailable>"}
+    return {k.arg for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "attention_interface" for k in node.keywords if k.arg}
 
 
 def rope_of(config) -> tuple[str, float]:
@@ -189,12 +226,17 @@ def sliding_window_of(config) -> int | None:
     return window if window and getattr(config, "use_sliding_window", True) else None
 
 
-def bos_policy(tokenizer) -> tuple[bool, int | None]:
-    """(does the tokenizer auto-prepend BOS, its id): what it does to a text, not what its config claims."""
-    ids = tokenizer("The cat sat on the mat.")["input_ids"]
-    bos = tokenizer.bos_token_id
-    adds = bos is not None and len(ids) > 0 and ids[0] == bos
-    return adds, (bos if adds else None)
+def bos_policy(tokenizer, ref: Reference) -> tuple[bool, int | None]:
+    """(does the tokenizer auto-prepend a token, its id): what it does to a text, compared with the text's own
+    tokens, not what its config claims (a template may prepend another token than ``bos_token``). More than one
+    prepended token is refused: the claims' prompts put one token, or none, before the text."""
+    text = "The cat sat on the mat."
+    ids, plain = tokenizer(text)["input_ids"], tokenizer(text, add_special_tokens=False)["input_ids"]
+    k = next((k for k in range(len(ids) + 1) if ids[k:k + len(plain)] == plain), None)
+    if k is None or k > 1:
+        raise ReferenceError(f"{ref}: its tokenizer adds {ids[:k] if k else ids} around a text's own tokens; the "
+                             f"claims' prompts support one prepended token (BOS) or none; refusing it")
+    return (True, ids[0]) if k == 1 else (False, None)
 
 
 def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
@@ -206,11 +248,12 @@ def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
     if problems:
         raise ReferenceError(f"{ref}: the harness cannot measure this model: {problems[0]}; refusing it")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(folder)
+        with _quiet():
+            tokenizer = AutoTokenizer.from_pretrained(folder, **gguf_file(ref))
     except Exception as e:  # noqa: BLE001
         raise ReferenceError(f"{ref}: no usable tokenizer in {folder} ({type(e).__name__}); the claims' prompts "
                              f"are tokenized text") from None
-    adds_bos, bos_id = bos_policy(tokenizer)
+    adds_bos, bos_id = bos_policy(tokenizer, ref)
     rope, theta = rope_of(config)
     text = getattr(config, "text_config", None) or config
     shape = {k: getattr(text, k) for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -223,7 +266,8 @@ def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
         caveat="your model (not one the paper measured): judged at the paper's thresholds, with no paper values"
                + ("" if config.model_type in FAMILY_OF else f"; its architecture ({config.model_type}) is outside the "
                   f"four families the harness was validated on (Llama, Qwen2, Mistral, Gemma)"),
-        hub_id=ref.target if ref.kind == "hf" else None, config=shape, folder=str(folder),
+        hub_id=ref.target if ref.kind == "hf" else None, config=shape,
+        folder=None if ref.kind == "gguf" else str(folder),
         gguf={"kind": "path", "file": str(Path(ref.target).resolve())} if ref.kind == "gguf" else {})
 
 

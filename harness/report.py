@@ -304,11 +304,13 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
         blocks += claim_section(claim, by_claim[claim], plots, texts)
     if timed:
         blocks += [("h2", "Where the time went", "time"),
-                   ("p", "Test time (model loading excluded), its forward-pass share (captures run, not found "
-                         "in the session cache; layer-tokens = prompt tokens × decoder layers run) and the rest "
-                         "(statistics, probes, fits)."),
-                   ("table", ["model", "tests s", "forward s", "layer-tokens", "layer-tokens/s", "other s"],
-                    time_accounting(results["records"]))]
+                   ("p", "Test time with its fixtures (model loading excluded), its forward-pass share (every "
+                         "pass run, in the test or its fixtures; layer-tokens = prompt tokens × decoder layers run), "
+                         "the floor (each distinct capture once: a prompt under one condition and depth counted "
+                         "once, whether alone or inside a larger prompt set) and the rest (statistics, probes, "
+                         "fits)."),
+                   ("table", ["model", "tests s", "forward s", "layer-tokens", "floor", "run / floor",
+                              "layer-tokens/s", "other s"], time_accounting(results["records"]))]
     return blocks
 
 
@@ -322,21 +324,24 @@ def summary_markdown(results: dict) -> str:
 
 
 def time_per_model(records: list) -> dict:
-    """{model or None: [test seconds, forward seconds, layer-tokens, shape or None]} summed over its records."""
-    acc: dict = defaultdict(lambda: [0.0, 0.0, 0, None])
+    """{model or None: [test seconds, forward seconds, layer-tokens, shape or None, floor layer-tokens]} summed over
+    its records (a record without a floor, from before floors were booked, counts its layer-tokens)."""
+    acc: dict = defaultdict(lambda: [0.0, 0.0, 0, None, 0])
     for r in records:
         a = acc[r.get("model")]
         a[0] += r.get("seconds") or 0.0
         a[1] += r.get("forward_seconds") or 0.0
         a[2] += r.get("layer_tokens") or 0
         a[3] = r.get("shape") or a[3]
+        a[4] += r.get("floor_layer_tokens", r.get("layer_tokens")) or 0
     return dict(acc)
 
 
 def time_accounting(records: list) -> list[list[str]]:
-    """Per model: total test seconds, forward-pass seconds, layer-tokens, throughput, other seconds."""
-    return [[m or "—", f"{t:.0f}", f"{f:.0f}", f"{lt:,}", f"{lt / f:,.0f}" if f else "—", f"{t - f:.0f}"]
-            for m, (t, f, lt, _) in time_per_model(records).items() if t >= 0.5 or lt]
+    """Per model: test seconds, forward seconds, layer-tokens run, their floor, run / floor, throughput, other."""
+    return [[m or "—", f"{t:.0f}", f"{f:.0f}", f"{lt:,}", f"{fl:,}", f"{lt / fl:.3f}" if fl else "—",
+             f"{lt / f:,.0f}" if f else "—", f"{t - f:.0f}"]
+            for m, (t, f, lt, _, fl) in time_per_model(records).items() if t >= 0.5 or lt]
 
 
 def build(results_path: Path) -> Path:

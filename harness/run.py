@@ -200,13 +200,17 @@ class RecordCollector:
 
     def __init__(self, run: RunContext, selection: list[str] | None = None):
         self.run, self.records, self.stability = run, [], stability.load(run.stability_record)
+        self.setup_seconds: dict[str, float] = {}
         self.selection = selection  # the pytest command line's arguments (the report's provenance)
 
     def pytest_runtest_logreport(self, report):
         props = dict(p for p in report.user_properties if p[0] in ("claim", "model")) or claim_of(report.nodeid)
         if "claim" not in props:
             return
-        if not (report.when == "call" or (report.when == "setup" and report.outcome != "passed")):
+        if report.when == "setup" and report.outcome == "passed":
+            self.setup_seconds[report.nodeid] = report.duration  # booked with the call: fixtures run captures
+            return
+        if report.when != "call" and report.when != "setup":
             return
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
         verdict, known, reason, check = classify(report)
@@ -218,8 +222,10 @@ class RecordCollector:
         self.records.append({"test": report.nodeid, "claim": props["claim"], "model": props.get("model"),
                              "outcome": outcome, "verdict": verdict, "known_outcome": known,
                              "check": check, "reason": reason, "figures": figs,
-                             "seconds": round(report.duration, 2), "forward_seconds": forward["seconds"],
-                             "layer_tokens": forward["layer_tokens"], **({"baseline": baseline} if baseline else {}),
+                             "seconds": round(report.duration + self.setup_seconds.pop(report.nodeid, 0.0), 2),
+                             "forward_seconds": forward["seconds"], "layer_tokens": forward["layer_tokens"],
+                             "floor_layer_tokens": forward.get("floor_layer_tokens", forward["layer_tokens"]),
+                             **({"baseline": baseline} if baseline else {}),
                              **({"unstable": stability.describe(entry)} if entry else {}),
                              **({"shape": forward["shape"]} if "shape" in forward else {})})
 

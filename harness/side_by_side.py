@@ -99,8 +99,28 @@ def match_key(r: dict) -> str:
 
 
 def side_records(s: Side) -> dict:
-    """{test key: record} of one side: its model's records and the run's model-free ones."""
-    return {match_key(r): r for r in s.results["records"] if r.get("model") in (s.model, None)}
+    """{test key: record} of one side: its model's records and the run's model-free ones that concern it (a
+    family-level record only for the side model's family: T13 of the llama family is not a Qwen model's)."""
+    family = model_family(s)
+    return {match_key(r): r for r in s.results["records"] if r.get("model") == s.model or (
+        r.get("model") is None and (family is None or not family_param(r) or family_param(r) == family))}
+
+
+def model_family(s: Side) -> str | None:
+    """The side model's family: from the run's provenance (a model given by reference) or the registry."""
+    from .models import REGISTRY
+
+    derived = ((s.results.get("provenance") or {}).get("models") or {}).get(s.model, {}).get("derived") or {}
+    spec = REGISTRY.get(s.model)
+    return derived.get("family") or (spec.family if spec is not None else None)
+
+
+def family_param(r: dict) -> str | None:
+    """The family a family-level test ran for ("…[llama]" of T13), or None."""
+    from .models import FAMILIES
+
+    param = r["test"].rpartition("[")[2].rstrip("]") if r["test"].endswith("]") else ""
+    return param if param in FAMILIES else None
 
 
 def claim_order(claim: str, key: str) -> tuple:

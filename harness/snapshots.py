@@ -116,7 +116,16 @@ class Baselines:
         self.key = {**key, "device": device.split(":")[0], "dtype": dtype}  # each numerics its own baseline
 
     def path(self, model: str) -> Path:
+        """root/<model>/<settings digest>.json; a model given by reference is keyed by its weights too
+        (``weights.identity``): a re-trained folder or a replaced GGUF under the same name records afresh."""
+        from .models import REGISTRY
+
         digest = hashlib.sha1(json.dumps(self.key, sort_keys=True).encode()).hexdigest()[:12]
+        spec = REGISTRY.get(model)
+        if spec is not None and spec.group == "local":
+            from .weights import identity
+
+            model = f"{model}-{identity(spec)}"
         return self.root / model / f"{digest}.json"
 
     def check(self, model: str, test: str, values: dict, update: bool = False) -> tuple[str, Path, list[str]]:

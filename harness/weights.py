@@ -69,7 +69,7 @@ def bundled_gguf(spec: ModelSpec) -> Path:
     return path
 
 
-def _fingerprint(path: Path) -> str:
+def _fingerprint(path: Path, spec: ModelSpec | None = None) -> str:
     """Identifies a conversion's source: the GGUF, and the transformers version that converts it (a folder
     written by 5.x stores ``rope_parameters``, which 4.x silently ignores for its default ``rope_theta``;
     GGUF tokenizer conversion also differs between versions), so a version change converts afresh."""
@@ -77,6 +77,8 @@ def _fingerprint(path: Path) -> str:
 
     st = path.stat()
     key = f"{path.name}:{st.st_size}:{transformers.__version__}"
+    if spec is not None and spec.gguf.get("kind") == "path":  # a user's file: checkpoints of one run often share a
+        key += f":{path.resolve()}:{st.st_mtime_ns}"  # name and size, and a file may be replaced in place
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -84,9 +86,11 @@ def conversion_path(spec: ModelSpec, gguf: Path | None = None) -> Path:
     """Where a bundled model's conversion lives: one folder per source and transformers version, so venvs sharing
     a cache never convert over each other."""
     gguf = gguf or bundled_gguf(spec)
-    name = next((b.name for b in BUNDLED if spec.gguf.get("kind") == "path" and _bundled_file(b) == gguf.resolve()),
-                spec.name)  # a bundled model's GGUF given by reference shares its conversion
-    return cache_root() / "converted" / f"{name}-{_fingerprint(gguf)}"
+    bundled = next((b for b in BUNDLED if spec.gguf.get("kind") == "path" and _bundled_file(b) == gguf.resolve()),
+                   None)  # a bundled model's GGUF given by reference shares its conversion
+    if bundled is not None:
+        return cache_root() / "converted" / f"{bundled.name}-{_fingerprint(gguf)}"
+    return cache_root() / "converted" / f"{spec.name}-{_fingerprint(gguf, spec)}"
 
 
 def _bundled_file(spec: ModelSpec) -> Path | None:
@@ -102,8 +106,8 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
     """The bundled GGUF converted to a plain safetensors folder (dequantized fp32), once: the folder is verified
     against the manifest written at conversion on every load and converted again when damaged (harness.cache)."""
     gguf = bundled_gguf(spec)
-    fingerprint = _fingerprint(gguf)
     folder = conversion_path(spec, gguf)
+    fingerprint = folder.name.rsplit("-", 1)[1]
     legacy = cache_root() / "converted" / spec.name
     if spec.group == "bundled" and (legacy / cache.MARKER).is_file():  # the layout before manifests; never verified, so never used
         shutil.rmtree(legacy, ignore_errors=True)
@@ -144,7 +148,7 @@ WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin")
 IDENTITY = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")
 
 
-def _has_weights(folder: Path) -> bool:
+def has_weights(folder: Path) -> bool:
     return (folder / "config.json").is_file() and any(any(folder.glob(g)) for g in WEIGHT_FILES)
 
 
@@ -179,13 +183,13 @@ def paper_folder(spec: ModelSpec) -> Path:
     except Exception:  # noqa: BLE001 - any failure means "not cached"
         pass
     for folder in candidates:
-        if _has_weights(folder):
+        if has_weights(folder):
             check_identity(spec, folder)
             return folder
     partial = next((f for f in candidates if (f / "config.json").is_file()), None)
     raise WeightsUnavailable(
         f"{spec.name} weights not found: put them in $ABSPOS_MODELS_DIR/{spec.hub_id} "
-        f"or the Hugging Face cache (`huggingface-cli download {spec.hub_id}`)"
+        f"or the Hugging Face cache (`hf download {spec.hub_id}`)"
         + (f"; {partial} has a config.json but no weights" if partial else "")
     )
 
@@ -197,10 +201,23 @@ def local_folder(spec: ModelSpec) -> Path:
         bundled_gguf(spec)  # the file is still there (its conversion is verified when loaded)
         return conversion_path(spec)
     folder = Path(spec.folder)
-    if not _has_weights(folder):
+    if not has_weights(folder):
         raise WeightsUnavailable(f"{spec.name}: {folder} has a config.json but no weights "
                                  f"({' or '.join(WEIGHT_FILES)}); its tests are skipped")
     return folder
+
+
+def identity(spec: ModelSpec) -> str:
+    """A short digest of a local model's weights as found now: its GGUF's conversion fingerprint, or its folder's
+    config bytes with each weights file's name, size and mtime."""
+    if spec.gguf:
+        return conversion_path(spec).name.rsplit("-", 1)[1][:10]
+    folder, h = Path(spec.folder), hashlib.sha1()
+    h.update((folder / "config.json").read_bytes())
+    for f in sorted(p for g in WEIGHT_FILES for p in folder.glob(g)):
+        st = f.stat()
+        h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:10]
 
 
 def random_init_model(spec: ModelSpec, seed: int = 0, dtype: torch.dtype | None = None, device: str = "cpu"):

@@ -10,6 +10,7 @@ folder without weights skips its tests with one line.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -75,7 +76,7 @@ def test_reference_names_are_file_name_safe_and_never_a_registry_name():
     for token in ("hf:org/name@abc", "path:/m/smollm2-135m", "gguf:/m/smollm2-135m.gguf"):
         name = parse(token).name
         assert "/" not in name and ":" not in name and name not in names()
-    assert parse("hf:org/name@abc").name == "hf-org--name@abc"
+    assert parse("hf:org/name@refs/pr/1").name == "hf-org--name~refs-pr-1"  # '@' would split an xdist group name
 
 
 @pytest.mark.parametrize("token, words", [
@@ -147,6 +148,9 @@ def save_config(folder: Path, model_type: str, **kwargs) -> Path:
     ("stablelm", {}, "stablelm rotates only part of each head"),
     ("llama", {"attention": False}, "LlamaForCausalLM's attention does not go through transformers' attention "
                                     "interface"),
+    ("gpt_oss", {}, "its attention hands the attention function s_aux"),
+    ("smollm3", {}, "leaves some layers without rotary position embedding"),
+    ("gemma3", {}, "is a multimodal model"),
 ])
 def test_a_model_the_harness_cannot_measure_is_refused_in_one_line(tmp_path, monkeypatch, model_type, kwargs, words):
     if kwargs.pop("attention", True) is False:  # as a model whose attention transformers does not route
@@ -160,7 +164,7 @@ def test_a_model_the_harness_cannot_measure_is_refused_in_one_line(tmp_path, mon
 @pytest.mark.parametrize("make, words", [
     (lambda p: p, "no such folder"),
     (lambda p: (p.mkdir(), p)[1], "no config.json in the folder"),
-    (lambda p: (p.mkdir(), (p / "config.json").write_text("{not json"), p)[2], "is not a model config"),
+    (lambda p: (p.mkdir(), (p / "config.json").write_text("{not json"), p)[2], "has no readable model config"),
 ])
 def test_a_folder_that_is_not_a_model_is_refused_in_one_line(tmp_path, make, words):
     folder = make(tmp_path / "m")
@@ -179,7 +183,7 @@ def test_a_model_not_on_this_machine_is_refused_with_how_to_get_it(tmp_path, mon
     monkeypatch.setenv("ABSPOS_MODELS_DIR", str(tmp_path / "models"))
     with pytest.raises(ReferenceError, match=r"^[^\n]*$") as e:
         references.register("hf:someone/absent-7b")
-    assert "not on this machine" in str(e.value) and "huggingface-cli download someone/absent-7b" in str(e.value)
+    assert "not on this machine" in str(e.value) and "hf download someone/absent-7b" in str(e.value)
     with pytest.raises(ReferenceError, match="--revision v2"):
         references.register("hf:someone/absent-7b@v2")
 
@@ -190,8 +194,79 @@ def test_a_garbage_gguf_is_refused_in_one_line(tmp_path, monkeypatch):
     bad.write_bytes(b"not a gguf file at all")
     with pytest.raises(ReferenceError, match=r"^[^\n]*$") as e:
         references.register(f"gguf:{bad}", log=lambda *a: None)
-    assert "transformers cannot convert this GGUF file" in str(e.value)
-    assert not [p for p in (tmp_path / "cache" / "converted").iterdir() if p.is_dir()]  # nothing half-written
+    assert "is not a GGUF file transformers can read" in str(e.value)
+    assert not (tmp_path / "cache" / "converted").exists()  # refused from its header: nothing converted
+
+
+def test_a_gguf_given_by_reference_is_converted_only_when_loaded_and_keyed_by_its_file(tmp_path, monkeypatch):
+    """The spec comes from the GGUF's own config and tokenizer (listing a model never dequantises it); two files of
+    one name and size (checkpoints of one run) never share a conversion, nor does a file replaced in place."""
+    monkeypatch.setenv("ABSPOS_CACHE", str(tmp_path / "cache"))
+    source = weights.bundled_gguf(get_spec("smollm2-135m"))
+    a, b = tmp_path / "a" / "model.gguf", tmp_path / "b" / "model.gguf"
+    for f in (a, b):
+        f.parent.mkdir()
+        f.symlink_to(source)
+    spec = REGISTRY[references.register(f"gguf:{a}")]
+    assert spec.adds_bos is False and spec.family == "llama" and not (tmp_path / "cache").exists()
+    copy = tmp_path / "c" / "model.gguf"
+    copy.parent.mkdir()
+    copy.write_bytes(b"x" * 64)
+    other = tmp_path / "d" / "model.gguf"
+    other.parent.mkdir()
+    other.write_bytes(b"y" * 64)
+    paths = {weights.conversion_path(references.gguf_spec_of(p)) for p in (copy, other)}
+    assert len(paths) == 2
+    before = weights.conversion_path(references.gguf_spec_of(copy))
+    os.utime(copy, ns=(1, 1))
+    assert weights.conversion_path(references.gguf_spec_of(copy)) != before
+    assert weights.conversion_path(spec).name.startswith("smollm2-135m-")  # the bundled file shares its conversion
+
+
+def test_bos_policy_is_what_the_tokenizer_prepends(tmp_path, smol_conversion):
+    """A template prepending a token that is not ``bos_token`` is still a prepended BOS; two prepended tokens
+    are refused (the claims' prompts carry one token or none before the text)."""
+    from tokenizers import Tokenizer
+    from tokenizers.processors import TemplateProcessing
+
+    def with_template(name: str, single: str, special: list) -> Path:
+        folder = link_model(smol_conversion, tmp_path / name)
+        (folder / "tokenizer.json").unlink()
+        tok = Tokenizer.from_file(str(smol_conversion / "tokenizer.json"))
+        tok.post_processor = TemplateProcessing(single=single, special_tokens=special)
+        tok.save(str(folder / "tokenizer.json"))
+        return folder
+
+    one = with_template("one", "<|im_start|> $A", [("<|im_start|>", 1)])
+    spec = references.derive_spec(parse(f"path:{one}"), one)
+    assert (spec.adds_bos, spec.bos_token_id) == (True, 1)
+    two = with_template("two", "<|im_start|> <|endoftext|> $A", [("<|im_start|>", 1), ("<|endoftext|>", 0)])
+    with pytest.raises(ReferenceError, match="support one prepended token"):
+        references.derive_spec(parse(f"path:{two}"), two)
+
+
+def test_a_scale_ladder_needs_distinct_sizes_of_one_group(tmp_path, smol_conversion):
+    """T13: a base and its fine-tune (one size) are not a ladder, and a bundled model never joins your checkpoints."""
+    from harness.claim_registry import family_sizes
+
+    a = references.register(f"path:{link_model(smol_conversion, tmp_path / 'base')}")
+    b = references.register(f"path:{link_model(smol_conversion, tmp_path / 'finetune')}")
+    assert family_sizes("llama", ("smollm2-135m", a, b)) == ["smollm2-135m"]  # no group has two sizes
+    big = dict(REGISTRY[b].config, hidden_size=1024)
+    REGISTRY[b] = dataclasses.replace(REGISTRY[b], config=big)
+    assert family_sizes("llama", ("smollm2-135m", a, b)) == [a, b]
+
+
+def test_a_local_models_baseline_is_keyed_by_its_weights(tmp_path, smol_conversion):
+    from harness.snapshots import Baselines
+
+    folder = link_model(smol_conversion, tmp_path / "ckpt")
+    name = references.register(f"path:{folder}")
+    baselines = Baselines(tmp_path / "baselines", {"seq_len": 128}, "cpu", "float32")
+    first = baselines.path(name)
+    (folder / "config.json").unlink()
+    (folder / "config.json").write_text((smol_conversion / "config.json").read_text() + "\n")  # re-trained, say
+    assert baselines.path(name) != first and first.parent.name.startswith(name)
 
 
 def test_the_nested_models_dir_layout_is_found(tmp_path, monkeypatch, smol_conversion):

@@ -173,11 +173,15 @@ def test_the_committed_example_side_by_side_shows_each_models_verdicts(tmp_path,
     rows = table((tmp_path / "side_by_side.md").read_text(), PAIR)
     records = json.loads((example / "results.json").read_text())["records"]
 
-    def verdicts(model: str) -> dict:
-        return {r["test"].split("::")[-1].replace(f"[{model}]", ""): verdict_of(r)
-                for r in records if r["model"] in (model, None)}
+    family = {a: "llama", b: "qwen"}
+
+    def verdicts(model: str) -> dict:  # a family-level record (T13) only on its family's side
+        return {r["test"].split("::")[-1].replace(f"[{model}]", ""): verdict_of(r) for r in records
+                if r["model"] == model or (r["model"] is None and (not r["test"].endswith(tuple(
+                    f"[{f}]" for f in ("llama", "qwen", "mistral", "gemma"))) or r["test"].endswith(f"[{family[model]}]")))}
 
     va, vb = verdicts(a), verdicts(b)
-    assert len(rows) == len(va) == len(vb)
-    assert all((row[3], row[4]) == (va[row[1]], vb[row[1]]) for row in rows)
+    assert len(rows) == len(set(va) | set(vb)) and "test_T13_leakage_constant_and_residual_share_rises_with_scale[" \
+        "qwen]" not in va
+    assert all((row[3], row[4]) == (va.get(row[1], "not run"), vb.get(row[1], "not run")) for row in rows)
     assert {row[7].split(";")[0] for row in rows} >= {"same", "held → not held"}

@@ -26,13 +26,25 @@ def tiny():
 def test_capture_books_tokens_times_layers_run(tiny):
     ids = np.random.default_rng(0).integers(3, 250, size=(3, 16))
     read = {"blocks.0.hook_resid_post": cap.norms}
-    s0, lt0 = cap.WORKLOAD.totals()
+    s0, lt0, _ = cap.WORKLOAD.totals()
     cap.capture(tiny, ids, read, batch_size=2)
-    s1, lt1 = cap.WORKLOAD.totals()
+    s1, lt1, _ = cap.WORKLOAD.totals()
     assert lt1 - lt0 == 3 * 16 * tiny.n_layers and s1 > s0
     cap.capture(tiny, ids, read, batch_size=2, stop_after=0)  # only layer 0 runs
     assert cap.WORKLOAD.totals()[1] - lt1 == 3 * 16 * 1
     assert cap.WORKLOAD.layer_tokens["tiny-llama"] >= 3 * 16 * (tiny.n_layers + 1)
+
+
+def test_the_floor_counts_each_prompt_once_per_condition_and_depth():
+    """The floor: a prompt under one condition and depth once, whether run again alone or inside a larger set."""
+    w = cap.Workload()
+    ids = np.arange(64).reshape(8, 8)
+    w.add("m", 1.0, 8 * 8 * 2, ids, "causal", 2)
+    w.add("m", 1.0, 4 * 8 * 2, ids[:4], "causal", 2)  # rows of the first pass: nothing new
+    w.add("m", 1.0, 8 * 8 * 2, ids, "bidirectional", 2)  # another condition
+    w.add("m", 1.0, 8 * 8 * 1, ids, "causal", 1)  # another depth
+    w.add("m", 1.0, 2 * 8 * 2, np.vstack([ids[:1], ids[:1] + 100]), "causal", 2)  # one new prompt
+    assert w.totals()[1:] == (128 + 64 + 128 + 64 + 32, 128 + 128 + 64 + 16)
 
 
 RECORDS = [
@@ -47,8 +59,8 @@ RECORDS = [
 
 def test_time_accounting_per_model():
     rows = {r[0]: r[1:] for r in time_accounting(RECORDS)}
-    assert rows["gemma3-270m"] == ["12", "4", "1,000", "250", "8"]
-    assert rows["smollm2-135m"] == ["3", "0", "0", "—", "3"]  # no forward pass: no throughput
+    assert rows["gemma3-270m"] == ["12", "4", "1,000", "1,000", "1.000", "250", "8"]  # no floor booked: the run
+    assert rows["smollm2-135m"] == ["3", "0", "0", "0", "—", "—", "3"]  # no forward pass: no throughput
     assert "—" not in rows
 
 
