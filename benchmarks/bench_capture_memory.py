@@ -6,8 +6,8 @@ Each mode runs in its own subprocess and reports its peak resident memory (ru_ma
 (every weight paged in first: the safetensors are memory-mapped, and a first forward pass would otherwise book the
 weights' page-ins as capture memory): ``pairs`` is the harness path (the attention kernel's logsumexp gives the
 weights at the pairs; no n x n pattern exists); ``full`` (with --compare-full) keeps every layer's full [heads, n, n]
-attention matrix, then gathers the pairs from them (the naive approach, 18 GiB at 2,048 tokens). Both give the same
-numbers (checked). Exits 1 when the pairs capture's peak is above 1.2 x the loaded model's (or the values differ).
+attention matrix, then gathers the pairs from them (the naive approach, 18 GiB at 2,048 tokens); with it, the two
+must give the same numbers (checked). Exits 1 when the pairs capture's peak is above 1.2 x the loaded model's (or the values differ).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import pytest
 
 from harness import claim, corpus, holds
 from harness.plan import probe, topic
-from harness.reads import MLP_AT_TARGET, PROBE_STATES, Run, SinkProfile, probe_positions
+from harness.reads import PROBE_STATES, Run, SinkProfile, probe_positions
 from harness.sinks import peak_sink, sink_magnitude_by_layer
 
 MOVED_TO = 8  # paper: BOS moved to position 8
@@ -98,7 +98,7 @@ def top_cells(values: np.ndarray, k: int) -> list[tuple[int, int]]:
 
 
 @pytest.mark.claim("T1")
-@pytest.mark.reads(probe(PROBE_STATES, SinkProfile(), MLP_AT_TARGET))
+@pytest.mark.reads(probe(PROBE_STATES, SinkProfile()))
 def test_T1_highest_sink_positions_are_at_chance(model, session, figures):
     pos, sink, acc, decodable, chance = topic_grid(session, model)
     cells = top_cells(sink, TOP_SINKS)
@@ -112,7 +112,7 @@ def test_T1_highest_sink_positions_are_at_chance(model, session, figures):
 
 
 @pytest.mark.claim("T1")
-@pytest.mark.reads(probe(PROBE_STATES, SinkProfile(), MLP_AT_TARGET))
+@pytest.mark.reads(probe(PROBE_STATES, SinkProfile()))
 def test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller(model, session, figures):
     """Table 1's reading: the three highest-sink cells against the three highest-content (accuracy) cells."""
     pos, sink, acc, decodable, chance = topic_grid(session, model)

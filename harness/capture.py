@@ -77,6 +77,7 @@ class Workload:
         self.seconds: Counter = Counter()
         self.layer_tokens: Counter = Counter()
         self.floor: Counter = Counter()
+        self.load_seconds = 0.0  # loading models (Session.model): inside a test's setup, never its own time
         self._seen: dict[tuple, set] = {}
 
     def add(self, model: str, seconds: float, layer_tokens: int, ids: np.ndarray | None = None,

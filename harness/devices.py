@@ -166,18 +166,20 @@ def busy_cores(interval: float = 0.25) -> float:
     """Cores busy with other work right now (from /proc/stat over ``interval`` seconds; 0 where unreadable)."""
     import time
 
-    def sample():
+    mine = {f"cpu{c}" for c in os.sched_getaffinity(0)} if hasattr(os, "sched_getaffinity") else None
+
+    def sample():  # per CPU of this process's affinity: (idle + iowait, all) jiffies
         with open("/proc/stat") as f:
-            values = [int(v) for v in f.readline().split()[1:]]
-        return values[3] + values[4], sum(values)  # idle + iowait, all
+            rows = [line.split() for line in f if line.startswith("cpu") and line[3].isdigit()]
+        rows = [[int(v) for v in r[1:]] for r in rows if mine is None or r[0] in mine]
+        return sum(r[3] + r[4] for r in rows), sum(sum(r) for r in rows), len(rows)
 
     try:
-        idle0, total0 = sample()
+        idle0, total0, cores = sample()
         time.sleep(interval)
-        idle1, total1 = sample()
+        idle1, total1, _ = sample()
     except (OSError, ValueError, IndexError):
         return 0.0
-    cores = os.cpu_count() or 1
     return cores * (1 - (idle1 - idle0) / max(total1 - total0, 1))
 
 

@@ -280,6 +280,7 @@ def figures(request, snapshot, run_context):
 
 
 WORK_AT_SETUP = pytest.StashKey[tuple]()  # the workload when the test's setup began: its fixtures' passes are its own
+LOAD_AT_SETUP = pytest.StashKey[float]()  # model-loading seconds then: a load in its setup is not the test's time
 
 
 @pytest.hookimpl(wrapper=True)
@@ -287,7 +288,7 @@ def pytest_runtest_setup(item):
     """A ClaimNotHeld raised while setting a claim test up (in a fixture) is not the claim's own assertion: it
     is a harness error, never accepted by a recorded known outcome. The forward work booked to a test starts
     here, so passes run by its fixtures (T11's, T9c's) are booked to it."""
-    item.stash[WORK_AT_SETUP] = WORKLOAD.totals()
+    item.stash[WORK_AT_SETUP], item.stash[LOAD_AT_SETUP] = WORKLOAD.totals(), WORKLOAD.load_seconds
     try:
         return (yield)
     except ClaimNotHeld as e:
@@ -304,13 +305,14 @@ def pytest_runtest_call(item):
         return (yield)
     figures = getattr(item, "funcargs", {}).get("figures")
     seconds, layer_tokens, floor = item.stash.get(WORK_AT_SETUP, None) or WORKLOAD.totals()
+    loading = item.stash.get(LOAD_AT_SETUP, WORKLOAD.load_seconds)
     try:
         try:
             result = yield
         finally:
             s2, lt2, f2 = WORKLOAD.totals()
             booked = {"seconds": round(s2 - seconds, 3), "layer_tokens": lt2 - layer_tokens,
-                      "floor_layer_tokens": f2 - floor}
+                      "floor_layer_tokens": f2 - floor, "load_seconds": round(WORKLOAD.load_seconds - loading, 3)}
             model = getattr(item, "funcargs", {}).get("model")
             if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
                 booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}

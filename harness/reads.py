@@ -117,7 +117,8 @@ class Run:
 
     def __post_init__(self):
         object.__setattr__(self, "edits", tuple(self.edits))
-        object.__setattr__(self, "prompt_key", hashlib.sha1(self.prompts.ids.tobytes()).hexdigest()[:12])
+        ids = self.prompts.ids  # the shape too: 16 x 128 and 32 x 64 of the same tokens are different runs
+        object.__setattr__(self, "prompt_key", hashlib.sha1(ids.tobytes() + str(ids.shape).encode()).hexdigest()[:16])
 
     @property
     def label(self) -> str:

@@ -222,7 +222,8 @@ class RecordCollector:
         self.records.append({"test": report.nodeid, "claim": props["claim"], "model": props.get("model"),
                              "outcome": outcome, "verdict": verdict, "known_outcome": known,
                              "check": check, "reason": reason, "figures": figs,
-                             "seconds": round(report.duration + self.setup_seconds.pop(report.nodeid, 0.0), 2),
+                             "seconds": round(max(0.0, report.duration + self.setup_seconds.pop(report.nodeid, 0.0)
+                                                  - forward.get("load_seconds", 0.0)), 2),
                              "forward_seconds": forward["seconds"], "layer_tokens": forward["layer_tokens"],
                              "floor_layer_tokens": forward.get("floor_layer_tokens", forward["layer_tokens"]),
                              **({"baseline": baseline} if baseline else {}),
