@@ -13,13 +13,17 @@ loads neither torch nor transformers: the models run in the subprocess.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from . import signals
 from .claim_registry import claim
 from .criteria import CRITERIA
 from .paths import ROOT
@@ -29,11 +33,23 @@ from .results import ResultsFileError, load_results
 from .verdict import verdict_of
 
 CLAIMS_DIR = ROOT / "claims"
+USAGE_ERROR = 4  # pytest's exit code for a usage error
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by SIGINT (a notebook's interrupt), SIGTERM or SIGHUP sent to this process: its pytest was told
+    too, wrote what had finished (marked as interrupted) and ended. ``by`` names the signal; ``verdicts`` holds the
+    finished tests' verdicts (``Verdicts``; empty when none had finished) and ``verdicts.report`` the partial report
+    when ``report_dir`` was given; ``folder`` is where the results are kept (a temporary folder is kept too)."""
+
+    def __init__(self, by: str, returncode: int | None = None):
+        super().__init__(f"interrupted by {by}")
+        self.by, self.returncode, self.verdicts, self.folder = by, returncode, None, None
 
 
 class RunFailed(RuntimeError):
-    """pytest ended without a claims result: a usage error (exit 4) or no results.json. The message is the last
-    line pytest printed; ``returncode`` is its exit code."""
+    """pytest ended without a claims result: a usage error (exit 4) or no results.json; or no model was named. The
+    message is pytest's error line (its last line when it printed none); ``returncode`` is its exit code."""
 
     def __init__(self, message: str, returncode: int | None = None):
         super().__init__(message)
@@ -48,6 +64,16 @@ def as_names(value: str | Iterable[str] | None) -> list[str]:
         return []
     parts = value.split(",") if isinstance(value, str) else [p for v in value for p in str(v).split(",")]
     return [p.strip() for p in parts if p.strip()]
+
+
+def model_names(models: str | Iterable[str] | None) -> list[str]:
+    """The models named (a comma list or a list); naming none ("", ",", [], None) raises ``RunFailed`` (exit code 4)
+    before anything runs, never a run of the suite's default models."""
+    names = as_names(models)
+    if not names:
+        raise RunFailed(f"models {models!r}: no model named; name models or groups (bundled, paper, all), e.g. "
+                        f"\"smollm2-135m\" or \"bundled\"", USAGE_ERROR)
+    return names
 
 
 def keyword_expression(claim_ids: Sequence[str]) -> str:
@@ -74,11 +100,12 @@ def split_keyword(options: Sequence[str]) -> tuple[str | None, list[str]]:
 def pytest_argv(models: str | Iterable[str] | None = None, claims: str | Iterable[str] | None = None,
                 options: Sequence[str] = ()) -> list[str]:
     """The command line of a claims run: ``python -m pytest <repo>/claims [--models M] [-k <claims' tests>]
-    <options>``; options pass through unchanged (a ``-k`` of theirs narrows the claims' selection). Raises
-    ``UnknownClaim`` before anything runs."""
+    <options>``; options pass through unchanged (a ``-k`` of theirs narrows the claims' selection). ``models`` None
+    keeps the suite's default; an empty one raises ``RunFailed``, an unknown claim ``UnknownClaim``, before anything
+    runs."""
     argv = [sys.executable, "-m", "pytest", str(CLAIMS_DIR)]
-    if as_names(models):
-        argv += ["--models", ",".join(as_names(models))]
+    if models is not None:
+        argv += ["--models", ",".join(model_names(models))]
     ids, options = as_names(claims), list(options)
     if ids:
         selected = keyword_expression(ids)
@@ -100,20 +127,26 @@ def worker_options(workers: int | None) -> list[str]:
 def run_pytest(argv: Sequence[str], echo: bool = True) -> tuple[int, str]:
     """Run pytest in the caller's folder (relative paths in references and options are the caller's; the claims
     folder is given absolute, so pytest still finds the repository's configuration), its stdout and stderr streamed to ``sys.stdout`` when ``echo`` (so a
-    notebook shows them); returns (exit code, the last non-empty line it printed)."""
-    last = ""
+    notebook shows them); returns (exit code, the line saying what went wrong: the last error line it printed,
+    ``ERROR: ...`` or argparse's ``...: error: ...``, else its last non-empty line)."""
+    last = error = ""
     proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", bufsize=1, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            errors="replace", bufsize=1, env=signals.child_env({**os.environ, "PYTHONUNBUFFERED": "1"}))
     try:
-        for line in proc.stdout:
-            if echo:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-            last = line.strip() or last
-        return proc.wait(), last
-    except BaseException:  # an interrupted notebook cell ends the run it started
-        proc.kill()
-        proc.wait()
+        with signals.forwarding(proc) as received:  # SIGINT/SIGTERM/SIGHUP: pytest writes what finished, then ends
+            for line in proc.stdout:
+                if echo:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                last = line.strip() or last
+                if line.startswith("ERROR: ") and not line.startswith("ERROR: usage:") or ": error: " in line:
+                    error = line.strip()
+            code = proc.wait()
+        if received:  # the caller was told to stop: its run has ended and written what finished
+            raise RunInterrupted(signal.Signals(received[0]).name, code)
+        return code, error or last
+    except BaseException:  # an interrupted notebook cell (or any error here) ends the run it started, which
+        signals.stop(proc)  # still writes what finished (SIGINT; SIGKILL only if it hangs): never orphaned
         raise
     finally:
         proc.stdout.close()
@@ -210,18 +243,31 @@ def verify(models: str | Sequence[str] = "bundled", claims: str | Sequence[str] 
     pytest subprocess and return their verdicts. Settings left None keep the suite's defaults; ``workers`` runs
     pytest-xdist workers (one model per worker); ``extra_args`` go to pytest unchanged. pytest's output is
     streamed unless ``quiet``. The report is written to a temporary folder and removed, unless ``report_dir`` is
-    given: then it stays there, ``<report_dir>/latest/report.md`` (``Verdicts.report``). An unknown claim id raises
-    ``claim_registry.UnknownClaim`` before anything runs; a usage error (exit 4) or a run without results raises
-    ``RunFailed`` with pytest's last line."""
+    given: then it stays there, in a run folder of its own (``Verdicts.report``; calls sharing a ``report_dir`` never
+    share a folder). An unknown claim id raises ``claim_registry.UnknownClaim`` and naming no model ``RunFailed``
+    before anything runs; a usage error (exit 4) or a run without results raises ``RunFailed`` with pytest's error
+    line (its last line when it printed none). Interrupted (a notebook's interrupt, SIGTERM, SIGHUP), its pytest is
+    told too and writes what finished; ``RunInterrupted`` (a ``KeyboardInterrupt``) is then raised, carrying those
+    verdicts and the folder they are kept in."""
     keyword_expression(as_names(claims))  # an unknown claim before anything is made or run
+    model_names(models)  # no model named (None, "", []): before anything runs, never every model
     folder = Path(report_dir) if report_dir is not None else Path(tempfile.mkdtemp(prefix="abspos-verify-"))
+    run_id = time.strftime("run-%Y%m%d-%H%M%S") + f"-{secrets.token_hex(3)}"  # its own folder, whatever else runs
     options = [*settings_options(seq_len=seq_len, n_prompts=n_prompts, seed=seed, device=device, dtype=dtype,
-                                 corpus=corpus), *worker_options(workers), "--report-dir", str(folder), *extra_args]
+                                 corpus=corpus), *worker_options(workers), "--report-dir", str(folder),
+               "--run-id", run_id, *extra_args]
+    keep = report_dir is not None
     try:
         argv = pytest_argv(models, claims, options)
         before = _stamp(folder)
-        code, last = run_pytest(argv, echo=not quiet)
-        after = _stamp(folder)
+        try:
+            code, last = run_pytest(argv, echo=not quiet)
+        except RunInterrupted as stopped:
+            keep, stopped.folder = True, folder / run_id  # the finished results are kept, whatever the folder
+            stopped.verdicts = _partial(folder / run_id, report_dir is not None)
+            raise
+        mine = folder / run_id / "results.json"
+        after = (mine.resolve(), 0) if mine.exists() else _stamp(folder)  # (a stand-in run_pytest writes `latest`)
         if code == 4 or after is None or after == before:
             raise RunFailed(last or f"pytest exited with code {code} and wrote no results", code)
         try:
@@ -229,7 +275,17 @@ def verify(models: str | Sequence[str] = "bundled", claims: str | Sequence[str] 
         except ResultsFileError as e:
             raise RunFailed(str(e), code) from None
     finally:
-        if report_dir is None:
+        if not keep:
             shutil.rmtree(folder, ignore_errors=True)
     report = after[0].parent / "report.md" if report_dir is not None else None
     return Verdicts.from_results(results, report if report and report.exists() else None)
+
+
+def _partial(run_folder: Path, with_report: bool) -> Verdicts:
+    """The verdicts of an interrupted run's finished tests (empty when it wrote nothing)."""
+    try:
+        results = load_results(run_folder / "results.json")
+    except ResultsFileError:
+        return Verdicts()
+    report = run_folder / "report.md"
+    return Verdicts.from_results(results, report if with_report and report.exists() else None)

@@ -12,6 +12,7 @@ first one's conversion instead of converting again. On load, ``problem`` compare
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import json
@@ -142,7 +143,8 @@ def ensure(folder: Path, fingerprint: str, convert: Callable[[Path], None], log=
         old = folder.parent / f".{folder.name}.old-{os.getpid()}"
         try:
             partial.mkdir()
-            convert(partial)
+            with no_progress_bars():
+                convert(partial)
             _share(partial)
             marker = {"format": FORMAT, "fingerprint": fingerprint, "files": manifest(partial), **(note or {})}
             (partial / MARKER).write_text(json.dumps(marker, indent=1))
@@ -150,11 +152,44 @@ def ensure(folder: Path, fingerprint: str, convert: Callable[[Path], None], log=
             if folder.exists() or folder.is_symlink():
                 folder.rename(old)  # a link is moved aside like a folder (and then removed as a link)
             partial.rename(folder)
-        except BaseException:
+        except BaseException as e:
             _remove(partial)
+            if _no_space(e):
+                raise CacheError(f"{what}: no space left on the disk of {folder.parent} to convert it into (a few "
+                                 f"times the model's size in float32): free space there, or set ABSPOS_CACHE to a "
+                                 f"folder on another disk") from None
             raise
         _remove(old)
         return folder
+
+
+@contextlib.contextmanager
+def no_progress_bars():
+    """tqdm's bars off while a conversion runs (transformers' GGUF de-quantisation bar, save bars): the two lines the
+    conversion logs say what runs, and a bar would fill a non-TTY log (CI, nohup) with carriage returns.
+    ``TQDM_DISABLE`` cannot do it: tqdm reads its environment once, when imported."""
+    try:
+        from tqdm import std
+    except ImportError:  # no tqdm: no bars
+        yield
+        return
+    own, init = std.tqdm.__dict__["__init__"], std.tqdm.__init__  # as defined (a partialmethod), and as called
+
+    def quiet(self, *args, **kwargs):
+        kwargs["disable"] = True
+        init(self, *args, **kwargs)
+
+    std.tqdm.__init__ = quiet  # subclasses (tqdm.auto, tqdm.asyncio) reach it through super().__init__
+    try:
+        yield
+    finally:
+        std.tqdm.__init__ = own
+
+
+def _no_space(e: BaseException) -> bool:
+    """A write that failed for want of disk space (an OSError, or safetensors' error naming the OS's)."""
+    return (isinstance(e, OSError) and e.errno == errno.ENOSPC) or any(
+        s in str(e) for s in ("No space left on device", "StorageFull", "code: 28"))
 
 
 def _remove(path: Path) -> None:

@@ -4,6 +4,7 @@ list the models with the claims that apply to each.
     abspos-claims run --models smollm2-135m --claims T7,T9a -n 2 --dist loadgroup --seq-len 256
     abspos-claims report build reports/latest
     abspos-claims models [MODEL ...] [--seq-len N]
+    abspos-claims submit --models paper --executor slurm --partition gpu --gpus 1 --device cuda
 
 ``run`` is ``python -m pytest claims ...`` in a subprocess (``pytest claims`` itself works as before); ``report``
 is ``python -m harness.report``. Importing this module loads neither torch nor transformers.
@@ -12,11 +13,14 @@ is ``python -m harness.report``. Importing this module loads neither torch nor t
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import subprocess
 import sys
 from typing import Callable, Mapping, Sequence
 
-from .api import aligned, as_names, pytest_argv
+from . import signals
+from .api import RunFailed, aligned, as_names, pytest_argv
 from .claim_registry import CLAIMS, Applies, Target, UnknownClaim, family_sizes
 
 PROG = "abspos-claims"
@@ -47,14 +51,18 @@ def run_parser() -> argparse.ArgumentParser:
 
 
 def call(argv: Sequence[str]) -> int:
-    """Run a command in the caller's folder (its relative paths are the caller's), its output on this terminal; Ctrl-C reaches it too, and its own exit
-    code says how it ended."""
-    proc = subprocess.Popen(list(argv))
-    while True:
-        try:
-            return proc.wait()
-        except KeyboardInterrupt:
-            continue
+    """Run a command in the caller's folder (its relative paths are the caller's), its output on this terminal; its
+    exit code says how it ended. SIGINT, SIGTERM and SIGHUP sent to this command are passed on to it (it writes what
+    finished and says it was interrupted: exit 2), and this command waits for it: it is never left running alone
+    (on Linux it also gets SIGTERM should this command die: harness.signals)."""
+    proc = subprocess.Popen(list(argv), env=signals.child_env())
+    with signals.forwarding(proc):
+        while True:
+            try:
+                return signals.exit_code(proc.wait())
+            except KeyboardInterrupt:  # not the main thread: no forwarding handler, so pass it on ourselves
+                with contextlib.suppress(OSError):
+                    proc.send_signal(signal.SIGINT)
 
 
 def run_command(argv: Sequence[str]) -> int:
@@ -67,13 +75,15 @@ def run_command(argv: Sequence[str]) -> int:
         command = pytest_argv(args.models, args.claims, rest)
     except UnknownClaim as e:
         return fail(f"--claims: {e}")
+    except RunFailed as e:  # --models naming no model
+        return fail(f"--{e}")
     return call(command)
 
 
 # ---- report ------------------------------------------------------------------------------------------
 
-REPORT_HELP = ("rebuild a run's report from its results.json, compare two runs, or put two models side by side "
-               "(python -m harness.report build|compare|side-by-side)")
+REPORT_HELP = ("rebuild a run's report from its results.json, compare two runs, put two models side by side, or "
+               "merge runs made apart (python -m harness.report build|compare|side-by-side|merge)")
 
 
 def report_command(argv: Sequence[str]) -> int:
@@ -166,6 +176,9 @@ def models_command(argv: Sequence[str]) -> int:
     from .run import selected_models
     from .session import Settings
 
+    seq_len = Settings().seq_len if args.seq_len is None else args.seq_len
+    if problem := next((p for p in Settings(seq_len=seq_len).problems() if p.startswith("--seq-len")), None):
+        return fail(problem)  # a length no run accepts, before any model is looked at
     try:
         names = selected_models(",".join(args.models) if args.models else "bundled,paper")
     except pytest.UsageError as e:
@@ -173,12 +186,17 @@ def models_command(argv: Sequence[str]) -> int:
     if not names:
         return fail("no models named")
     specs = [REGISTRY[n] for n in names]  # names may be derived specs the registry holds (hf:, path:, gguf:)
-    seq_len = args.seq_len or Settings().seq_len
     print(aligned(MODEL_HEADER, model_rows(specs)))
     print(f"\nclaims × models: tests whose prediction applies, of the claim's tests (seq_len {seq_len}; "
           f"n/a: none applies)")
     print(aligned(["claim", *names], applicability_rows(specs, seq_len)))
     return 0
+
+
+def _submit(argv: Sequence[str]) -> int:
+    from .submit import submit_command  # submitit is imported by the command alone
+
+    return submit_command(argv)
 
 
 # ---- the command -------------------------------------------------------------------------------------
@@ -187,6 +205,8 @@ COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
     "run": ("run the claims with pytest (--models, --claims, and any pytest option)", run_command),
     "report": (REPORT_HELP, report_command),
     "models": ("list the models, their weights here, and which claims apply to each", models_command),
+    "submit": ("one job per model (SLURM or local, through submitit), then one merged report",
+               lambda argv: _submit(argv)),
 }
 
 

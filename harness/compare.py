@@ -11,6 +11,21 @@ from .results import load_results
 from .verdict import verdict_of
 
 
+def tolerance(text: str) -> float:
+    """``--rtol`` / ``--atol``: a finite number at least 0 (argparse's type: anything else is its one-line usage
+    error; a negative tolerance would list every identical figure as moved)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text}: a tolerance is a finite number at least 0")
+    return value
+
+
 def _figures(r: dict) -> dict:
     out, seen = {}, Counter()
     for f in r.get("figures") or []:
@@ -24,6 +39,8 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
     from .snapshots import ATOL, RTOL, close, leaves
 
     rtol, atol = RTOL if rtol is None else rtol, ATOL if atol is None else atol
+    if not (rtol >= 0 and atol >= 0):
+        raise ValueError(f"tolerances must be at least 0 (rtol {rtol}, atol {atol})")
     recs = [{(r.get("model") or "", r["test"]): r for r in run["records"]} for run in (old, new)]
     rows = []
     for key in dict.fromkeys([*recs[0], *recs[1]]):

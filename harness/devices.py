@@ -47,9 +47,12 @@ def resolve_device(requested: str, worker_id: str | None, n_gpus: int) -> str:
     req = (requested or "cpu").strip()
     if not req.lower().startswith("cuda"):
         try:
-            torch.device(req)
+            kind = torch.device(req).type
         except (RuntimeError, ValueError):
             raise DeviceError(f"--device {req}: not a torch device; expected cpu, cuda, cuda:<index> or mps") from None
+        if kind == "meta":  # tensors without data: every measurement would fail (NotImplementedError) per test
+            raise DeviceError(f"--device {req}: the meta device holds shapes, not values, so nothing can be measured "
+                              f"on it; expected cpu, cuda, cuda:<index> or mps")
         return req
     if n_gpus <= 0:
         raise DeviceError(
@@ -188,6 +191,27 @@ def thread_count(cores: int, busy: float, workers: int) -> int:
     Two threads on a core another process keeps busy spin-wait: 1.6-13x slower than one (measured,
     ../shared/reviews/performance.md)."""
     return max(1, int(max(1.0, cores - round(busy)) // max(workers, 1)))
+
+
+def requested_threads(option: int | None, env: str | None) -> int:
+    """The threads asked for by ``--threads`` (``option``), else ``$ABSPOS_THREADS`` (``env``); 0: not asked (the free
+    cores decide). A negative count or a variable that is not a whole number is a DeviceError (one line)."""
+    if option:
+        if option < 0:
+            raise DeviceError(f"--threads {option}: must be a positive number of CPU threads per process (0 or "
+                              f"unset: the free cores divided by the xdist workers)")
+        return option
+    text = (env or "").strip()
+    if not text:
+        return 0
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise DeviceError(f"ABSPOS_THREADS={env!r}: must be a whole number of CPU threads per process (0 or unset: "
+                          f"the free cores divided by the xdist workers)")
+    return n
 
 
 def set_threads(n: int) -> None:

@@ -11,7 +11,7 @@ from typing import Iterable
 
 import torch
 
-from .hooks import HookedModel
+from .hooks import HookedModel, rotary_modules
 
 
 def bidirectional(model: HookedModel):
@@ -32,12 +32,39 @@ def bidirectional(model: HookedModel):
     return model.hooks({name: replace for name in model.names("attn.hook_mask")})
 
 
+def attention_scalings(model: HookedModel) -> list[float]:
+    """The factors the model's rotary module(s) multiply cos and sin by, one per RoPE kind (transformers'
+    ``attention_scaling``: 1 for default, linear, dynamic and llama3 RoPE; YaRN's and LongRoPE's attention
+    temperature otherwise, so cos^2 + sin^2 = scaling^2). Read when asked: dynamic RoPE may reset it."""
+    out = []
+    for rot in rotary_modules(model.base):
+        if hasattr(rot, "attention_scaling"):
+            out.append(float(rot.attention_scaling))
+        for kind in getattr(rot, "layer_types", None) or ():  # Gemma-3: one per layer type
+            if hasattr(rot, f"{kind}_attention_scaling"):
+                out.append(float(getattr(rot, f"{kind}_attention_scaling")))
+    return sorted(set(out)) or [1.0]
+
+
+def rope_scaling_of(model: HookedModel, cos: torch.Tensor, sin: torch.Tensor) -> float:
+    """The attention scaling these cos/sin carry: the model's only one, or (RoPE kinds of different scalings) the
+    one nearest their magnitude sqrt(cos^2 + sin^2)."""
+    scalings = attention_scalings(model)
+    if len(scalings) == 1:
+        return scalings[0]
+    r = torch.sqrt(cos.float() ** 2 + sin.float() ** 2).mean().item()
+    return min(scalings, key=lambda s: abs(s - r))
+
+
 def identity_rope(model: HookedModel):
-    """RoPE rotation replaced by the identity: cos = 1, sin = 0 (paper §4 'Identity-RoPE')."""
+    """RoPE rotation replaced by the identity: cos = 1, sin = 0 (paper §4 'Identity-RoPE'), times the model's own
+    attention scaling (YaRN, LongRoPE: cos = scaling), so only the rotation goes and the attention temperature
+    stays (cos = 1 exactly where the scaling is 1, as in every bundled and paper model)."""
 
     def replace(cos_sin, name):
         cos, sin = cos_sin
-        return torch.ones_like(cos), torch.zeros_like(sin)
+        scaling = rope_scaling_of(model, cos, sin)
+        return (torch.ones_like(cos) if scaling == 1.0 else torch.full_like(cos, scaling)), torch.zeros_like(sin)
 
     return model.hooks({"hook_rotary": replace})
 
@@ -62,7 +89,8 @@ def band_permutation(n_bands: int, seed: int = 0) -> torch.Tensor:
         s += 1
 
 
-def band_permuted_query(q_rot: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+def band_permuted_query(q_rot: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, perm: torch.Tensor,
+                        scaling: float = 1.0) -> torch.Tensor:
     """q' = R_P(i) R(i)^T q_rot: undo the model's rotation of a query and rotate it again with the frequency
     bands reassigned by ``perm`` (band b of the query turns by the angle of band p(b) at the same position).
 
@@ -70,10 +98,14 @@ def band_permuted_query(q_rot: torch.Tensor, cos: torch.Tensor, sin: torch.Tenso
     ``sin`` are the model's own, broadcastable to it, in transformers' layout [c_0..c_{d/2-1}, c_0..c_{d/2-1}];
     ``perm`` is a permutation of the d/2 bands, P = cat(p, p + d/2). Each q' is a rotation of q (norm kept
     exactly), but against an unchanged key q'_i . k_j = sum_b q_b^T R(w_b j - w_{p(b)} i) k_b depends on i
-    and j separately: Eq. 2's relative-offset property is gone. Computed in float32 at least."""
+    and j separately: Eq. 2's relative-offset property is gone. Computed in float32 at least.
+    ``scaling`` is the model's attention scaling that its cos/sin carry (YaRN, LongRoPE; ``rope_scaling_of``): it is
+    divided out, so q' keeps q_rot's norm (the model's temperature) and only the rotation changes."""
     d = q_rot.shape[-1]
     dtype = torch.promote_types(q_rot.dtype, torch.float32)
     q_rot, cos, sin = q_rot.to(dtype), cos.to(dtype), sin.to(dtype)
+    if scaling != 1.0:  # unit cos/sin: undoing R(i) then applying R_P(i) is orthogonal
+        cos, sin = cos / scaling, sin / scaling
     perm = perm.to(cos.device)
     full = torch.cat((perm, perm + d // 2))
     q = q_rot * cos - _rotate_half(q_rot) * sin
@@ -88,7 +120,7 @@ def scrambled_rope(model: HookedModel, seed: int = 0):
     applied to the QUERIES only; keys keep the model's own assignment. At every layer the query handed to
     attention is replaced by ``band_permuted_query`` (that layer's cos/sin, read at ``attn.hook_rope``, so
     Gemma-3's sliding and global layers each use their own RoPE): every query is still a rotation of the
-    unrotated query (norms exact), and q'_i . k_j depends on i and j separately.
+    unrotated query (norms exact, the model's attention scaling kept), and q'_i . k_j depends on i and j separately.
     Partial rotary (cos/sin narrower than the head) is refused."""
     rope: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     perms: dict[int, torch.Tensor] = {}
@@ -110,7 +142,8 @@ def scrambled_rope(model: HookedModel, seed: int = 0):
             perms[d] = band_permutation(half, seed)
         if cos.shape[-2] != q.shape[-2]:
             raise RuntimeError(f"{hook}: cos/sin for {cos.shape[-2]} positions, query has {q.shape[-2]}")
-        return band_permuted_query(q, cos.unsqueeze(1), sin.unsqueeze(1), perms[d]).to(q.dtype)
+        return band_permuted_query(q, cos.unsqueeze(1), sin.unsqueeze(1), perms[d],
+                                   rope_scaling_of(model, cos, sin)).to(q.dtype)
 
     mapping = {name: store for name in model.names("attn.hook_rope")}
     mapping.update({name: scramble for name in model.names("attn.hook_q")})

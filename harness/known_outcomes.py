@@ -15,6 +15,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from .atomic import write_text
 from .paths import KNOWN_OUTCOMES
 
 PATH = KNOWN_OUTCOMES
@@ -25,13 +26,25 @@ def table(path: Path = PATH) -> dict:
     return json.loads(Path(path).read_text()) if Path(path).exists() else {}
 
 
-def validate(path: Path = PATH) -> None:
-    """Raise ValueError (one line) unless every entry is {test: {model: [{"settings", "check", "measured"}]}}."""
+def validate(path: Path = PATH, required: bool = False) -> None:
+    """Raise ValueError (one line naming the file) unless every entry is {test: {model: [{"settings", "check",
+    "measured"}]}}; a missing file is no known outcomes, unless ``required`` (a path given on the command line)."""
+    path = Path(path)
+    if required and not path.exists():
+        raise ValueError(f"{path}: no such file (--known-outcomes names the recorded outcomes file; leave it out "
+                         f"for {PATH})")
+    if path.is_dir():
+        raise ValueError(f"{path}: a folder, not a known-outcomes file")
     try:
         data = table(path)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON (truncated? {e.msg}: line {e.lineno} column {e.colno}); re-record "
+                         f"it: python -m harness.known_outcomes record RESULTS_JSON") from None
     except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not readable as known outcomes ({e})") from None
-    for test, per in data.items() if isinstance(data, dict) else [(None, None)]:
+        raise ValueError(f"{path}: not readable as known outcomes ({getattr(e, 'strerror', None) or e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a known-outcomes file (not a JSON object of tests)")
+    for test, per in data.items():
         ok = isinstance(per, dict) and all(
             isinstance(es, list) and all(isinstance(e, dict) and {"settings", "check", "measured"} <= e.keys()
                                          for e in es) for es in per.values())
@@ -86,7 +99,7 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
         changes.append(f"{func}[{model}]: {entry['check']}: {entry['measured']}")
     data = {f: {m: e for m, e in per.items() if e} for f, per in data.items()}
     data = {f: per for f, per in data.items() if per}
-    path.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    write_text(path, json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     table.cache_clear()
     return changes
 
@@ -100,6 +113,6 @@ if __name__ == "__main__":  # python -m harness.known_outcomes record reports/la
 
     try:
         print("\n".join(record(Path(sys.argv[2]))) or "nothing to record")
-    except ResultsFileError as e:
+    except (ResultsFileError, OSError) as e:
         print(f"harness.known_outcomes: {e}", file=sys.stderr)
         sys.exit(2)

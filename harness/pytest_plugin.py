@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from . import devices, known_outcomes
+from . import devices, known_outcomes, signals
 from .capture import WORKLOAD, Progress
 from .claim_registry import Target, claim
 from .models import FAMILIES, REGISTRY, WeightsUnavailable, names
@@ -43,17 +43,20 @@ def pytest_addoption(parser):
     d = Settings()
     g.addoption("--n-prompts", type=int, default=d.n_prompts, help="prompts per capture (a multiple of 4, at least 12)")
     g.addoption("--seq-len", type=int, default=d.seq_len, help="tokens per prompt (8 times a power of two, at least 16)")
-    g.addoption("--n-pairs", type=int, default=d.n_pairs, help="stratified (i, j) pairs for ΔR² (at least 1000)")
-    g.addoption("--n-perm", type=int, default=d.n_perm, help="permutations for permutation nulls, sign flips beyond 2^16 patterns (at least 100)")
+    g.addoption("--n-pairs", type=int, default=d.n_pairs, help="stratified (i, j) pairs for ΔR² (at least 1000; at most where every pair is drawn)")
+    g.addoption("--n-perm", type=int, default=d.n_perm, help="permutations for permutation nulls, sign flips beyond 2^16 patterns (100 to 1,000,000)")
     g.addoption("--n-probe-prompts", type=int, default=d.n_probe_prompts, help="prompts for the topic probes (a multiple of 4, at least 20)")
     g.addoption("--corpus", default=d.corpus, choices=["wiki", "bbc"], help="topic corpus")
     g.addoption("--seed", type=int, default=d.seed,
-                help="seed of every random draw: prompts, pairs, permutations and sign flips, bootstrap resamples")
+                help="seed of every random draw: prompts, pairs, permutations and sign flips, bootstrap resamples "
+                     "(0 to 2^32 - 1)")
     g.addoption("--known-outcomes", default=str(KNOWN_OUTCOMES),
                 help="recorded 'not held' outcomes (strict xfails); default fixtures/known_outcomes.json")
     g.addoption("--stability-record", default=str(STABILITY),
                 help="verdicts under several seeds (scripts/stability.sh); default fixtures/stability.json")
     g.addoption("--report-dir", default=str(REPORTS), help="where run reports go")
+    g.addoption("--run-id", default=None, help="the run's folder name under --report-dir (default: its start time and a "
+                                               "random suffix; a name already taken gets a suffix)")
     g.addoption("--baseline-dir", default=str(BASELINES),
                 help="baselines of settings without committed snapshots (first run records, later runs compare)")
     g.addoption("--baseline-update", action="store_true",
@@ -71,6 +74,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     run = config.stash[RUN] = RunContext.from_config(config)  # bad options are usage errors here, before collection
+    signals.guard_orphans(worker=hasattr(config, "workerinput"))  # never outlive the run's controller or caller
     configure_threads(config)
     try:
         known_outcomes.validate(run.known_outcomes)
@@ -103,7 +107,10 @@ def configure_threads(config) -> None:
     """Threads per process = free cores / workers: ``--threads`` (or $ABSPOS_THREADS) if given, else the cores
     not busy with other work when the run starts (measured once, by the controller, which hands the figure to its
     xdist workers through the environment) divided by the number of xdist workers."""
-    n = config.getoption("--threads") or int(os.environ.get("ABSPOS_THREADS", 0) or 0)
+    try:
+        n = devices.requested_threads(config.getoption("--threads"), os.environ.get("ABSPOS_THREADS"))
+    except devices.DeviceError as e:
+        raise pytest.UsageError(str(e)) from None
     if not n:
         if "ABSPOS_FREE_CORES" not in os.environ:  # the controller (or a plain run); workers inherit it
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -63,6 +63,9 @@ def parse(token: str) -> Reference | None:
         repo, _, revision = target.partition("@")
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
             raise ReferenceError(f"{token}: a Hugging Face reference is hf:<org>/<name>[@<revision>]")
+        if any(part.startswith((".", "-")) or ".." in part for part in repo.split("/")):  # never outside the
+            raise ReferenceError(f"{token}: {repo!r} is not a Hugging Face id (no part starts with '.' or '-' or "
+                                 f"holds '..'); give a folder as path:<folder>")  # models folder or the HF cache
         return Reference("hf", repo, revision or None)
     path = Path(os.path.expanduser(target)).absolute()
     return Reference(kind, str(path))
@@ -101,8 +104,11 @@ def folder_of(ref: Reference, log=print) -> Path:
         if not path.is_file():
             raise ReferenceError(f"{ref}: no such file")
         return path.parent  # its config and tokenizer are read from the file; its weights converted when loaded
+    if path.is_file():
+        raise ReferenceError(f"{ref}: is a file, not a folder (path: takes a model folder holding config.json, the "
+                             f"tokenizer and *.safetensors; a GGUF file is gguf:<file>)")
     if not path.is_dir():
-        raise ReferenceError(f"{ref}: no such folder")
+        raise ReferenceError(f"{ref}: no such folder" + (" (a link to nothing)" if path.is_symlink() else ""))
     if not (path / "config.json").is_file():
         raise ReferenceError(f"{ref}: no config.json in the folder (a Hugging Face model folder holds config.json, "
                              f"the tokenizer and *.safetensors)")
@@ -129,11 +135,40 @@ def read_config(ref: Reference, folder: Path):
         f"has no readable model config ({folder / 'config.json'})"
     try:
         if ref.kind != "gguf":
-            json.loads((folder / "config.json").read_text())
+            refuse_custom_code(ref, json.loads((folder / "config.json").read_text()))
         with _quiet():
-            return AutoConfig.from_pretrained(folder, **gguf_file(ref))
+            return AutoConfig.from_pretrained(folder, trust_remote_code=False, **gguf_file(ref))
+    except ReferenceError:
+        raise
     except Exception as e:  # noqa: BLE001 - any unreadable config is the same one line
         raise ReferenceError(f"{ref}: {what} ({type(e).__name__}: {(str(e).splitlines() or [''])[0]})") from None
+
+
+def refuse_custom_code(ref: Reference, config) -> None:
+    """ReferenceError (one line) for a config only a model folder's own Python could build: a ``model_type``
+    transformers does not know, or none. Read from config.json before transformers sees it, so nothing is ever asked
+    or run (every load passes ``trust_remote_code=False`` too); a known type with an ``auto_map`` is measured with
+    transformers' own class (``custom_code_note``)."""
+    from transformers import CONFIG_MAPPING
+
+    if not isinstance(config, dict):
+        raise ReferenceError(f"{ref}: config.json is not a JSON object")
+    model_type, auto = config.get("model_type"), config.get("auto_map") or {}
+    if model_type not in CONFIG_MAPPING:
+        named = f" (its auto_map names {', '.join(f'{k} -> {v}' for k, v in list(auto.items())[:2])})" if auto else ""
+        raise ReferenceError(f"{ref}: model_type {model_type!r} is not one transformers implements, so only the "
+                             f"folder's own code could build it{named}; the harness never runs a model folder's code: "
+                             f"refusing it")
+
+
+def custom_code_note(folder: Path) -> str:
+    """The caveat of a known model type whose config also names custom code (``auto_map``), which is not run."""
+    try:
+        auto = json.loads((folder / "config.json").read_text()).get("auto_map")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return "; its config names custom code (auto_map), which is never run: measured with transformers' own class" \
+        if auto else ""
 
 
 def _quiet():
@@ -203,6 +238,37 @@ def attention_keywords(attention_cls) -> set[str]:
             and getattr(node.func, "id", None) == "attention_interface" for k in node.keywords if k.arg}
 
 
+def layer_count_problem(config, folder: Path) -> str | None:
+    """A config whose layer count is not its weights' (read from the safetensors headers: no tensor is loaded), in
+    words; None when they agree or cannot be told cheaply. Loading checks every weight (weights.check_loading); this
+    says the commonest lie before anything is collected. Extra layers transformers itself ignores (a checkpoint's
+    multi-token-prediction layers) are not counted."""
+    from transformers import AutoModelForCausalLM
+
+    text = getattr(config, "text_config", None) or config
+    want = getattr(text, "num_hidden_layers", None)
+    keys: set[str] = set()
+    try:
+        from safetensors import safe_open
+
+        for f in sorted(folder.glob("*.safetensors")):
+            if f.is_file():
+                with safe_open(str(f), framework="pt") as st:
+                    keys.update(st.keys())
+    except Exception:  # noqa: BLE001 - an unreadable file is the load's to report
+        return None
+    cls = AutoModelForCausalLM._model_mapping[type(config)] if type(config) in AutoModelForCausalLM._model_mapping \
+        else None
+    ignored = getattr(cls, "_keys_to_ignore_on_load_unexpected", None) or ()
+    ignore = re.compile("|".join(f"({p})" for p in ignored)) if ignored else None
+    found = {int(m.group(1)) for k in keys if (m := re.search(r"(?:^|\.)layers\.(\d+)\.", k))
+             and not (ignore and ignore.search(k))}
+    if not found or want is None or max(found) + 1 == want:
+        return None
+    return (f"its config.json gives {want} layers but its weights hold {max(found) + 1} (layers.0 to "
+            f"layers.{max(found)}): {'a layer would be random' if want > max(found) + 1 else 'the model would be cut'}")
+
+
 def rope_of(config) -> tuple[str, float]:
     """(variant, theta): 'dual' for per-layer-type RoPE (Gemma-3's local/global), the rope_type when not the
     default (llama3, yarn, ...), else 'standard'; theta of the full-attention RoPE."""
@@ -247,12 +313,18 @@ def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
     problems = measurability_problems(config)
     if problems:
         raise ReferenceError(f"{ref}: the harness cannot measure this model: {problems[0]}; refusing it")
+    if ref.kind != "gguf":
+        layers = layer_count_problem(config, folder)
+        if layers:
+            raise ReferenceError(f"{ref}: {layers}; refusing it")
     try:
         with _quiet():
-            tokenizer = AutoTokenizer.from_pretrained(folder, **gguf_file(ref))
+            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **gguf_file(ref))
     except Exception as e:  # noqa: BLE001
-        raise ReferenceError(f"{ref}: no usable tokenizer in {folder} ({type(e).__name__}); the claims' prompts "
-                             f"are tokenized text") from None
+        custom = " (its tokenizer is custom code, which the harness never runs)" if "trust_remote_code" in str(e) \
+            else ""
+        raise ReferenceError(f"{ref}: no usable tokenizer in {folder} ({type(e).__name__}){custom}; the claims' "
+                             f"prompts are tokenized text") from None
     adds_bos, bos_id = bos_policy(tokenizer, ref)
     rope, theta = rope_of(config)
     text = getattr(config, "text_config", None) or config
@@ -265,7 +337,8 @@ def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
         sliding_window=sliding_window_of(config), context=getattr(config, "max_position_embeddings", None),
         caveat="your model (not one the paper measured): judged at the paper's thresholds, with no paper values"
                + ("" if config.model_type in FAMILY_OF else f"; its architecture ({config.model_type}) is outside the "
-                  f"four families the harness was validated on (Llama, Qwen2, Mistral, Gemma)"),
+                  f"four families the harness was validated on (Llama, Qwen2, Mistral, Gemma)")
+               + ("" if ref.kind == "gguf" else custom_code_note(folder)),
         hub_id=ref.target if ref.kind == "hf" else None, config=shape,
         folder=None if ref.kind == "gguf" else str(folder),
         gguf={"kind": "path", "file": str(Path(ref.target).resolve())} if ref.kind == "gguf" else {})

@@ -46,15 +46,24 @@ def _text(cell) -> str:
 
 # ---- Markdown ---------------------------------------------------------------------------------------
 
+def md_escape(text) -> str:
+    """Text from a name, note, reason or setting, safe in Markdown that renders HTML (GitHub, a CI job summary):
+    ``&`` and ``<`` as entities, so no tag, comment or entity of its own ever renders (it shows as written). A ``>``
+    opens nothing without a ``<``: it stays as it is, so "A -> B" and ">= 0.87" read the same in the raw file."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;")
+
+
 def _md_inline(c) -> str:
     if isinstance(c, list):
         return "".join(_md_inline(x) for x in c)
     if isinstance(c, Link):
-        return f"[{c.text}]({c.href})"
-    return _text(c)
+        return f"[{md_escape(c.text)}]({md_escape(c.href)})"
+    return md_escape(_text(c))
 
 
 def to_markdown(blocks: list, base: Path) -> str:
+    """The blocks as Markdown; every text (cells, paragraphs, headings, captions, summaries) HTML-escaped, as the
+    HTML report's: only the anchors and the details folds are the renderer's own HTML."""
     cell = lambda c: _md_inline(c).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     out = []
     for b in blocks:
@@ -63,13 +72,14 @@ def to_markdown(blocks: list, base: Path) -> str:
             out += ["| " + " | ".join(cell(c) for c in b[1]) + " |", "|" + "---|" * len(b[1])]
             out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in b[2]] + [""]
         elif kind == "img":
-            out += [f"![{b[1]}]({b[2].relative_to(base).as_posix()})", ""]
+            out += [f"![{md_escape(b[1])}]({md_escape(b[2].relative_to(base).as_posix())})", ""]
         elif kind == "details":
             out += [f"<details><summary>{html.escape(b[1])}</summary>", "", to_markdown(b[2], base), "</details>", ""]
         elif kind == "toc":
-            out += [f"- [{text}](#{anchor})" for text, anchor in b[1]] + [""]
+            out += [f"- [{md_escape(text)}](#{md_escape(anchor)})" for text, anchor in b[1]] + [""]
         elif kind == "h2":
-            out += [f'<a id="{b[2]}"></a>', "", f"## {b[1]}", ""] if len(b) > 2 else [f"## {b[1]}", ""]
+            title = md_escape(b[1]).replace("\n", " ")
+            out += [f'<a id="{html.escape(b[2])}"></a>', "", f"## {title}", ""] if len(b) > 2 else [f"## {title}", ""]
         else:
             out += [{"h1": "# ", "p": ""}[kind] + _md_inline(b[1]), ""]
     return "\n".join(out)

@@ -9,7 +9,8 @@ section per claim (figures shown, the per-figure table folded), and where the ti
 ``python -m harness.report build reports/<run>/results.json`` rebuilds the reports (and figures/*.png) from the
 JSON alone; ``python -m harness.report compare OLD NEW [--rtol R --atol A]`` lists what moved between two runs
 (and says first when their settings or models differ); ``python -m harness.report side-by-side RUN[#MODEL]
-RUN[#MODEL]`` compares two models claim by claim (harness.side_by_side). Each takes a results.json or its run folder.
+RUN[#MODEL]`` compares two models claim by claim (harness.side_by_side). ``python -m harness.report merge RUN... --out DIR``
+merges runs made apart, one model each, into one run and report (harness.merge). Each takes a results.json or its run folder.
 Exit codes: 0 nothing moved (or the report was built), 1 figures or verdicts moved, 2 unreadable input (a missing,
 empty or invalid JSON file, or not a claims results.json: one line on stderr says which file and why; nothing is
 written) or a usage error.
@@ -18,9 +19,12 @@ written) or a usage error.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import os
 import re
+import secrets
 import sys
 import tempfile
 import warnings
@@ -28,8 +32,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from . import provenance
+from .atomic import point_link, write_text
 from .claim_registry import CLAIMS
-from .compare import compare, diff, run_differences  # noqa: F401 - the report's CLI and API
+from .compare import compare, diff, run_differences, tolerance  # noqa: F401 - the report's CLI and API
 from .criteria import CRITERIA, paper_numbers
 from .models import FAMILIES, names
 from .paths import METHODS
@@ -66,33 +71,80 @@ GLOSSARY = [
 
 
 def write_run(report_dir: Path, run_id: str, records: list, settings, models: list,
-              selection: list[str] | None = None) -> Path:
-    """Write results.json first (nothing measured is lost: an unwritable directory falls back to a temporary
-    one, said in a warning), then the reports built from it (a failure there leaves results.json intact)."""
+              selection: list[str] | None = None, interrupted: dict | None = None) -> Path | None:
+    """Write the run into a folder of its own, ``report_dir/run_id`` (made here, never shared: a name taken by
+    another run gets a suffix), results.json first (nothing measured is lost: an unwritable or full directory falls
+    back to a temporary one, said in one line), then the reports built from it; every file is written atomically
+    (harness.atomic), and ``latest`` is moved to the run, atomically, only once both are complete. ``interrupted``
+    ({"by", "not_run"}) marks a run that ended before every selected test ran. Returns the run's folder (None: the
+    results could be written nowhere, said in one line)."""
     results = {"run": run_id, "settings": settings.as_dict(), "models": models, "versions": provenance.versions(),
                "provenance": _provenance(models, selection),
+               **({"interrupted": interrupted} if interrupted else {}),
                "records": sorted(records, key=lambda r: (r["claim"], r["model"] or "", r["test"]))}
+    out = None
     try:
-        out = report_dir / run_id
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "results.json").write_text(json.dumps(results, indent=1, allow_nan=True))
+        out = run_folder(report_dir, run_id)
+        results["run"] = out.name
+        write_text(out / "results.json", json.dumps(results, indent=1, allow_nan=True))
     except OSError as e:
-        out = Path(tempfile.mkdtemp(prefix=f"abspos-{run_id}-"))
-        (out / "results.json").write_text(json.dumps(results, indent=1, allow_nan=True))
+        if out is not None:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # the empty folder a failed write leaves
+        try:
+            out = Path(tempfile.mkdtemp(prefix=f"abspos-{run_id}-"))
+            write_text(out / "results.json", json.dumps(results, indent=1, allow_nan=True))
+        except OSError as again:  # nowhere to write: one line, never a traceback over the run's summary
+            print(f"abspos: could not write the results to {report_dir} ({e.strerror}) nor to a temporary folder "
+                  f"({again.strerror}); they are lost", file=sys.stderr)
+            return None
         print(f"abspos: could not write to {report_dir} ({e.strerror}); results are in {out}", file=sys.stderr)
         return out
     try:
         build(out / "results.json")
     except Exception as e:  # noqa: BLE001 - the results are safe; say why the report is missing
-        print(f"abspos: the report could not be built ({type(e).__name__}: {e}); results are in "
-              f"{out / 'results.json'}; rebuild with python -m harness.report build", file=sys.stderr)
-    latest = report_dir / "latest"
+        print(f"abspos: the report could not be built ({e if isinstance(e, OSError) else f'{type(e).__name__}: {e}'}); "
+              f"results are in {out / 'results.json'}; rebuild with python -m harness.report build", file=sys.stderr)
+        return out  # `latest` stays on the last run whose report is complete
     try:
-        if latest.is_symlink() or latest.exists():
-            latest.unlink()
-        latest.symlink_to(run_id)
+        point_link(report_dir / "latest", out.name)
     except OSError:
         pass  # the run's own folder is what matters; "latest" is a convenience
+    return out
+
+
+def run_folder(report_dir: Path, run_id: str) -> Path:
+    """A new, empty folder ``report_dir/run_id`` for this run alone: created exclusively, so runs started in the same
+    second (processes, ``verify()`` calls) never share one; a name already taken gets a random suffix."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    name = run_id
+    for _ in range(100):
+        try:
+            (report_dir / name).mkdir()
+            return report_dir / name
+        except FileExistsError:
+            name = f"{run_id}-{secrets.token_hex(3)}"
+    raise FileExistsError(errno.EEXIST, "no free run folder name", str(report_dir / run_id))
+
+
+def partial_note(results: dict) -> list:
+    """A paragraph saying the run was interrupted, by what, and which selected tests never ran ([] if it was not);
+    a merged run's ``interrupted`` ({input run: {"by", "not_run"}}) gets one sentence per interrupted input."""
+    info = results.get("interrupted")
+    if not info:
+        return []
+    parts = {None: info} if not isinstance(info, dict) or "by" in info or "not_run" in info or not all(
+        isinstance(v, dict) for v in info.values()) else info
+    out = []
+    for label, one in parts.items():
+        one = one if isinstance(one, dict) else {"by": str(one)}
+        not_run = [str(t) for t in one.get("not_run") or []]
+        shown = ", ".join(f"`{t}`" for t in not_run[:20]) + (f" and {len(not_run) - 20} more" if len(not_run) > 20
+                                                             else "")
+        out.append(("p", f"**Partial run{f' {label}' if label else ''}: interrupted by "
+                         f"{one.get('by') or 'an interrupt'}.** The results below are the tests that finished; "
+                         + (f"{len(not_run)} selected test{'s' if len(not_run) != 1 else ''} never ran: {shown}."
+                            if not_run else "every selected test had finished.")))
     return out
 
 
@@ -291,8 +343,8 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
                                                     for c in claims)]
     timed = any("layer_tokens" in r for r in results["records"])
     sections += [("Where the time went", "time")] if timed else []
-    blocks = [("h1", f"Claims report — {results.get('run') or 'unnamed run'}"), ("toc", sections),
-              ("h2", "Claims at a glance", "lead"),
+    blocks = [("h1", f"Claims report — {results.get('run') or 'unnamed run'}"), *partial_note(results),
+              ("toc", sections), ("h2", "Claims at a glance", "lead"),
               ("p", "One row per claim test and model: what the test requires (thresholds from the claim registry, "
                     "fixed from the paper's numbers before any run), the paper's number with the paper model it "
                     "comes from, this run's headline figure with its 95% CI over prompts, and the verdict."),
@@ -317,7 +369,8 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
 def summary_markdown(results: dict) -> str:
     """summary.md: the lead table and the matrix, for a CI job summary ($GITHUB_STEP_SUMMARY)."""
     models = list(dict.fromkeys([*(results.get("models") or []), *(model_label(r) for r in results["records"])]))
-    blocks = [("h2", f"abspos claims — {results.get('run') or 'unnamed run'}"), *matrix(results, models),
+    blocks = [("h2", f"abspos claims — {results.get('run') or 'unnamed run'}"), *partial_note(results),
+              *matrix(results, models),
               ("p", "**Claims at a glance** (one row per test and model; the full report is the job's artifact)"),
               ("table", LEAD, lead_rows(results, None, True))]
     return to_markdown(blocks, Path("."))
@@ -356,33 +409,53 @@ def build(results_path: Path) -> Path:
         warnings.warn(f"report figures skipped: {e}")
         plots = []
     blocks = document(results, plots, base)
-    (base / "report.html").write_text(to_html(blocks))
-    (base / "summary.md").write_text(summary_markdown(results))
-    out = base / "report.md"
-    out.write_text(to_markdown(blocks, base))
-    return out
+    write_text(base / "report.html", to_html(blocks))  # each atomically: a full disk leaves no truncated report
+    write_text(base / "summary.md", summary_markdown(results))
+    return write_text(base / "report.md", to_markdown(blocks, base))
 
 
 def main(argv: list[str]) -> int:
-    """The command line; returns the exit code (0 nothing moved, 1 something moved, 2 unreadable input; argparse
-    exits 2 itself on a usage error)."""
+    """The command line; returns the exit code (0 nothing moved, 1 something moved, 2 unreadable input or an
+    unwritable output; argparse exits 2 itself on a usage error)."""
     ap = argparse.ArgumentParser(prog="python -m harness.report")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("build", help="rebuild report.md/report.html from results.json").add_argument("results", type=Path)
     c = sub.add_parser("compare", help="list figures that moved beyond tolerance between two runs")
     c.add_argument("old", type=Path)
     c.add_argument("new", type=Path)
-    c.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: harness.snapshots.RTOL)")
-    c.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: harness.snapshots.ATOL)")
+    c.add_argument("--rtol", type=tolerance, default=None, help="relative tolerance (default: harness.snapshots.RTOL)")
+    c.add_argument("--atol", type=tolerance, default=None, help="absolute tolerance (default: harness.snapshots.ATOL)")
     s = sub.add_parser("side-by-side", help="two models claim by claim: side_by_side.md/.html (RUN[#MODEL] each)")
     s.add_argument("a")
     s.add_argument("b")
     s.add_argument("--out", type=Path, default=None, help="output folder (default: the folder of A's results.json)")
+    m = sub.add_parser("merge", help="one run and one report from runs made apart, one model each (harness.merge)")
+    m.add_argument("runs", nargs="+", metavar="RUN", help="results.json, run folder, --report-dir or job.json")
+    m.add_argument("--out", type=Path, required=True, help="folder for the merged results.json and report")
+    m.add_argument("--allow-mixed", action="store_true", help="merge runs of different settings or commits, with "
+                                                              "a warning in the report")
+    m.add_argument("--expect", action="append", metavar="MODELS", help="models that should be there (names, "
+                                                                       "bundled, paper): one without a run is "
+                                                                       "shown as failed")
+    m.add_argument("--run-id", default=None, help="the merged run's name (default merged-<time>)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "build":
-            print(build(args.results))
+            from .merge import build as build_any  # a merged run's report keeps its "Merged from" section
+
+            print(build_any(args.results))
             return 0
+        if args.cmd == "merge":  # 0 merged, 1 merged with a model failed or missing, 2 refused
+            from .merge import merge_command
+
+            try:
+                text, code = merge_command(args.runs, args.out, args.allow_mixed, args.expect, args.run_id)
+            except OSError as e:
+                print(f"harness.report: {e.filename or args.out}: cannot write there ({e.strerror or e})",
+                      file=sys.stderr)
+                return 2
+            print(text)
+            return code
         if args.cmd == "side-by-side":
             from .side_by_side import side_by_side  # imports this module: loaded on use
 
@@ -391,6 +464,10 @@ def main(argv: list[str]) -> int:
         text, code = compare(args.old, args.new, args.rtol, args.atol)
     except ResultsFileError as e:
         print(f"harness.report: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # `build` into a folder this user cannot write (read-only, full): one line
+        print(f"harness.report: {e.filename or args.results}: cannot write the report there "
+              f"({e.strerror or e})", file=sys.stderr)
         return 2
     print(text)
     return code

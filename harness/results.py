@@ -51,6 +51,9 @@ def schema_problem(results) -> str | None:
             return f'"{key}" is not a{" dict" if kind is dict else " list"}'
     if not all(isinstance(m, str) for m in results.get("models") or []):
         return '"models" is not a list of names'
+    info = results.get("interrupted")  # a partial run: {"by": "SIGTERM", "not_run": [node ids]} (harness.run)
+    if info is not None and not (isinstance(info, dict) and isinstance(info.get("not_run", []), list)):
+        return '"interrupted" is not an object with a "not_run" list'
     for i, r in enumerate(results["records"]):
         if problem := _record_problem(r):
             name = f", {r['test']}," if isinstance(r, dict) and isinstance(r.get("test"), str) else ""

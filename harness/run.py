@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import secrets
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -19,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from . import corpus, devices, references, stability
+from . import corpus, devices, known_outcomes, references, signals, stability
 from .cache import CacheError
 from .claim_registry import CLAIMS, length_past_window
 from .known_outcomes import test_function
 from .models import REGISTRY, UnknownModelError, WrongWeights, get_spec, names
-from .paths import KNOWN_OUTCOMES, STABILITY
+from .paths import BASELINES, KNOWN_OUTCOMES, STABILITY
 from .report import write_run
 from .session import Settings, pow2_len
 from .snapshots import Baselines
@@ -52,6 +54,10 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
                                         f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} "
                                         f"(or the groups bundled, paper, all; or any RoPE model by reference: "
                                         f"hf:<org>/<name>[@<revision>], path:<folder>, gguf:<file>)") from None
+    if not out:
+        raise pytest.UsageError(f"--models {option!r}: no model named; choose from bundled: "
+                                f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} (or the groups "
+                                f"bundled, paper, all; or a reference hf:<org>/<name>, path:<folder>, gguf:<file>)")
     tiny = [n for n in out if REGISTRY[n].group == "tiny"]
     if tiny:
         raise pytest.UsageError(f"--models {','.join(tiny)}: tiny random-init models test the harness mechanics "
@@ -75,11 +81,21 @@ def prompt_sets(settings: Settings, spec) -> list[tuple[int, int, str]]:
 
 def corpus_problems(settings: Settings, specs) -> list[str]:
     """One line per prompt set the corpus certainly cannot fill for a model whose token budget the registry
-    records (``ModelSpec.corpus_tokens``), with what does fit; one that may not (it depends on the documents drawn)
-    fails in the run with ``corpus.CorpusTooSmall``."""
+    records (``ModelSpec.corpus_tokens``), with what does fit, and for any other model (paper models, references)
+    each set more tokens than the corpus has bytes of text (``text_bound``); one that may not (it depends on the
+    documents drawn, or the tokenizer) fails in the run with ``corpus.CorpusTooSmall``."""
     out = []
     for spec in specs:
         budget = spec.corpus_tokens.get(settings.corpus)
+        if not budget:  # a model without a recorded budget (paper models, references): the corpus's bytes bound it
+            for n, length, what in prompt_sets(settings, spec):
+                if n // 4 * (length - 1) > (most := text_bound(settings.corpus)):
+                    out.append(f"{what}: {n} prompts of {length} tokens need {n // 4 * length} tokens per topic; the "
+                               f"{settings.corpus!r} corpus's smallest topic makes at most {most} in any tokenizer "
+                               f"(a token covers a byte of text or more; no token count is recorded for "
+                               f"{spec.name}): at most {4 * (most // (length - 1))} prompts of {length} tokens fit"
+                               + ("" if settings.corpus == "bbc" else " (or use --corpus bbc)"))
+            continue
         for n, length, what in prompt_sets(settings, spec) if budget else []:
             if corpus.fits(budget, n, length) is False:
                 total, longest = budget
@@ -93,6 +109,13 @@ def corpus_problems(settings: Settings, specs) -> list[str]:
     return out[:1]
 
 
+def text_bound(source: str) -> int:
+    """An upper bound, whatever the tokenizer, of the tokens the corpus's smallest topic makes as ``topic_prompts``
+    joins its documents: a token covers at least one byte of text (byte-level BPE, byte fallback), plus one per
+    document for a tokenizer's dummy prefix and three for the separator."""
+    return min(sum(len(d.encode()) + 4 for d in docs) for docs in corpus.topic_texts(source).values())
+
+
 def check_writable(folder: Path, option: str) -> None:
     """A usage error unless files can be created in ``folder`` (made if missing): checked before any work, so a
     run never measures for hours and then finds nowhere to put its results."""
@@ -102,6 +125,44 @@ def check_writable(folder: Path, option: str) -> None:
     except OSError as e:
         raise pytest.UsageError(f"{option} {folder}: not writable ({e.strerror or e}); choose a writable folder, "
                                 f"or --no-report") from None
+
+
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # what --run-id accepts: a plain folder name
+
+
+def new_run_id(given: str | None = None) -> str:
+    """The run's name and folder: ``--run-id`` when given (a plain name; ``verify()`` gives one so it finds its own
+    run among others), else its start time and a random suffix ("run-20260101-120000-3fa9c1"), so runs started in
+    the same second never share a folder (harness.report.run_folder also never reuses one)."""
+    if given is not None:
+        if not RUN_ID.fullmatch(given) or given == "latest":
+            raise pytest.UsageError(f"--run-id {given!r}: not a plain folder name (letters, digits, '.', '_', '-'; "
+                                    f"at most 100; not 'latest')")
+        return given
+    return time.strftime("run-%Y%m%d-%H%M%S") + f"-{secrets.token_hex(3)}"
+
+
+def file_problems(config, models: tuple[str, ...], baselines: Baselines, records_baselines: bool) -> list[str]:
+    """One line per input file of the run that is missing (--known-outcomes named on the command line), a folder,
+    unreadable or damaged: the known outcomes, the stability record and the baselines this run reads, and (when the run may
+    record baselines) whether --baseline-dir is writable. Checked at configure time, before anything is measured."""
+    o, out = config.getoption, []
+    try:
+        known_outcomes.validate(Path(o("--known-outcomes")), required=o("--known-outcomes") != str(KNOWN_OUTCOMES))
+    except ValueError as e:
+        out.append(f"--known-outcomes: {e}")
+    try:
+        stability.load(Path(o("--stability-record")))  # a missing record is none (runs name one to have none)
+    except stability.StabilityError as e:
+        out.append(f"--stability-record: {e}")
+    if records_baselines or o("--baseline-dir") != str(BASELINES):
+        try:
+            check_writable(baselines.root, "--baseline-dir")
+        except pytest.UsageError as e:
+            out.append(str(e).replace(", or --no-report", ""))
+    if not out:
+        out += baselines.problems(models)
+    return out
 
 
 @dataclass(frozen=True)
@@ -139,16 +200,21 @@ class RunContext:
             if report_dir is not None:
                 check_writable(report_dir, "--report-dir")
         key = requested.numbers_key()
+        at_defaults = key == Settings().numbers_key() and (device.split(":")[0], requested.dtype) == ("cpu", "float32")
+        baselines = Baselines(Path(o("--baseline-dir")), key, requested.device, requested.dtype)
+        if not hasattr(config, "workerinput"):  # damaged inputs are one line each, before any measurement
+            records = not at_defaults or any(REGISTRY[m].group == "local" for m in models)  # (paper models: when
+            # their weights are here, which is found later; a default --baseline-dir is then checked as it is used)
+            for problem in file_problems(config, models, baselines, records):
+                raise pytest.UsageError(problem)
         return cls(settings=dataclasses.replace(requested, device=device), requested=requested,
                    models=models,
                    quiet=bool(os.environ.get("CI")),
                    run_slow=o("--run-slow"),
                    report_dir=report_dir,
-                   run_id=time.strftime("run-%Y%m%d-%H%M%S"),
+                   run_id=new_run_id(o("--run-id")),
                    known_outcomes=Path(o("--known-outcomes")), stability_record=Path(o("--stability-record")),
-                   at_defaults=key == Settings().numbers_key() and (device.split(":")[0], requested.dtype) == (
-                       "cpu", "float32"),
-                   baselines=Baselines(Path(o("--baseline-dir")), key, requested.device, requested.dtype))
+                   at_defaults=at_defaults, baselines=baselines)
 
     def log(self, *args) -> None:
         if not self.quiet:
@@ -202,7 +268,48 @@ class RecordCollector:
         self.run, self.records, self.stability = run, [], stability.load(run.stability_record)
         self.setup_seconds: dict[str, float] = {}
         self.selection = selection  # the pytest command line's arguments (the report's provenance)
+        self.selected: list[str] | None = None  # node ids of the selected claim tests (after -k / -m)
+        self.session = None
+        self.stop_reason: str | None = None  # why the session ended early, when no signal says it
+        self.interrupted: dict | None = None  # {"by", "not_run"} of a run that ended before every test ran
+        self.interrupts = signals.Interrupts(on_first=self._stopping)
 
+    # ---- an interrupted run (SIGINT, SIGTERM, SIGHUP; -x; pytest.exit) ----------------------------------
+    def _stopping(self, name: str) -> None:
+        if self.session is not None:  # should the KeyboardInterrupt be swallowed, the session still stops
+            self.session.shouldstop = f"interrupted by {name}"
+
+    def pytest_sessionstart(self, session):
+        self.session = session
+        self.interrupts.install()
+
+    def pytest_collection_finish(self, session):
+        self.selected = [i.nodeid for i in session.items if claim_of(i.nodeid)]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if self.selected is None:  # every worker collects the same selection
+            self.selected = [i for i in ids if claim_of(i)]
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.stop_reason = str(excinfo.value).strip() or excinfo.typename
+
+    def interruption(self, session, exitstatus) -> dict | None:
+        """{"by": the signal ("SIGTERM") or the reason the session stopped, "not_run": the selected claim tests that
+        never reported} for a run that ended early, else None."""
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:  # refused (--require-weights): said in its own line
+            return None
+        reported = {r["test"] for r in self.records}
+        not_run = [t for t in self.selected or [] if t not in reported]
+        by = self.interrupts.by or self.stop_reason or session.shouldfail or session.shouldstop or (
+            "KeyboardInterrupt" if exitstatus == pytest.ExitCode.INTERRUPTED else None)
+        if self.interrupts.by is None and exitstatus != pytest.ExitCode.INTERRUPTED and not not_run:
+            return None
+        if not by and not not_run:
+            return None
+        return {"by": str(by or "the session ended early"), "not_run": not_run}
+
+    @pytest.hookimpl(tryfirst=True)  # recorded before the terminal shows it: an interrupt never drops a shown result
     def pytest_runtest_logreport(self, report):
         props = dict(p for p in report.user_properties if p[0] in ("claim", "model")) or claim_of(report.nodeid)
         if "claim" not in props:
@@ -266,9 +373,10 @@ class RecordCollector:
                 + f": {where}"]
 
     def pytest_terminal_summary(self, terminalreporter):
-        if not self.records:
-            return
         tr = terminalreporter
+        if not self.records:
+            self.report_lines(tr)
+            return
         tr.write_sep("=", "abspos claims × models (tests per cell by verdict)")
         for line in self.matrix():
             tr.write_line(line)
@@ -276,11 +384,32 @@ class RecordCollector:
         tr.write_line("verdicts: " + "; ".join(f"{v}: {what}" for v, what in VERDICTS.items() if v in seen))
         for line in self.baseline_lines():
             tr.write_line(line)
-        if getattr(self, "report_path", None):
-            tr.write_line(f"abspos report: {self.report_path / 'report.md'}")
+        self.report_lines(tr)
 
+    def report_lines(self, tr) -> None:
+        """Where the results went, and (a partial run) that it was interrupted and what never ran."""
+        if self.interrupted and (self.records or self.interrupts.by):
+            n, total = len(self.interrupted["not_run"]), len(self.selected or [])
+            tr.write_line(f"abspos: interrupted by {self.interrupted['by']}: {n} of {total} selected claim tests never "
+                          f"ran" + (" (results.json lists them under \"interrupted\")" if n else "")
+                          + ("; the results of those that finished are kept" if self.records else
+                             "; no claim test had finished: nothing written"))
+        path = getattr(self, "report_path", None)
+        if path is not None and (path / "report.md").exists():
+            tr.write_line(f"abspos report: {path / 'report.md'}")
+        elif path is not None:
+            tr.write_line(f"abspos results: {path / 'results.json'} (no report: see the line above)")
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist tears its workers down: the results are written first
     def pytest_sessionfinish(self, session, exitstatus):
-        if self.run.report_dir is None or not self.records:
-            return
-        self.report_path = write_run(self.run.report_dir, self.run.run_id, self.records, self.run.requested,
-                                     list(self.run.models), self.selection)
+        try:
+            self.interrupted = self.interruption(session, exitstatus)
+            if self.run.report_dir is None or not self.records:
+                return
+            self.report_path = write_run(self.run.report_dir, self.run.run_id, self.records, self.run.requested,
+                                         list(self.run.models), self.selection, self.interrupted)
+        finally:
+            self.interrupts.restore()
+
+    def pytest_unconfigure(self, config):
+        self.interrupts.restore()

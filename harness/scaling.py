@@ -180,3 +180,23 @@ def interior_breakpoint(L, L0: float) -> bool:
     constant: either way there is no breakpoint to report. ``exp(log(16))`` may be 15.9999…: relative slack."""
     L = np.asarray(L, dtype=np.float64)
     return bool(L.min() * (1 + 1e-9) < L0 < L.max() * (1 - 1e-9))
+
+
+def composition_checks(base, bi, constant: float) -> tuple[np.ndarray, list[tuple[str, bool, str]]]:
+    """T13 (§5.9 Table 11) on a size ladder, smallest first: each size's head-mean ΔR², causal (``base``) and
+    bidirectional (``bi``). Returns the residual-stream share bi / base per size and the claim's checks in order,
+    each (condition, whether it holds, the message when it does not): total leakage constant within ``constant``
+    (relative to the ladder's mean), the share rising from the smallest size, and (three sizes or more) saturating.
+    One function for the claim test and for a merge of runs that measured the sizes apart (harness.merge)."""
+    base = np.asarray(base, dtype=float)
+    share = np.asarray(bi, dtype=float) / base
+    spread = np.abs(base / base.mean() - 1).max()
+    checks = [("spread <= CONSTANT", bool(spread <= constant),
+               f"total leakage varies {spread:.0%} across sizes ({np.round(base, 4).tolist()})"),
+              ("share[1] > share[0]", bool(share[1] > share[0]),
+               f"residual-stream share does not rise from the smallest size: {np.round(share, 3).tolist()}")]
+    if len(share) > 2:
+        checks.append(("abs(share[2] - share[1]) < share[1] - share[0]",
+                       bool(abs(share[2] - share[1]) < share[1] - share[0]),
+                       f"residual-stream share does not saturate: {np.round(share, 3).tolist()}"))
+    return share, checks

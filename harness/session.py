@@ -75,9 +75,23 @@ class Settings:
         if self.n_pairs < 1000:
             out.append(f"--n-pairs {self.n_pairs}: must be at least 1000 (pairs are split over up to seven query "
                        f"bins; fewer leave bins without offset groups of two or more queries)")
+        elif self.n_pairs > (most := max_pairs(longest := pair_length(self.seq_len))):
+            out.append(f"--n-pairs {self.n_pairs}: more than any draw of this run can use: "
+                       f"{causal_pairs(self.seq_len):,} causal (query, key) pairs exist at --seq-len {self.seq_len}"
+                       + ("" if longest == self.seq_len else f", {causal_pairs(longest):,} at the {longest} tokens of "
+                                                              f"T7's query bins (the longest prompts drawn from)")
+                       + f", and from {most:,} on the stratified draw (an equal share per query bin) takes every "
+                         f"pair of them; choose at most {most}")
         if self.n_perm < 100:
             out.append(f"--n-perm {self.n_perm}: must be at least 100 (a permutation p-value cannot go below "
                        f"1/(n_perm + 1); fewer cannot pass BH at q 0.05)")
+        elif self.n_perm > MAX_N_PERM:
+            out.append(f"--n-perm {self.n_perm}: at most {MAX_N_PERM:,}: a permutation null holds n_perm values per "
+                       f"head in float64, {self.n_perm * 1024 * 8 / 2**30:,.0f} GiB at {self.n_perm:,} for a model "
+                       f"of 1,024 heads (Llama-3.1-8B), and takes as many passes over the pairs; "
+                       f"{MAX_N_PERM:,} resolve p-values to 1e-6")
+        if not 0 <= self.seed < 2**32:
+            out.append(f"--seed {self.seed}: must be in 0 .. 2^32 - 1 (numpy's and scikit-learn's seeds)")
         if self.n_probe_prompts < 20 or self.n_probe_prompts % 4:
             out.append(f"--n-probe-prompts {self.n_probe_prompts}: must be a multiple of 4 and at least 20 (5-fold "
                        f"stratified cross-validation over 4 topics)")
@@ -97,6 +111,28 @@ class Settings:
         default = Settings().as_dict()
         changed = [f"{k}={v}" for k, v in key.items() if default.get(k) != v]
         return ", ".join(changed) or "defaults"
+
+
+MAX_N_PERM = 1_000_000  # --n-perm's upper bound (see Settings.problems)
+
+
+def causal_pairs(seq_len: int) -> int:
+    """The causal (query, key) pairs of a prompt of ``seq_len`` tokens: seq_len (seq_len + 1) / 2."""
+    return seq_len * (seq_len + 1) // 2
+
+
+def pair_length(seq_len: int) -> int:
+    """The longest prompts a run at ``seq_len`` draws pairs from: ``seq_len``, or T7's query bins (512 tokens)."""
+    from .claim_registry import CLAIMS
+
+    return max(seq_len, int(CLAIMS["T7"].threshold("seq_len")))
+
+
+def max_pairs(seq_len: int) -> int:
+    """The smallest --n-pairs from which ``leakage.stratified_pairs`` takes every causal pair of ``seq_len`` tokens
+    (an equal share per doubling query bin, the last bin [seq_len/2, seq_len) the largest): more draws nothing new."""
+    n_bins = (seq_len // 8).bit_length()  # [0, 8), [8, 16), ..., [seq_len/2, seq_len)
+    return n_bins * (causal_pairs(seq_len) - causal_pairs(seq_len // 2) - 1) + 1  # the remainder goes to the last bins
 
 
 def pow2_len(limit: int) -> int:

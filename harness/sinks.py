@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 
 def sink_magnitude_by_layer(profile: np.ndarray) -> np.ndarray:
-    """[N, L, H, n] sink profiles -> [L, n]: per layer, the prompt- and head-mean weight later queries give each key."""
-    return np.nanmean(profile, axis=(0, 2))
+    """[N, L, H, n] sink profiles -> [L, n]: per layer, the prompt- and head-mean weight later queries give each key
+    (NaN for a key no later query reads, e.g. the last position: without numpy's all-NaN warning for it)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        return np.nanmean(profile, axis=(0, 2))
 
 
 def peak_sink(profile: np.ndarray, position: int) -> tuple[float, int]:

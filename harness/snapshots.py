@@ -17,6 +17,8 @@ from pathlib import Path
 
 from syrupy.extensions.json import JSONSnapshotExtension
 
+from .atomic import write_text
+
 RTOL = 1e-3  # CPU fp32 reruns agree far tighter; this flags real drift from a transformers/torch/harness change
 ATOL = 1e-6
 
@@ -130,17 +132,62 @@ class Baselines:
 
     def check(self, model: str, test: str, values: dict, update: bool = False) -> tuple[str, Path, list[str]]:
         """("recorded" | "re-recorded" | "matched" | "drifted", the file, the figures that moved beyond
-        tolerance); ``update`` re-records the test's figures."""
+        tolerance); ``update`` re-records the test's figures. The file is rewritten atomically (harness.atomic); a
+        damaged one raises ``BaselineError`` (one line naming it) and is never overwritten."""
         path = self.path(model)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers may share a model's file
-            data = json.loads(path.read_text()) if path.exists() else {
+            data = load_baseline(path) if path.exists() else {
                 "settings": self.key, "device": self.device, "dtype": self.dtype, "tests": {}}
             if test not in data["tests"] or update:
                 status = "re-recorded" if test in data["tests"] else "recorded"
                 data["tests"][test] = values
-                path.write_text(json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
+                write_text(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
                 return status, path, []
         moved = moved_figures(values, data["tests"][test], *tolerance(self.device, self.dtype))
         return ("drifted" if moved else "matched"), path, moved
+
+    def problems(self, models) -> list[str]:
+        """One line per baseline file this run would read for ``models`` that is damaged (checked at configure
+        time, before anything is measured)."""
+        out = []
+        for m in models:
+            try:
+                path = self.path(m)
+                if path.exists() or path.is_symlink():
+                    load_baseline(path)
+            except BaselineError as e:
+                out.append(f"--baseline-dir: {e}")
+            except OSError as e:
+                out.append(f"--baseline-dir: {getattr(e, 'filename', None) or self.root}: cannot read it "
+                           f"({e.strerror or e})")
+        return out
+
+
+class BaselineError(ValueError):
+    """A baseline file that cannot be used; the message is one line naming the file and what is wrong."""
+
+
+def load_baseline(path: Path) -> dict:
+    """A baseline file, checked: an object whose "tests" maps each test to an object of its figures."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise BaselineError(f"{path}: a folder, not a baseline file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BaselineError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e}); delete it to record "
+                            f"the baseline afresh") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BaselineError(f"{path}: not valid JSON (truncated? {e.msg}: line {e.lineno} column {e.colno}); delete "
+                            f"it to record the baseline afresh") from None
+    problem = ("not a JSON object" if not isinstance(data, dict) else
+               'no "tests" object' if not isinstance(data.get("tests"), dict) else
+               next((f'the entry for {t} is not an object of figures' for t, v in data["tests"].items()
+                     if not isinstance(v, dict)), None))
+    if problem:
+        raise BaselineError(f"{path}: not a baseline file ({problem}); delete it to record the baseline afresh")
+    return data

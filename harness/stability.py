@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from .atomic import write_text
 from .known_outcomes import test_function
 from .paths import STABILITY
 from .results import load_results
@@ -55,8 +56,70 @@ def combine(runs: list[dict]) -> dict:
     return {"settings": settings[0].verdict_key(), "seeds": sorted(seeds), "tests": tests}
 
 
-def load(path: Path = STABILITY) -> dict:
-    return json.loads(Path(path).read_text()) if Path(path).exists() else {}
+class StabilityError(ValueError):
+    """A stability record that cannot be used; the message is one line naming the file and what is wrong."""
+
+
+def _entry_problem(e) -> str | None:
+    if not isinstance(e, dict):
+        return "is not an object"
+    if not isinstance(e.get("verdicts"), dict) or not all(isinstance(v, str) for v in e["verdicts"].values()):
+        return 'has no "verdicts" object of seed: verdict'
+    if not isinstance(e.get("unstable", False), bool):
+        return '"unstable" is not true or false'
+    ranges = e.get("ranges", {})
+    if not isinstance(ranges, dict) or not all(
+            isinstance(r, list) and len(r) == 2 and all(isinstance(x, (int, float)) for x in r) for r in ranges.values()):
+        return '"ranges" is not an object of [low, high] pairs'
+    if not isinstance(e.get("harness_error_seeds", []), list):
+        return '"harness_error_seeds" is not a list'
+    return None
+
+
+def problem(data) -> str | None:
+    """What makes parsed JSON not a stability record (None if it is one; {} is the empty record)."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if not data:
+        return None
+    if not isinstance(data.get("settings"), dict):
+        return 'no "settings" object'
+    if not isinstance(data.get("seeds"), list):
+        return 'no "seeds" list'
+    if not isinstance(data.get("tests"), dict):
+        return 'no "tests" object'
+    for test, per in data["tests"].items():
+        if not isinstance(per, dict):
+            return f"the entry for {test} is not an object of models"
+        for model, e in per.items():
+            if p := _entry_problem(e):
+                return f"the entry for {test} on {model} {p}"
+    return None
+
+
+def load(path: Path = STABILITY, required: bool = False) -> dict:
+    """The stability record at ``path``, checked ({} where there is none, unless ``required``: a path given on
+    the command line must exist); a damaged or wrong-shaped file raises ``StabilityError``, one line naming it."""
+    path = Path(path)
+    if not path.exists():
+        if required:
+            raise StabilityError(f"{path}: no such file")
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise StabilityError(f"{path}: a folder, not a stability record file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise StabilityError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise StabilityError(f"{path}: not valid JSON (truncated? {e.msg}: line {e.lineno} column {e.colno}); "
+                             f"re-record it: python -m harness.stability record RUN RUN RUN") from None
+    if p := problem(data):
+        raise StabilityError(f"{path}: not a stability record ({p}); re-record it: python -m harness.stability "
+                             f"record RUN RUN RUN")
+    return data
 
 
 def unstable(data: dict, test: str, model: str, key: dict) -> dict | None:
@@ -92,7 +155,11 @@ def methods_list(data: dict) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) >= 1 and argv[0] == "methods":
-        print(methods_list(load()), end="")
+        try:
+            print(methods_list(load()), end="")
+        except StabilityError as e:
+            print(f"stability: {e}", file=sys.stderr)
+            return 2
         return 0
     if len(argv) < 4 or argv[0] != "record":
         print("usage: python -m harness.stability record RUN RUN RUN [...] | methods", file=sys.stderr)
@@ -102,7 +169,11 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError, KeyError) as e:
         print(f"stability: {e}", file=sys.stderr)
         return 2
-    STABILITY.write_text(json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
+    try:
+        write_text(STABILITY, json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
+    except OSError as e:
+        print(f"stability: {e}", file=sys.stderr)
+        return 2
     print(methods_list(data), end="")
     return 0
 

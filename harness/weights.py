@@ -25,7 +25,7 @@ from .models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailabl
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("ABSPOS_CACHE", Path.home() / ".cache" / "abspos-claims"))
+    return Path(os.environ.get("ABSPOS_CACHE", "").strip() or Path.home() / ".cache" / "abspos-claims")  # empty: unset
 
 
 def _package_dir(package: str, spec: ModelSpec) -> Path:
@@ -119,9 +119,13 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
         t0 = time.time()
         log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
         with mock.patch.dict(os.environ, {"TQDM_DISABLE": "1"}):  # transformers' GGUF bar (tqdm.auto): the two
-            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)  # lines here say it instead
-            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                         **{dtype_kwarg(): torch.float32})
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name,  # lines here say it instead
+                                                trust_remote_code=False)
+            with _no_load_report():
+                model, info = AutoModelForCausalLM.from_pretrained(
+                    gguf.parent, gguf_file=gguf.name, trust_remote_code=False, output_loading_info=True,
+                    **{dtype_kwarg(): torch.float32})
+        check_loading(spec, gguf, info)  # a tensor the file lacks would be saved as random init, then load clean
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
@@ -149,7 +153,64 @@ IDENTITY = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_
 
 
 def has_weights(folder: Path) -> bool:
-    return (folder / "config.json").is_file() and any(any(folder.glob(g)) for g in WEIGHT_FILES)
+    """A config.json and at least one weights file that can be read (a dangling link is no weights file)."""
+    return (folder / "config.json").is_file() and any(p.is_file() for g in WEIGHT_FILES for p in folder.glob(g))
+
+
+def check_weight_links(name: str, folder: Path) -> None:
+    """WeightsUnavailable (one line) when a weights file of ``folder`` is a link to nothing: its tests are skipped
+    naming the link, never loaded into an OSError."""
+    dangling = sorted(p for g in WEIGHT_FILES for p in folder.glob(g) if p.is_symlink() and not p.exists())
+    if dangling and (folder / "config.json").is_file():
+        raise WeightsUnavailable(f"{name}: weights file {dangling[0]} is a link to {os.readlink(dangling[0])}, which "
+                                 f"does not exist" + (f" ({len(dangling) - 1} more such)" if len(dangling) > 1 else "")
+                                 + "; restore the target or the file")
+
+
+def check_loading(spec: ModelSpec, source: Path, info: dict) -> None:
+    """WrongWeights (one line) unless every weight the config describes was loaded from ``source``, in its shape,
+    and nothing in the checkpoint went unused (transformers' loading info). Tied weights and non-persistent buffers
+    are not counted as missing by transformers; a missing weight is one it initialised at random."""
+    missing, unexpected = sorted(info.get("missing_keys") or ()), sorted(info.get("unexpected_keys") or ())
+    mismatched = sorted(info.get("mismatched_keys") or (), key=lambda m: m[0])
+    errors = [e for e in info.get("error_msgs") or () if e]
+    wrong = []
+    if missing:
+        wrong.append(f"{len(missing)} weight(s) its config describes are missing from the checkpoint and would be "
+                     f"random (first: {missing[0]})")
+    if unexpected:
+        wrong.append(f"{len(unexpected)} weight(s) in the checkpoint are not in the model its config describes "
+                     f"(first: {unexpected[0]})")
+    if mismatched:
+        key, ckpt, model = mismatched[0]
+        wrong.append(f"{len(mismatched)} weight(s) have another shape than its config gives (first: {key} "
+                     f"{list(ckpt)} in the checkpoint, {list(model)} by the config)")
+    if errors:
+        wrong.append(f"loading reported: {(errors[0].strip().splitlines() or [''])[0]}")
+    if wrong:
+        raise WrongWeights(f"{spec.name}: {source} does not hold the model its config.json describes "
+                           f"({'; '.join(wrong)}); refusing to measure it")
+
+
+def _no_load_report():
+    """Transformers' LOAD REPORT table (a warning of many lines) silenced: ``check_loading`` says it in one."""
+    import logging
+
+    from transformers import modeling_utils
+
+    class Drop(logging.Filter):
+        def filter(self, record):
+            return "LOAD REPORT" not in str(record.msg)
+
+    class Silenced:
+        def __enter__(self):
+            self.filter = Drop()
+            modeling_utils.logger.addFilter(self.filter)
+
+        def __exit__(self, *exc):
+            modeling_utils.logger.removeFilter(self.filter)
+
+    return Silenced()
 
 
 def check_identity(spec: ModelSpec, folder: Path) -> None:
@@ -185,7 +246,10 @@ def paper_folder(spec: ModelSpec) -> Path:
     for folder in candidates:
         if has_weights(folder):
             check_identity(spec, folder)
+            check_weight_links(spec.name, folder)
             return folder
+    for folder in candidates:
+        check_weight_links(spec.name, folder)
     partial = next((f for f in candidates if (f / "config.json").is_file()), None)
     raise WeightsUnavailable(
         f"{spec.name} weights not found: put them in $ABSPOS_MODELS_DIR/{spec.hub_id} "
@@ -201,6 +265,7 @@ def local_folder(spec: ModelSpec) -> Path:
         bundled_gguf(spec)  # the file is still there (its conversion is verified when loaded)
         return conversion_path(spec)
     folder = Path(spec.folder)
+    check_weight_links(spec.name, folder)
     if not has_weights(folder):
         raise WeightsUnavailable(f"{spec.name}: {folder} has a config.json but no weights "
                                  f"({' or '.join(WEIGHT_FILES)}); its tests are skipped")
@@ -263,16 +328,27 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
     register_attention()
     kwargs = {dtype_kwarg(): dtype, "attn_implementation": ATTN_IMPL}
     if device.startswith("cuda"):
-        size = devices.estimate_param_bytes(AutoConfig.from_pretrained(folder), dtype)
+        size = devices.estimate_param_bytes(AutoConfig.from_pretrained(folder, trust_remote_code=False), dtype)
         free = devices.free_bytes(device)
         if devices.needs_device_map(size, free, n_gpus):
             kwargs["device_map"] = "auto"  # accelerate spreads a model too large for one GPU
             log(f"[abspos] {spec.name}: {size / 2**30:.1f} GiB of weights, {free / 2**30:.1f} GiB free on "
                 f"{device}: loading with device_map='auto' over {n_gpus} GPU(s)")
-    model = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
+    try:  # nothing from the folder is executed; a checkpoint that is not the model its config describes is refused
+        with _no_load_report():
+            model, info = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, output_loading_info=True,
+                                                               ignore_mismatched_sizes=True, **kwargs)
+    except torch.OutOfMemoryError:
+        raise
+    except (OSError, RuntimeError, ValueError) as e:  # transformers' many-line errors, as one line
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [""]
+        first = lines[1] if len(lines) > 1 and lines[0].endswith(":") else lines[0]  # "Error(s) in ...:" then what
+        raise WrongWeights(f"{spec.name}: transformers cannot load {folder} ({type(e).__name__}: {first}); "
+                           f"refusing it") from None
+    check_loading(spec, folder, info)
     if "device_map" not in kwargs:
         model = model.to(device)
-    tok = AutoTokenizer.from_pretrained(folder)
+    tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
     return model.eval(), tok
 
 

