@@ -1,3 +1,3 @@
 """Root conftest: the suite's options, markers, model parametrization and report live in a plugin."""
 
-pytest_plugins = ["harness.pytest_plugin"]
+pytest_plugins = ["harness.run.plugin"]

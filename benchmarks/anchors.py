@@ -2,7 +2,7 @@
 with explicit designs and one factorisation per design shared by all heads (the review's "S2",
 reviews/performance.md §1b). Not used by the harness.
 
-Designs over the pooled rows (prompt-major, as in harness/leakage.py): baseline = one-hot(d), which spans the
+Designs over the pooled rows (prompt-major, as in harness/stats/leakage.py): baseline = one-hot(d), which spans the
 intercept; full = one-hot(d) + standardised centred i. The centred j is left out of the full design because
 j = i − d lies in the span of the other columns, so the full model's column space is unchanged.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, solve_triangular
 
-from harness.leakage import PairSet
+from harness.stats.leakage import PairSet
 
 
 def designs(pairs: PairSet, n_prompts: int) -> tuple[np.ndarray, np.ndarray]:

@@ -26,9 +26,10 @@ def child(mode: str, model_name: str, seq_len: int, n_pairs: int) -> None:
     import numpy as np
     import torch
 
-    from harness import capture as cap
-    from harness.leakage import stratified_pairs
-    from harness.session import Session, Settings
+    from harness.capture import forward as cap
+    from harness.capture.session import Session
+    from harness.spec.settings import Settings
+    from harness.stats.leakage import stratified_pairs
 
     session = Session(Settings(n_prompts=4, seq_len=seq_len), log=lambda *a: None)
     model = session.model(model_name)

@@ -1,4 +1,4 @@
-"""Benchmark: the leakage ΔR² engine (harness/leakage.py) against a strong anchor, with repeats.
+"""Benchmark: the leakage ΔR² engine (harness/stats/leakage.py) against a strong anchor, with repeats.
 
     python benchmarks/bench_leakage.py [--repeats 3 --heads 270 --pairs 4000 --prompts 8 --perms 1000 --boot 1000]
 
@@ -55,8 +55,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from anchors import StrongAnchor  # noqa: E402
 
-from harness import leakage as lk  # noqa: E402
-from harness.leakage import (  # noqa: E402
+from harness.stats import leakage as lk  # noqa: E402
+from harness.stats.leakage import (
     PairSet,
     bootstrap_delta_r2,
     bootstrap_weights,

@@ -33,13 +33,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import capture as cap  # noqa: E402
-from harness import devices  # noqa: E402
-from harness.hooks import HookedModel  # noqa: E402
-from harness.leakage import stratified_pairs  # noqa: E402
-from harness.models import get_spec, names  # noqa: E402
-from harness.report import time_per_model  # noqa: E402
-from harness.weights import random_init_model  # noqa: E402
+from harness.capture import forward as cap  # noqa: E402
+from harness.model import devices  # noqa: E402
+from harness.model.hooks import HookedModel  # noqa: E402
+from harness.model.weights import random_init_model  # noqa: E402
+from harness.report.document import time_per_model  # noqa: E402
+from harness.spec.models import get_spec, names  # noqa: E402
+from harness.stats.leakage import stratified_pairs  # noqa: E402
 
 WORKLOAD_SOURCE = {True: "gemma3-270m", False: "qwen2.5-coder-0.5b"}  # by adds_bos
 

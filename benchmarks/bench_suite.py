@@ -7,7 +7,7 @@
 
 Per model: forward layer-tokens run (every pass, in tests and their fixtures, from the process's own workload
 counter), layer-tokens booked to the tests in results.json, the floor (each distinct capture once: a prompt under
-one condition and depth counted once, alone or inside a larger prompt set; ``harness.capture.Workload``), run /
+one condition and depth counted once, alone or inside a larger prompt set; ``harness.capture.forward.Workload``), run /
 floor, forward seconds, statistics seconds (test time minus forward time) and the tests' total. Exits 1 when the run
 is above 1.05 x its floor or (in-process runs) when the booked work differs from the work run.
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.report import time_per_model  # noqa: E402
-from harness.results import load_results, results_file  # noqa: E402
+from harness.outcome.results import load_results, results_file  # noqa: E402
+from harness.report.document import time_per_model  # noqa: E402
 
 MAX_OVER_FLOOR = 1.05
 
@@ -32,7 +32,7 @@ def run_claims(options: list[str]) -> tuple[dict, dict]:
     """The bundled claims (or what ``options`` select) in this process: (results.json, {model: layer-tokens run})."""
     import pytest
 
-    from harness.capture import WORKLOAD
+    from harness.capture.forward import WORKLOAD
 
     with tempfile.TemporaryDirectory() as tmp:
         out = options[options.index("--report-dir") + 1] if "--report-dir" in options else tmp  # kept if given

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import capture as cap
 from harness import holds
-from harness.interventions import bidirectional
-from harness.mechanism import offset_softmax, rotated_dot
+from harness.capture import forward as cap
+from harness.model.interventions import bidirectional
+from harness.model.mechanism import offset_softmax, rotated_dot
 
 PROPERTY = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

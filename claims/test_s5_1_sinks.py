@@ -9,13 +9,14 @@ moving it and on replacing it; models without one on the paper's no-BOS predicti
 import numpy as np
 import pytest
 
-from harness import claim, corpus, holds
-from harness.plan import probe, topic
-from harness.reads import PROBE_STATES, Run, SinkProfile, probe_positions
-from harness.sinks import peak_sink, sink_magnitude_by_layer
+from harness import claim, holds
+from harness.capture import corpus
+from harness.capture.plan import probe, topic
+from harness.capture.reads import PROBE_STATES, Run, SinkProfile, probe_positions
+from harness.stats.sinks import peak_sink, sink_magnitude_by_layer
 
 MOVED_TO = 8  # paper: BOS moved to position 8
-T2 = claim("T2")  # thresholds, with the paper sentence each comes from: harness/claim_registry.py
+T2 = claim("T2")  # thresholds, with the paper sentence each comes from: harness/spec/claims.py
 SATURATED, SUPPRESSED = T2.threshold("saturated"), T2.threshold("suppressed")
 
 
@@ -79,7 +80,7 @@ def topic_grid(session, model):
 
 
 def _topic_grid(session, model):
-    from harness.probes import above_chance, chance_level, topic_probe_grid
+    from harness.stats.probes import above_chance, chance_level, topic_probe_grid
 
     text = session.prompts(model, n_prompts=session.settings.n_probe_prompts)
     pos = list(probe_positions(text.seq_len))

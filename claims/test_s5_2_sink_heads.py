@@ -10,8 +10,12 @@ token identity, against a permutation null).
 import numpy as np
 import pytest
 
-from harness import claim, corpus, holds
-from harness.heads import (
+from harness import claim, holds
+from harness.capture import corpus
+from harness.capture.measure import prompt_ci
+from harness.capture.plan import fixed0, topic
+from harness.capture.reads import At, Run, SinkProfile
+from harness.stats.heads import (
     cosine_consistency,
     cosine_consistency_boot,
     decile_split,
@@ -19,11 +23,8 @@ from harness.heads import (
     pc1_identity_pvalue,
     pc1_identity_r2,
 )
-from harness.leakage import benjamini_hochberg, bootstrap_weights
-from harness.measure import prompt_ci
-from harness.plan import fixed0, topic
-from harness.reads import At, Run, SinkProfile
-from harness.sinks import sink_reading_strength
+from harness.stats.leakage import benjamini_hochberg, bootstrap_weights
+from harness.stats.sinks import sink_reading_strength
 
 TOP_HEADS = 20  # "the top twenty Qwen sink-reading heads"
 PC1_RETAIN, Q = claim("T4").threshold("pc1_retain"), claim("T4").threshold("q")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.measure import WEIGHT, Leakage, prompt_ci
-from harness.plan import topic
+from harness.capture.measure import WEIGHT, Leakage, prompt_ci
+from harness.capture.plan import topic
 
 TOP, Q, SIMILAR = (claim("T5").threshold(k) for k in ("top", "q", "similar"))  # SIMILAR = (low, high)
 

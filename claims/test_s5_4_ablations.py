@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.edits import Bidirectional, IdentityRope, ScrambledRope, ScrambledRopeAllEntries
-from harness.measure import WEIGHT, Leakage, prompt_ci
-from harness.plan import topic
+from harness.capture.measure import WEIGHT, Leakage, prompt_ci
+from harness.capture.plan import topic
+from harness.model.edits import Bidirectional, IdentityRope, ScrambledRope, ScrambledRopeAllEntries
 
 T6 = claim("T6")
 BI_AT_MOST, RISE_AT_LEAST, NEARLY_EQUAL = (T6.threshold(k) for k in ("bi_at_most", "rise_at_least", "nearly_equal"))

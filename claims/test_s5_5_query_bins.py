@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.edits import Bidirectional
-from harness.leakage import causal_mask_share, query_bins
-from harness.measure import Leakage, prompt_ci
+from harness.capture.measure import Leakage, prompt_ci
+from harness.model.edits import Bidirectional
+from harness.stats.leakage import causal_mask_share, query_bins
 
 T7 = claim("T7")
 SEQ_LEN, FIRST_BIN_SHARE, MASK_SHARE, MEET_FROM, MEET_GAP = (

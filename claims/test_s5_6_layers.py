@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.claim_registry import length_past_window
-from harness.edits import Bidirectional
-from harness.measure import WEIGHT, Leakage, depth_slope, prompt_ci
-from harness.plan import topic
+from harness.capture.measure import WEIGHT, Leakage, depth_slope, prompt_ci
+from harness.capture.plan import topic
+from harness.model.edits import Bidirectional
+from harness.spec.claims import length_past_window
 
 T8 = claim("T8")
 FLAT = T8.threshold("flat")

@@ -10,11 +10,12 @@ normally constant position vary across prompts.
 import numpy as np
 import pytest
 
-from harness import claim, corpus, holds
-from harness.edits import Bidirectional, ReplaceEmbedding, ReplaceStateWithMidMean
-from harness.leakage import query_bins
-from harness.measure import WEIGHT, Leakage, prompt_ci
-from harness.plan import topic
+from harness import claim, holds
+from harness.capture import corpus
+from harness.capture.measure import WEIGHT, Leakage, prompt_ci
+from harness.capture.plan import topic
+from harness.model.edits import Bidirectional, ReplaceEmbedding, ReplaceStateWithMidMean
+from harness.stats.leakage import query_bins
 
 
 def first_bin(session, model, *edits):

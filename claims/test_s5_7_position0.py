@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.plan import fixed0
-from harness.reads import At, ResidNorms, Run
-from harness.sinks import cross_prompt_std, norm_ratio_position0
+from harness.capture.plan import fixed0
+from harness.capture.reads import At, ResidNorms, Run
+from harness.stats.sinks import cross_prompt_std, norm_ratio_position0
 
 NORM_FACTOR = claim("T9b").threshold("norm_factor")
 

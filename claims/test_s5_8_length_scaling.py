@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.measure import mean_delta
-from harness.reads import Run, ScoresAtPairs
-from harness.scaling import compare_aic, interior_breakpoint
+from harness.capture.measure import mean_delta
+from harness.capture.reads import Run, ScoresAtPairs
+from harness.stats.scaling import compare_aic, interior_breakpoint
 
 FIRST_LAYERS = 4
 AIC_MARGIN = claim("T10").threshold("aic_margin")

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.directions import dominant_direction, fraction_norm_removed, rank1_direction
-from harness.edits import Directions, ProjectOutOfResidual, Rank1MLPAblation, ZeroHeads
-from harness.heads import decile_split
-from harness.leakage import t_interval
-from harness.measure import WEIGHT, Leakage
-from harness.plan import probe, topic, topic_rows
-from harness.probes import chance_level, topic_probe_accuracy
-from harness.reads import MLP_AT_TARGET, PROBE_STATES, At, Run, SinkProfile
-from harness.sinks import sink_reading_strength
+from harness.capture.measure import WEIGHT, Leakage
+from harness.capture.plan import probe, topic, topic_rows
+from harness.capture.reads import MLP_AT_TARGET, PROBE_STATES, At, Run, SinkProfile
+from harness.model.edits import Directions, ProjectOutOfResidual, Rank1MLPAblation, ZeroHeads
+from harness.stats.directions import dominant_direction, fraction_norm_removed, rank1_direction
+from harness.stats.heads import decile_split
+from harness.stats.leakage import t_interval
+from harness.stats.probes import chance_level, topic_probe_accuracy
+from harness.stats.sinks import sink_reading_strength
 
 DIRECTION_PROMPTS = 4  # prompts the rank-1 directions are fitted on
 AFTER_0 = At(start=1)  # the residual stream at every position after 0

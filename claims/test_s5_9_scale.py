@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from harness import claim, family_sizes, holds
-from harness.claim_registry import LADDERS
-from harness.edits import Bidirectional
-from harness.measure import Leakage
-from harness.models import FAMILIES, WeightsUnavailable, get_spec
-from harness.scaling import composition_checks
-from harness.weights import ensure_available
+from harness.capture.measure import Leakage
+from harness.model.edits import Bidirectional
+from harness.model.weights import ensure_available
+from harness.spec.claims import LADDERS
+from harness.spec.models import FAMILIES, WeightsUnavailable, get_spec
+from harness.stats.scaling import composition_checks
 
 CONSTANT = claim("T13").threshold("constant")
 T13_TEST = "test_T13_leakage_constant_and_residual_share_rises_with_scale"

@@ -2,18 +2,18 @@
 as tests on real RoPE models. What a claim test uses is importable from here, and the notebook API
 (``verify``, ``Verdicts``, ``RunFailed``: harness/api.py, loaded on first use)."""
 
-from .claim_registry import CLAIMS, claim, family_sizes
-from .verdict import ClaimNotHeld, holds
+from harness.outcome.verdict import ClaimNotHeld, holds
+from harness.spec.claims import CLAIMS, claim, family_sizes
 
 __all__ = ["CLAIMS", "ClaimNotHeld", "RunFailed", "Verdicts", "claim", "family_sizes", "holds", "verify"]
 _API = ("RunFailed", "Verdicts", "verify")
 
 
 def __getattr__(name: str):
-    """The API on first use: importing it eagerly would load harness.report before ``python -m harness.report``
+    """The API on first use: importing it eagerly would load harness.report.document before ``python -m harness.report``
     runs it (a RuntimeWarning on every report command)."""
     if name in _API:
-        from . import api
+        from harness import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'harness' has no attribute {name!r}")

@@ -23,14 +23,14 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import signals
-from .claim_registry import claim
-from .criteria import CRITERIA
-from .paths import ROOT
-from .render import to_markdown
-from .report import claim_key, measured, model_label, test_name
-from .results import ResultsFileError, load_results
-from .verdict import verdict_of
+from harness.files.paths import ROOT
+from harness.outcome.results import ResultsFileError, load_results
+from harness.outcome.verdict import verdict_of
+from harness.report.document import claim_key, measured, model_label, test_name
+from harness.report.render import to_markdown
+from harness.run import signals
+from harness.spec.claims import claim
+from harness.spec.criteria import CRITERIA
 
 CLAIMS_DIR = ROOT / "claims"
 USAGE_ERROR = 4  # pytest's exit code for a usage error

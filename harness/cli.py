@@ -19,9 +19,9 @@ import subprocess
 import sys
 from typing import Callable, Mapping, Sequence
 
-from . import signals
-from .api import RunFailed, aligned, as_names, pytest_argv
-from .claim_registry import CLAIMS, Applies, Target, UnknownClaim, family_sizes
+from harness.api import RunFailed, aligned, as_names, pytest_argv
+from harness.run import signals
+from harness.spec.claims import CLAIMS, Applies, Target, UnknownClaim, family_sizes
 
 PROG = "abspos-claims"
 USAGE_ERROR = 4  # pytest's exit code for a usage error
@@ -54,7 +54,7 @@ def call(argv: Sequence[str]) -> int:
     """Run a command in the caller's folder (its relative paths are the caller's), its output on this terminal; its
     exit code says how it ended. SIGINT, SIGTERM and SIGHUP sent to this command are passed on to it (it writes what
     finished and says it was interrupted: exit 2), and this command waits for it: it is never left running alone
-    (on Linux it also gets SIGTERM should this command die: harness.signals)."""
+    (on Linux it also gets SIGTERM should this command die: harness.run.signals)."""
     proc = subprocess.Popen(list(argv), env=signals.child_env())
     with signals.forwarding(proc):
         while True:
@@ -87,7 +87,7 @@ REPORT_HELP = ("rebuild a run's report from its results.json, compare two runs, 
 
 
 def report_command(argv: Sequence[str]) -> int:
-    from .report import main as report_main
+    from harness.report.document import main as report_main
 
     if list(argv[:1]) in (["-h"], ["--help"]):
         print(f"{PROG} report: {REPORT_HELP}; its arguments:\n")
@@ -118,8 +118,8 @@ def bos_policy(spec) -> str:
 
 def weights_status(spec) -> str:
     """"present", or why not (the one-line reason of ``weights.ensure_available``)."""
-    from .models import WeightsUnavailable, WrongWeights
-    from .weights import ensure_available
+    from harness.model.weights import ensure_available
+    from harness.spec.models import WeightsUnavailable, WrongWeights
 
     try:
         ensure_available(spec)
@@ -172,9 +172,9 @@ def models_command(argv: Sequence[str]) -> int:
     args = models_parser().parse_args(argv)
     import pytest
 
-    from .models import REGISTRY
-    from .run import selected_models
-    from .session import Settings
+    from harness.run.context import selected_models
+    from harness.spec.models import REGISTRY
+    from harness.spec.settings import Settings
 
     seq_len = Settings().seq_len if args.seq_len is None else args.seq_len
     if problem := next((p for p in Settings(seq_len=seq_len).problems() if p.startswith("--seq-len")), None):
@@ -194,7 +194,7 @@ def models_command(argv: Sequence[str]) -> int:
 
 
 def _submit(argv: Sequence[str]) -> int:
-    from .submit import submit_command  # submitit is imported by the command alone
+    from harness.submit import submit_command  # submitit is imported by the command alone
 
     return submit_command(argv)
 

@@ -1,5 +1,5 @@
 """``abspos-claims submit``: the claims on several models as one job per model through submitit (SLURM on a cluster,
-or local processes), then one merged report (harness.merge).
+or local processes), then one merged report (harness.report.merge).
 
     abspos-claims submit --models paper --executor slurm --partition gpu --gpus 1 --time 240 --mem 64 \\
         --device cuda --require-weights
@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from .merge import JOB_FILE, MergeError, _expand, merge_command, safe_name
-from .results import ResultsFileError
+from harness.outcome.results import ResultsFileError
+from harness.report.merge import JOB_FILE, MergeError, _expand, merge_command, safe_name
 
 PROG = "abspos-claims submit"
 SUBMIT_FILE = "submit.json"
@@ -40,7 +40,7 @@ SUBMIT_FILE = "submit.json"
 def run_model(model: str, report_dir: str, options: Sequence[str], cwd: str) -> dict:
     """One model's claims run (what a job executes): pytest in a subprocess in the submitter's folder (its relative
     paths are the caller's); writes and returns the job status."""
-    from .api import pytest_argv, run_pytest
+    from harness.api import pytest_argv, run_pytest
 
     folder = Path(report_dir)
     folder.mkdir(parents=True, exist_ok=True)

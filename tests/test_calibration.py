@@ -1,4 +1,4 @@
-"""Calibration of the statistics in harness/leakage.py on synthetic data (a test of the tests).
+"""Calibration of the statistics in harness/stats/leakage.py on synthetic data (a test of the tests).
 
 Every statistic here is computed per head, all heads at once, so the many synthetic data sets of one
 check are the head axis H of a single Y [P, n_pairs, H]: hundreds of data sets cost one call.
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.leakage import (  # noqa: E402
+from harness.stats.leakage import (
     PairSet,
     benjamini_hochberg,
     bootstrap_weights,
@@ -248,7 +248,7 @@ def test_block_shuffle_null_matches_argsort_null():
     Observed: largest deviation 2.4 SE, smallest KS p 0.34."""
     from scipy.stats import ks_2samp
 
-    from harness.leakage import row_groups, within_group_permutations_by_argsort
+    from harness.stats.leakage import row_groups, within_group_permutations_by_argsort
 
     pairs, L, P, n = DESIGNS[(32, 400)], 32, 4, 4000
     Y = simulate(pairs, L, P, 8, np.random.default_rng(5), sd_prompt=0.5, sd_query=0.5, sd_noise=1.0,

@@ -1,4 +1,4 @@
-"""Each forward pass once (harness/plan.py, Session.capture), attention by need (harness/hooks.py), threads.
+"""Each forward pass once (harness/capture/plan.py, Session.capture), attention by need (harness/model/hooks.py), threads.
 
 - A planned prompt set's first capture runs one pass over the largest planned set holding it as rows and reads
   every planned read; the smaller sets' reads are sliced from it; the values equal separate passes'.
@@ -14,14 +14,15 @@ import numpy as np
 import pytest
 import torch
 
-from harness import capture as cap
-from harness import devices, hooks
-from harness.corpus import PromptSet
-from harness.edits import Bidirectional, ZeroHeads
-from harness.models import names
-from harness.plan import Plan, probe, topic, topic_rows
-from harness.reads import At, PatternAtPairs, ResidNorms, Run, SinkProfile
-from harness.session import Session, Settings
+from harness.capture import forward as cap
+from harness.capture.corpus import PromptSet
+from harness.capture.plan import Plan, probe, topic, topic_rows
+from harness.capture.reads import At, PatternAtPairs, ResidNorms, Run, SinkProfile
+from harness.capture.session import Session
+from harness.model import devices, hooks
+from harness.model.edits import Bidirectional, ZeroHeads
+from harness.spec.models import names
+from harness.spec.settings import Settings
 
 SEQ, N, PROBE = 32, 8, 16
 TOPICS = ("a", "b", "c", "d")
@@ -161,7 +162,7 @@ def test_a_repeated_prompt_runs_once_and_each_condition_counts_in_the_floor():
     """T4's prompts recur (8 token-0 identities over 32 prompts): each distinct prompt runs once, the copies get
     its values; edits of different kinds with equal fields (IdentityRope(), Bidirectional()) are distinct
     conditions of the floor."""
-    from harness.edits import IdentityRope
+    from harness.model.edits import IdentityRope
 
     s, model = session_with()
     base = np.random.default_rng(3).integers(3, 250, size=(3, SEQ))

@@ -7,8 +7,9 @@ import types
 
 import pytest
 
-from harness import paths
-from harness.claim_registry import (
+from harness.files import paths
+from harness.outcome.verdict import ClaimNotHeld, Figures, SnapshotDrift
+from harness.spec.claims import (
     ADDS_BOS,
     CLAIMS,
     EVERY_MODEL,
@@ -27,8 +28,7 @@ from harness.claim_registry import (
     length_past_window,
     methods_table,
 )
-from harness.models import get_spec
-from harness.verdict import ClaimNotHeld, Figures, SnapshotDrift
+from harness.spec.models import get_spec
 
 
 def claim_tests() -> dict[str, str]:
@@ -197,7 +197,7 @@ def test_snapshot_drift_is_not_a_claim_verdict():
 def test_every_claim_test_has_a_criterion_in_words_with_its_thresholds():
     """The report's lead table: each test's criterion reads its thresholds from the registry, and its headline
     figure is one the claim declares."""
-    from harness.criteria import CRITERIA, paper_numbers
+    from harness.spec.criteria import CRITERIA, paper_numbers
 
     tests = {t: c.id for c in CLAIMS.values() for t in c.tests}
     assert set(CRITERIA) == set(tests)

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from harness import RunFailed, Verdicts, api, cli, verify
-from harness.claim_registry import CLAIMS, LADDER
-from harness.criteria import CRITERIA
-from harness.models import REGISTRY, WeightsUnavailable, names
-from harness.paths import ROOT
-from harness.results import load_results
-from harness.verdict import verdict_of
-from harness.weights import ensure_available
+from harness.files.paths import ROOT
+from harness.model.weights import ensure_available
+from harness.outcome.results import load_results
+from harness.outcome.verdict import verdict_of
+from harness.spec.claims import CLAIMS, LADDER
+from harness.spec.criteria import CRITERIA
+from harness.spec.models import REGISTRY, WeightsUnavailable, names
 
 EXAMPLE = ROOT / "reports" / "example" / "results.json"
 
@@ -129,7 +129,7 @@ def test_report_is_delegated_to_harness_report(tmp_path, capsys):
     assert cli.main(["report", "build", str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "missing.json: no such file" in err
-    assert cli.main(["report"]) == 2  # harness.report's own usage error
+    assert cli.main(["report"]) == 2  # harness.report.document's own usage error
     run = tmp_path / "run"
     run.mkdir()
     (run / "results.json").write_text(json.dumps(synthetic()))
@@ -216,13 +216,13 @@ def test_only_the_scale_ladder_is_a_family_level_test():
 
 def test_models_reads_specs_from_the_registry_after_selecting_them(monkeypatch, capsys):
     """A reference (hf:, path:, gguf:) resolves to a derived spec registered under its own name."""
-    import harness.run
-    import harness.weights
+    import harness.model.weights
+    import harness.run.context
 
     derived = dataclasses.replace(REGISTRY["smollm2-135m"], name="local-smol", group="local", context=2048)
     monkeypatch.setitem(REGISTRY, "local-smol", derived)
-    monkeypatch.setattr(harness.run, "selected_models", lambda option, log=print: ("local-smol",))
-    monkeypatch.setattr(harness.weights, "ensure_available", lambda spec: None)
+    monkeypatch.setattr(harness.run.context, "selected_models", lambda option, log=print: ("local-smol",))
+    monkeypatch.setattr(harness.model.weights, "ensure_available", lambda spec: None)
     assert cli.main(["models", "hf:someone/smol"]) == 0
     out = capsys.readouterr().out
     assert table(out, "model")["local-smol"][:2] == ["llama", "local"] and "2048" in out

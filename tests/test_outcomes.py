@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.session import Settings
-from harness.snapshots import TOLERANCE, tolerance
+from harness.outcome.snapshots import TOLERANCE, tolerance
+from harness.spec.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,7 @@ def run_crafted(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProces
         "test_T6_bidirectional_attention_reduces_leakage": {
             m: known("test_T6_bidirectional_attention_reduces_leakage: other <= 1", "recorded")}}))
     r = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_crafted.py"), "-p",
-                        "harness.pytest_plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                        "harness.run.plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
                         "--models", m, "--known-outcomes", str(tmp_path / "known.json"),
                         "--stability-record", str(tmp_path / "no-stability.json"),
                         "--report-dir", str(tmp_path / "reports"), "-q", *extra],
@@ -188,7 +188,7 @@ def test_known_outcomes_in_an_old_format_are_a_usage_error_not_silently_ignored(
 
 
 def _fails(f) -> str:
-    from harness.verdict import ClaimNotHeld
+    from harness.outcome.verdict import ClaimNotHeld
 
     try:
         f()
@@ -199,7 +199,7 @@ def _fails(f) -> str:
 
 def test_the_failing_assertion_is_named_by_its_own_call_whatever_the_layout():
     from harness import holds as check_that
-    from harness.verdict import holds
+    from harness.outcome.verdict import holds
 
     x = 1.0
 
@@ -224,7 +224,7 @@ def test_the_failing_assertion_is_named_by_its_own_call_whatever_the_layout():
 
 
 def test_a_crashed_worker_report_still_names_its_claim_and_model():
-    from harness.run import claim_of
+    from harness.run.context import claim_of
 
     assert claim_of("claims/test_s5_3_leakage.py::test_T5_top30_heads_significant_after_fdr[smollm2-135m]") == \
         {"claim": "T5", "model": "smollm2-135m"}

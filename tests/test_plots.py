@@ -1,4 +1,4 @@
-"""The report's figures (harness/plots.py) on the committed example run and on small synthetic records: no models run.
+"""The report's figures (harness/report/plots.py) on the committed example run and on small synthetic records: no models run.
 
 What issue 15 asks of them: at least 150 dpi, labelled axes with units, readable ticks, a title naming the claim,
 the per-layer arrays plotted, the paper's values drawn where the registry has them, a log (or symlog) y axis for
@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
-from harness import plots  # noqa: E402
-from harness.claim_registry import CLAIMS  # noqa: E402
-from harness.paths import REPORTS  # noqa: E402
+from harness.files.paths import REPORTS  # noqa: E402
+from harness.report import plots  # noqa: E402
+from harness.spec.claims import CLAIMS  # noqa: E402
 
 EXAMPLE = REPORTS / "example" / "results.json"
 

@@ -86,7 +86,7 @@ def t9a_in(tmp_path, perturb: float) -> subprocess.CompletedProcess:
     snap["min_std_position1"] *= perturb
     (tmp_path / "__snapshots__" / "test_s5_7_position0" / SNAP).write_text(json.dumps(snap, indent=2))
     return subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_s5_7_position0.py"), "-p",
-                           "harness.pytest_plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           "harness.run.plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
                            "--models", "smollm2-135m", "-k", "T9a", "--no-report", "-q", "--tb=line"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})

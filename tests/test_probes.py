@@ -1,4 +1,4 @@
-"""Tests of the probe measurements (harness/probes.py, heads.py, directions.py) on synthetic data, against plain references.
+"""Tests of the probe measurements (harness/stats/probes.py, heads.py, directions.py) on synthetic data, against plain references.
 
 No model runs here: every array is synthetic, float64, small.
 """
@@ -17,9 +17,9 @@ from hypothesis.extra.numpy import arrays
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import harness.probes as probes  # noqa: E402
-from harness.directions import dominant_direction, fraction_norm_removed, project_out, rank1_direction  # noqa: E402
-from harness.heads import (  # noqa: E402
+import harness.stats.probes as probes  # noqa: E402
+from harness.stats.directions import dominant_direction, fraction_norm_removed, project_out, rank1_direction  # noqa: E402
+from harness.stats.heads import (
     cosine_consistency,
     cosine_consistency_boot,
     decile_split,
@@ -27,7 +27,7 @@ from harness.heads import (  # noqa: E402
     pc1_identity_pvalue,
     pc1_identity_r2,
 )
-from harness.probes import (  # noqa: E402
+from harness.stats.probes import (
     above_chance,
     binomial_sf,
     chance_level,

@@ -1,4 +1,4 @@
-"""Models by reference (harness/references.py): hf:<org>/<name>[@rev], path:<folder>, gguf:<file>.
+"""Models by reference (harness/model/references.py): hf:<org>/<name>[@rev], path:<folder>, gguf:<file>.
 
 The spec of a referenced model is derived from its config and tokenizer. Checked here: the derived specs of the
 three bundled models equal their registry entries field by field; a bundled model's converted weights, saved under
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import references, weights
-from harness.models import REGISTRY, get_spec, names
-from harness.references import Reference, ReferenceError, parse
+from harness.model import references, weights
+from harness.model.references import Reference, ReferenceError, parse
+from harness.spec.models import REGISTRY, get_spec, names
 
 ROOT = Path(__file__).resolve().parents[1]
 REV = "0123456789abcdef0123456789abcdef01234567"
@@ -247,7 +247,7 @@ def test_bos_policy_is_what_the_tokenizer_prepends(tmp_path, smol_conversion):
 
 def test_a_scale_ladder_needs_distinct_sizes_of_one_group(tmp_path, smol_conversion):
     """T13: a base and its fine-tune (one size) are not a ladder, and a bundled model never joins your checkpoints."""
-    from harness.claim_registry import family_sizes
+    from harness.spec.claims import family_sizes
 
     a = references.register(f"path:{link_model(smol_conversion, tmp_path / 'base')}")
     b = references.register(f"path:{link_model(smol_conversion, tmp_path / 'finetune')}")
@@ -258,7 +258,7 @@ def test_a_scale_ladder_needs_distinct_sizes_of_one_group(tmp_path, smol_convers
 
 
 def test_a_local_models_baseline_is_keyed_by_its_weights(tmp_path, smol_conversion):
-    from harness.snapshots import Baselines
+    from harness.outcome.snapshots import Baselines
 
     folder = link_model(smol_conversion, tmp_path / "ckpt")
     name = references.register(f"path:{folder}")

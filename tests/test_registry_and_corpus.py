@@ -5,11 +5,18 @@ import json
 import numpy as np
 import pytest
 
-from harness import corpus
-from harness.devices import estimate_param_bytes
-from harness.hooks import check_supported
-from harness.models import REGISTRY, UnknownModelError, UnsupportedModelError, WeightsUnavailable, get_spec, names
-from harness.weights import paper_folder
+from harness.capture import corpus
+from harness.model.devices import estimate_param_bytes
+from harness.model.hooks import check_supported
+from harness.model.weights import paper_folder
+from harness.spec.models import (
+    REGISTRY,
+    UnknownModelError,
+    UnsupportedModelError,
+    WeightsUnavailable,
+    get_spec,
+    names,
+)
 
 
 def test_unknown_model_names_the_supported_ones():

@@ -23,9 +23,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import cache, corpus, weights
-from harness.models import WeightsUnavailable, WrongWeights, get_spec, names
-from harness.session import ModelLoadFailed, Session, Settings
+from harness.capture import corpus
+from harness.capture.session import ModelLoadFailed, Session
+from harness.model import cache, weights
+from harness.spec.models import WeightsUnavailable, WrongWeights, get_spec, names
+from harness.spec.settings import Settings
 
 # ---- the conversion cache (C1-C5, K1) ------------------------------------------------------------------
 
@@ -333,7 +335,7 @@ def test_a_failed_model_load_fails_once_and_later_tests_get_the_first_error(monk
         calls.append(spec.name)
         raise OSError("It looks like the config file at '/x' is not a valid JSON file.\n(and 200 more lines)")
 
-    monkeypatch.setattr("harness.session.load_pretrained", broken)
+    monkeypatch.setattr("harness.capture.session.load_pretrained", broken)
     s = Session(Settings(), log=lambda *a: None)
     with pytest.raises(OSError):
         s.model("smollm2-135m")
@@ -352,7 +354,7 @@ def test_absent_weights_are_looked_up_once(monkeypatch):
         calls.append(spec.name)
         raise WeightsUnavailable(f"{spec.name} weights not found")
 
-    monkeypatch.setattr("harness.session.load_pretrained", absent)
+    monkeypatch.setattr("harness.capture.session.load_pretrained", absent)
     s = Session(Settings(), log=lambda *a: None)
     for _ in range(3):
         with pytest.raises(WeightsUnavailable, match="llama-3.2-1b weights not found"):
@@ -364,8 +366,8 @@ def test_absent_weights_are_looked_up_once(monkeypatch):
 
 def test_two_runs_give_identical_figures():
     """Review D1/D2: the same capture in two sessions is bit-identical (tiny model: the harness's determinism)."""
-    from harness.corpus import PromptSet
-    from harness.reads import PatternAtPairs, Run
+    from harness.capture.corpus import PromptSet
+    from harness.capture.reads import PatternAtPairs, Run
 
     ids = np.random.default_rng(0).integers(3, 256, size=(12, 32))
     prompts = PromptSet(ids, np.repeat(np.arange(4), 3), ("a", "b", "c", "d"), "t")
@@ -385,7 +387,7 @@ RECORD = {"test": "claims/t.py::test_T1_x[m]", "claim": "T1", "model": "m", "out
 def test_a_report_folder_that_became_unwritable_keeps_the_results_elsewhere(tmp_path, capsys):
     """The folder is checked at configure time (tests/test_plugin.py); should it fail by the end anyway, the
     results go to a temporary folder and one line says where."""
-    from harness.report import write_run
+    from harness.report.document import write_run
 
     out = write_run(Path("/proc/abspos-forbidden"), "run-x", [RECORD], Settings(), ["m"])
     assert json.loads((out / "results.json").read_text())["records"] == [RECORD]
@@ -396,7 +398,7 @@ def test_a_report_folder_that_became_unwritable_keeps_the_results_elsewhere(tmp_
 
 
 def test_a_report_that_fails_to_build_keeps_the_results(tmp_path, capsys, monkeypatch):
-    from harness import report
+    from harness.report import document as report
 
     monkeypatch.setattr(report, "build", lambda path: 1 / 0)
     out = report.write_run(tmp_path, "run-y", [RECORD], Settings(), ["m"])

@@ -31,12 +31,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import cli, references, weights
-from harness import interventions as iv
-from harness.claim_registry import CLAIMS, Target
-from harness.hooks import ATTN_IMPL, HookedModel, register_attention
-from harness.models import REGISTRY, WeightsUnavailable, WrongWeights, get_spec
-from harness.references import ReferenceError
+from harness import cli
+from harness.model import interventions as iv
+from harness.model import references, weights
+from harness.model.hooks import ATTN_IMPL, HookedModel, register_attention
+from harness.model.references import ReferenceError
+from harness.spec.claims import CLAIMS, Target
+from harness.spec.models import REGISTRY, WeightsUnavailable, WrongWeights, get_spec
 
 ROOT = Path(weights.__file__).resolve().parents[1]  # the tree whose harness is tested
 TOKENIZER = ("tokenizer.json", "tokenizer_config.json")

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import ROOT
+from harness.files.paths import ROOT
 
 PY = sys.executable
 MODEL = "smollm2-135m"
@@ -215,7 +215,7 @@ def test_sighup_and_a_repeated_stop_end_a_run_like_ctrl_c():
     """SIGHUP too becomes the one KeyboardInterrupt pytest ends a session on, naming the signal; the same stop
     delivered again at once (a terminal's process group and a forwarding parent) is not a second interrupt; a
     signal ignored when the run started (nohup) stays ignored."""
-    from harness.signals import Interrupts
+    from harness.run.signals import Interrupts
 
     hup = signal.getsignal(signal.SIGHUP)  # (this session's own, when the suite's plugin runs it)
     previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as under nohup, for SIGTERM here
@@ -369,7 +369,7 @@ def results_file(folder: Path, seed: int, reason: str = "r") -> Path:
 
 
 def baseline_case(tmp_path: Path):
-    from harness.snapshots import Baselines
+    from harness.outcome.snapshots import Baselines
 
     b = Baselines(tmp_path / "baselines", {"seq_len": 64}, "cpu", "float32")
     b.check(MODEL, "test_x", {"v": 1.0})
@@ -377,7 +377,7 @@ def baseline_case(tmp_path: Path):
 
 
 def known_outcomes_case(tmp_path: Path):
-    from harness import known_outcomes
+    from harness.outcome import known_outcomes
 
     path, results = tmp_path / "known.json", results_file(tmp_path / "in", 0, "x" * 100_000)
     path.write_text("{}\n")
@@ -385,7 +385,7 @@ def known_outcomes_case(tmp_path: Path):
 
 
 def stability_case(tmp_path: Path, monkeypatch):
-    from harness import stability
+    from harness.outcome import stability
 
     path, runs = tmp_path / "stability.json", [str(results_file(tmp_path / "in", s)) for s in range(3)]
     path.write_text("{}\n")
@@ -394,8 +394,8 @@ def stability_case(tmp_path: Path, monkeypatch):
 
 
 def report_case(tmp_path: Path):
-    from harness.report import write_run
-    from harness.session import Settings
+    from harness.report.document import write_run
+    from harness.spec.settings import Settings
 
     write_run(tmp_path / "reports", "run-old", [RECORD], Settings(), [MODEL])
     return (tmp_path / "reports" / "latest" / "report.html",
@@ -423,7 +423,7 @@ def test_a_write_that_fails_midway_leaves_the_old_file_whole(tmp_path, monkeypat
 # ---- damaged inputs: one line at configure time, before anything is measured ----------------------------------
 
 def stability_record(entry: dict) -> str:
-    from harness.session import Settings
+    from harness.spec.settings import Settings
 
     return json.dumps({"settings": Settings(seq_len=64).verdict_key(), "seeds": [0, 1, 2],
                        "tests": {"test_T9a_position0_state_is_identical_across_prompts": {MODEL: entry}}})
@@ -431,8 +431,8 @@ def stability_record(entry: dict) -> str:
 
 def damaged(tmp_path: Path, case: str) -> tuple[list[str], str, str]:
     """(options, the file the line must name, what it must say) of one damaged input."""
-    from harness.session import Settings
-    from harness.snapshots import Baselines
+    from harness.outcome.snapshots import Baselines
+    from harness.spec.settings import Settings
 
     baseline = Baselines(tmp_path / "b", Settings(seq_len=64).numbers_key(), "cpu", "float32").path(MODEL)
     if case.startswith("baseline"):

@@ -24,7 +24,7 @@ C. Every bad setting is one line before any work
 D. Output that others read
   report.md / summary.md / side_by_side.md carry raw HTML      test_markdown_outputs_neutralise_html[*]
   tqdm bars of the GGUF conversion in non-TTY logs             test_a_conversion_draws_no_progress_bars
-  np.nanmean all-NaN warnings from harness/sinks.py:10         test_sink_profiles_with_unread_keys_do_not_warn
+  np.nanmean all-NaN warnings from harness/stats/sinks.py:10         test_sink_profiles_with_unread_keys_do_not_warn
 Also noticed
   requires-python 3.10 though the check identity needs 3.11   test_the_python_the_check_identity_needs_is_required
   scipy, threadpoolctl, huggingface_hub not declared           test_every_package_the_harness_imports_is_declared
@@ -47,7 +47,8 @@ import numpy as np
 import pytest
 
 import harness
-from harness import api, cli, report
+from harness import api, cli
+from harness.report import document as report
 
 ROOT = Path(harness.__file__).resolve().parents[1]  # the tree under test (its claims, plugin and pyproject)
 EXAMPLE = ROOT / "reports" / "example" / "results.json"
@@ -100,7 +101,7 @@ def test_a_bad_setting_is_one_line_before_any_work(args, env, says):
 
 def test_the_settings_themselves_name_each_bad_value():
     """The same checks on ``Settings`` (no pytest): the defaults and the documented extremes pass."""
-    from harness.session import Settings
+    from harness.spec.settings import Settings
 
     assert Settings().problems() == [] and Settings(seq_len=16).problems() == []
     assert Settings(seed=2**32 - 1, n_perm=1_000_000).problems() == []
@@ -113,8 +114,8 @@ def test_the_settings_themselves_name_each_bad_value():
 def test_the_pairs_bound_is_where_the_draw_takes_every_pair(seq_len):
     """--n-pairs beyond the bound draws nothing new at any length the run draws pairs at (the bound at the longest,
     T7's 512 tokens or --seq-len); at the bound every causal pair is drawn, one fewer leaves one out."""
-    from harness.leakage import stratified_pairs
-    from harness.session import Settings
+    from harness.spec.settings import Settings
+    from harness.stats.leakage import stratified_pairs
 
     def causal_pairs(n):
         return n * (n + 1) // 2
@@ -135,10 +136,10 @@ def test_a_model_without_a_recorded_budget_is_checked_against_the_corpus():
     test failed with CorpusTooSmall; the corpus's bytes bound the tokens of any tokenizer."""
     import dataclasses
 
-    from harness.corpus import topic_texts
-    from harness.models import REGISTRY
-    from harness.run import corpus_problems
-    from harness.session import Settings
+    from harness.capture.corpus import topic_texts
+    from harness.run.context import corpus_problems
+    from harness.spec.models import REGISTRY
+    from harness.spec.settings import Settings
 
     local = dataclasses.replace(REGISTRY["smollm2-135m"], name="path-my-model", group="local", corpus_tokens={})
     (line,) = corpus_problems(Settings(n_prompts=100000), [local])
@@ -226,7 +227,7 @@ def test_report_build_into_an_unwritable_folder_is_one_line(tmp_path, capsys):
 @pytest.mark.parametrize("value", ["", " "])
 def test_an_empty_cache_variable_is_the_default_cache(monkeypatch, tmp_path, value):
     """C: ABSPOS_CACHE= (empty) wrote a 517 MB conversion into the working folder."""
-    from harness.weights import cache_root
+    from harness.model.weights import cache_root
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("ABSPOS_CACHE", value)
@@ -281,7 +282,7 @@ def hostile_outputs(tmp_path_factory) -> dict[str, str]:
     (folder / "b").mkdir()
     (folder / "b" / "results.json").write_text(json.dumps(other))
     report.build(folder / "a" / "results.json")
-    from harness.side_by_side import side_by_side
+    from harness.report.side_by_side import side_by_side
 
     side_by_side(str(folder / "a"), str(folder / "b"), folder / "sbs")
     return {"report.md": (folder / "a" / "report.md").read_text(),
@@ -304,7 +305,7 @@ def test_markdown_outputs_neutralise_html(hostile_outputs, output):
 
 
 def test_markdown_escaping_leaves_the_renderers_own_markup_and_arrows():
-    from harness.render import Link, to_markdown
+    from harness.report.render import Link, to_markdown
 
     md = to_markdown([("h2", "a <b>", "anchor"), ("p", ["x -> y >= 1 & z ", Link("<i>", "r.md#a")]),
                       ("table", ["h<1>"], [["a|b<c"]]), ("details", "s<", [("p", "in <s>")])], Path("."))
@@ -319,7 +320,7 @@ def test_a_conversion_draws_no_progress_bars(tmp_path, capsys):
     TQDM_DISABLE set around it is read by tqdm only when first imported."""
     from tqdm.auto import tqdm
 
-    from harness import cache
+    from harness.model import cache
 
     def convert(into: Path) -> None:
         for _ in tqdm(range(5), desc="Converting and de-quantizing GGUF tensors..."):
@@ -339,7 +340,7 @@ def test_a_full_disk_during_conversion_is_one_line(tmp_path):
     """(Section A, the cache side:) a conversion onto a full disk was an ~80-line SafetensorError in every test."""
     import errno
 
-    from harness import cache
+    from harness.model import cache
 
     def convert(into: Path) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -352,8 +353,8 @@ def test_a_full_disk_during_conversion_is_one_line(tmp_path):
 
 
 def test_sink_profiles_with_unread_keys_do_not_warn():
-    """D: np.nanmean of an all-NaN slice (a key no later query reads) warned from harness/sinks.py in every run."""
-    from harness.sinks import peak_sink, sink_magnitude_by_layer
+    """D: np.nanmean of an all-NaN slice (a key no later query reads) warned from harness/stats/sinks.py in every run."""
+    from harness.stats.sinks import peak_sink, sink_magnitude_by_layer
 
     profile = np.random.default_rng(0).random((2, 3, 4, 8))
     profile[..., -1] = np.nan
@@ -377,7 +378,7 @@ def test_the_python_the_check_identity_needs_is_required():
     spec = pyproject()["project"]["requires-python"].replace(" ", "")
     assert spec == ">=3.11", spec
     assert "needs Python ≥ 3.11" in (ROOT / "README.md").read_text()
-    assert hasattr((lambda: 0).__code__, "co_positions")  # what harness/verdict.py reads
+    assert hasattr((lambda: 0).__code__, "co_positions")  # what harness/outcome/verdict.py reads
 
 
 DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml"}  # import name -> distribution, where they differ

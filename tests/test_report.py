@@ -1,4 +1,4 @@
-"""The run report (harness/report.py, harness/plots.py) on synthetic results.json data: no models run."""
+"""The run report (harness/report/document.py, harness/report/plots.py) on synthetic results.json data: no models run."""
 from __future__ import annotations
 
 import html
@@ -11,10 +11,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import paths, report  # noqa: E402
+from harness.files import paths
+from harness.report import document as report  # noqa: E402
 
 pytest.importorskip("matplotlib")
-from harness import plots  # noqa: E402
+from harness.report import plots  # noqa: E402
 
 MODELS = ["smollm2-135m", "qwen-tiny"]
 
@@ -186,7 +187,7 @@ def test_unreadable_input_is_one_line_and_exit_2(tmp_path, capsys, case, cmd):
     assert report.main(argv) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.endswith("\n") and len(err.splitlines()) == 1
-    assert err.startswith(f"harness.report: {bad}") and says in err
+    assert err.startswith(f"harness.report.document: {bad}") and says in err
     assert sorted((tmp_path / "bad").rglob("*")) == before  # no report.md, report.html or figures/
 
 
@@ -236,7 +237,7 @@ def test_the_report_leads_with_one_row_per_test_and_model_with_criterion_paper_a
         assert criterion and verdict and model, (claim, criterion)
         assert re.fullmatch(rf"\[METHODS {re.escape(claim)}\]\([^)]*METHODS\.md#decision-{claim.lower()}\)", method)
     if which == "committed example":  # every claim test there has a registry criterion and the paper's number
-        from harness.criteria import CRITERIA
+        from harness.spec.criteria import CRITERIA
 
         assert {html.unescape(r[1].replace("\\|", "|")) for r in rows} <= {c.words(cid) for cid in report.CLAIMS for t, c in CRITERIA.items()
                                          if t in report.CLAIMS[cid].tests}
@@ -247,7 +248,7 @@ def test_the_report_leads_with_one_row_per_test_and_model_with_criterion_paper_a
 
 def test_a_run_records_its_provenance_and_the_report_shows_it(tmp_path):
     """Issue 15: commit and dirty flag, machine, versions, the pytest selection, each model's weights and caveat."""
-    from harness.session import Settings
+    from harness.spec.settings import Settings
 
     rec = {"test": "claims/t.py::test_T9a_position0_state_is_identical_across_prompts[smollm2-135m]", "claim": "T9a",
            "model": "smollm2-135m", "outcome": "passed", "verdict": "held", "figures": [], "seconds": 1.0}

@@ -76,7 +76,7 @@ def chromium() -> str:
 def example_report(chromium, tmp_path_factory) -> Path:
     """report.html built from the committed example results.json in a fresh folder (figures drawn anew)."""
     pytest.importorskip("matplotlib")
-    from harness.report import build
+    from harness.report.document import build
 
     run = tmp_path_factory.mktemp("example-run")
     shutil.copy(EXAMPLE, run / "results.json")

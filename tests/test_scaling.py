@@ -1,4 +1,4 @@
-"""Tests of the length-scaling fits (harness/scaling.py, claim T10) on synthetic curves."""
+"""Tests of the length-scaling fits (harness/stats/scaling.py, claim T10) on synthetic curves."""
 from __future__ import annotations
 
 import sys
@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.scaling import (  # noqa: E402
+from harness.stats.scaling import (
     MSE_FLOOR,
     compare_aic,
     fit_piecewise,

@@ -1,4 +1,4 @@
-"""Two models side by side (harness/side_by_side.py, ``python -m harness.report side-by-side``) on synthetic
+"""Two models side by side (harness/report/side_by_side.py, ``python -m harness.report side-by-side``) on synthetic
 results.json data and on the committed example run: no models run."""
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from test_report import fig, rec  # noqa: E402 - the synthetic record builders of the report's tests
 
-from harness import paths, report  # noqa: E402
-from harness.side_by_side import PAIR, pair_rows, sides  # noqa: E402
-from harness.verdict import verdict_of  # noqa: E402
+from harness.files import paths
+from harness.outcome.verdict import verdict_of  # noqa: E402
+from harness.report import document as report  # noqa: E402
+from harness.report.side_by_side import PAIR, pair_rows, sides  # noqa: E402
 
 T2 = "test_T2_without_bos_position0_is_a_saturated_default_sink"
 T5 = "test_T5_top30_heads_significant_after_fdr"
@@ -161,7 +162,7 @@ def test_bad_sides_are_one_line_exit_2_and_write_nothing(runs, tmp_path, capsys,
     before = sorted(tmp_path.rglob("*"))
     code, out, err = side_by_side(specs(runs), capsys)
     assert code == 2 and out == "" and err.endswith("\n") and len(err.splitlines()) == 1
-    assert err.startswith("harness.report: ") and says in err, err
+    assert err.startswith("harness.report.document: ") and says in err, err
     assert sorted(tmp_path.rglob("*")) == before
 
 

@@ -1,10 +1,11 @@
-"""Verdicts under several seeds: a verdict that flips is unstable, shown with its range (harness/stability.py)."""
+"""Verdicts under several seeds: a verdict that flips is unstable, shown with its range (harness/outcome/stability.py)."""
 import json
 
 import pytest
 
-from harness import report, stability
-from harness.session import Settings
+from harness.outcome import stability
+from harness.report import document as report
+from harness.spec.settings import Settings
 
 
 def run(seed: int, verdict: str, value: float, **settings) -> dict:
@@ -50,7 +51,7 @@ def test_an_unstable_record_is_reported_as_unstable(tmp_path):
 
 
 def test_methods_lists_the_unstable_verdicts_of_the_stability_record():
-    from harness.paths import METHODS
+    from harness.files.paths import METHODS
 
     text = METHODS.read_text()
     block = text.split("<!-- stability:begin -->", 1)[1].split("<!-- stability:end -->", 1)[0]

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from harness import capture as cap
-from harness.hooks import HookedModel, register_attention
-from harness.models import get_spec
-from harness.report import time_accounting
-from harness.weights import random_init_model
+from harness.capture import forward as cap
+from harness.model.hooks import HookedModel, register_attention
+from harness.model.weights import random_init_model
+from harness.report.document import time_accounting
+from harness.spec.models import get_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_nightly  # noqa: E402
@@ -84,7 +84,7 @@ def test_random_init_model_is_built_in_its_dtype_and_restores_the_default(dtype)
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_progress_shows_long_captures_only_in_place_on_a_terminal_and_as_one_line_in_a_log(monkeypatch, tty):
-    from harness import capture
+    from harness.capture import forward as capture
 
     lines, clock = [], iter([0.0, 0.5, 1.0, 0.0, 3.0, 6.0])  # a short capture (1 s), then a long one (6 s)
     monkeypatch.setattr(capture.time, "time", lambda: next(clock))

@@ -1,0 +1,124 @@
+"""From captures to the paper's leakage figures: the glue between a Session's cached forward passes and
+the pure statistics of ``harness.stats.leakage``. Every function returns numbers for all heads at once.
+
+``Leakage(session, model)`` is one model's view: its topic prompts, the shared stratified pairs and the
+bootstrap weights over prompts; each target's per-prompt sufficient statistics (``PromptStats``) are
+computed once per (run, read, query bin) and every fit (point, bootstrap, per layer, per bin) reuses them.
+Heads are flattened layer-major (head index = layer * n_heads + h) everywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.capture.reads import PatternAtPairs, Read, Run
+from harness.model.edits import Edit
+from harness.stats import leakage as lk
+
+WEIGHT = PatternAtPairs()  # post-softmax weights (the paper's target); ScoresAtPairs() for the logits
+
+
+def by_layer(per_head: np.ndarray, n_layers: int) -> np.ndarray:
+    """[..., n_heads_total] -> [..., n_layers, heads_per_layer]."""
+    return per_head.reshape(*per_head.shape[:-1], n_layers, -1)
+
+
+def head_mean(stats: lk.PromptStats, weights: np.ndarray | None = None) -> np.ndarray:
+    """Head-mean ΔR²: a float for the plain fit, or [B] for bootstrap weights [B, P]."""
+    if weights is None:
+        return float(lk.fit_from_stats(stats, np.ones((1, stats.a.shape[0]))).delta[0].mean())
+    return lk.fit_from_stats(stats, weights).delta.mean(axis=-1)
+
+
+def mean_delta(pairs: lk.PairSet, Y: np.ndarray) -> float:
+    """Head-mean ΔR² of a target [prompts, pairs, heads]."""
+    return head_mean(lk.prompt_stats(pairs, Y))
+
+
+def prompt_ci(session, samples) -> np.ndarray:
+    """95% bootstrap CI over the session's prompts (the expanded percentile interval, ``leakage.percentile_ci``)
+    of bootstrap rows [n_boot, ...] drawn with ``leakage.bootstrap_weights`` over ``n_prompts`` prompts."""
+    return lk.percentile_ci(samples, n=session.settings.n_prompts)
+
+
+def significance(stats: lk.PromptStats, pairs: lk.PairSet, Y: np.ndarray, n_perm: int, seed: int,
+                 q: float = 0.05) -> dict:
+    """ΔR² per head with its prompt-level sign-flip p-value and the Benjamini–Hochberg decision (§4, Table 5),
+    and, reported beside them, the paper's within-offset permutation p-values (rows pooled across prompts)."""
+    delta = lk.fit_from_stats(stats, np.ones((1, stats.a.shape[0]))).delta[0]
+    residue = 1e-9 * stats.a.shape[0] * np.abs(pairs.i_tilde).sum() * stats.scale  # |Σ a_p| below: no effect
+    p = lk.signflip_pvalues(stats.a, n_perm, seed, atol=residue)
+    p_pooled = lk.permutation_pvalues(delta, lk.permutation_null(pairs, Y, n_perm, seed))
+    return {"delta": delta, "p": p, "significant": lk.benjamini_hochberg(p, q),
+            "p_within_offset": p_pooled, "significant_within_offset": lk.benjamini_hochberg(p_pooled, q)}
+
+
+def depth_slope(values: np.ndarray) -> np.ndarray:
+    """Least-squares slope of a per-layer profile against relative depth l/(L-1): [..., L] -> [...].
+    Non-finite layers (a layer ratio with a zero denominator) are left out of the fit."""
+    x = np.linspace(0.0, 1.0, values.shape[-1])
+    ok = np.isfinite(values)
+    x_mean = np.where(ok, x, 0.0).sum(-1, keepdims=True) / ok.sum(-1, keepdims=True)
+    xd = np.where(ok, x - x_mean, 0.0)  # centred depth over the layers that count
+    return (xd * np.where(ok, values, 0.0)).sum(-1) / (xd * xd).sum(-1)
+
+
+class Leakage:
+    """Leakage figures of one model on one prompt set (topic prompts by default) at the session's pairs."""
+
+    def __init__(self, session, model, kind: str = "topic", seq_len: int | None = None):
+        s = session.settings
+        self.session, self.model = session, model
+        self.prompts = session.prompts(model, kind, seq_len=seq_len)
+        self.pairs = session.pairs(self.prompts.seq_len)
+        self.weights = lk.bootstrap_weights(len(self.prompts), s.n_boot, s.seed)
+
+    def run(self, *edits: Edit) -> Run:
+        return Run(self.prompts, edits)
+
+    def target(self, *edits: Edit, read: Read = WEIGHT) -> np.ndarray:
+        """The regression target [prompts, pairs, heads] under the edits."""
+        return self.session.capture(self.model, self.run(*edits), read).heads_flat()
+
+    def stats(self, *edits: Edit, read: Read = WEIGHT, bin: tuple[int, int] | None = None) -> lk.PromptStats:
+        """Per-prompt sufficient statistics of the target, on all pairs or on the queries in [lo, hi)."""
+        def compute():
+            Y = self.target(*edits, read=read)
+            if bin is None:
+                return lk.prompt_stats(self.pairs, Y)
+            mask = (self.pairs.i >= bin[0]) & (self.pairs.i < bin[1])
+            return lk.prompt_stats(self.pairs.subset(mask), Y[:, mask, :])
+
+        return self.session.memo(self.model, ("prompt stats", self.run(*edits), read, bin), compute)
+
+    def mean_delta(self, *edits: Edit) -> float:
+        return head_mean(self.stats(*edits))
+
+    def mean_delta_with_ci(self, *edits: Edit) -> tuple[float, tuple[float, float]]:
+        """Head-mean ΔR² and its bootstrap CI over prompts."""
+        return head_mean(self.stats(*edits)), lk.mean_ci(self.mean_delta_boot(*edits), n=len(self.prompts))
+
+    def mean_delta_boot(self, *edits: Edit) -> np.ndarray:
+        """Head-mean ΔR² per bootstrap row [n_boot]: the same prompt resamples for every edit, so ratios and
+        differences between conditions row by row are paired."""
+        return self.session.memo(self.model, ("mean delta boot", self.run(*edits)),
+                                 lambda: head_mean(self.stats(*edits), self.weights))
+
+    def _fit(self, stats: lk.PromptStats, boot: bool) -> np.ndarray:
+        """ΔR² per head: [1, heads] for the plain fit, [n_boot, heads] with the bootstrap weights."""
+        return lk.fit_from_stats(stats, self.weights if boot else np.ones((1, len(self.prompts)))).delta
+
+    def bin_profile(self, *edits: Edit, edges: np.ndarray, boot: bool = False) -> np.ndarray:
+        """Head-mean ΔR² per query bin: [n_bins] or, with ``boot``, [n_boot, n_bins]."""
+        prof = np.stack([self._fit(self.stats(*edits, bin=(int(lo), int(hi))), boot).mean(axis=-1)
+                         for lo, hi in zip(edges[:-1], edges[1:])], axis=-1)
+        return prof if boot else prof[0]
+
+    def layer_means(self, *edits: Edit, boot: bool = False) -> np.ndarray:
+        """Per-layer head-mean ΔR²: [n_layers] or, with ``boot``, [n_boot, n_layers]."""
+        means = by_layer(self._fit(self.stats(*edits), boot), self.model.n_layers).mean(axis=-1)
+        return means if boot else means[0]
+
+    def significance(self, q: float = 0.05) -> dict:
+        s = self.session.settings
+        return significance(self.stats(), self.pairs, self.target(), s.n_perm, s.seed, q)

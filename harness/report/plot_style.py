@@ -1,0 +1,262 @@
+"""The run report's figure style and the helpers its plot kinds (harness/report/plots.py) share.
+
+Sizes, colours and resolution (``DPI``, ``RC``, the curve, fit and model styles), the ``Plot`` record of a
+written figure, small helpers that read figure dicts (``val``, ``first``, ``arr``, ...) and lay out, title,
+label and save matplotlib figures, and the paper's values from the claim registry drawn as reference marks
+(``paper_refs``, ``refs_for``, ``draw_refs``) with the log / symlog y scale of profiles (``profile_scale``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import textwrap
+from pathlib import Path
+from typing import NamedTuple
+
+import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from harness.spec.claims import CLAIMS, UndeclaredFigure
+
+DPI = 150
+#: Font sizes in points (tick labels 9 pt: nothing below the 8 pt a slide or a HiDPI screen needs).
+RC = {"font.size": 9.5, "axes.titlesize": 10, "axes.labelsize": 9.5, "xtick.labelsize": 9,
+      "ytick.labelsize": 9, "legend.fontsize": 8.5, "figure.titlesize": 11, "figure.dpi": DPI,
+      "savefig.dpi": DPI}
+CURVE_STYLES = ("o-", "s--", "^:", "d-.")
+FIT_STYLES = ("--", "-", ":", "-.")
+MODEL_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
+                "tab:olive", "tab:cyan", "tab:gray")
+#: The paper's models: display name, colour and marker of their reference marks.
+PAPER_MODELS = {"llama-3.2-1b": ("Llama-3.2-1B", "#7f2704", "v"), "llama-3.2-3b": ("Llama-3.2-3B", "#d94801", "^"),
+                "llama-3.1-8b": ("Llama-3.1-8B", "#fd8d3c", "<"), "qwen-2.5-3b": ("Qwen2.5-3B", "#54278f", "D"),
+                "mistral-7b-v0.3": ("Mistral-7B-v0.3", "#006d2c", "s")}
+LOG_NOTE = "log scale"
+
+
+class Plot(NamedTuple):
+    claim: str
+    model: str | None
+    title: str
+    path: Path
+
+
+class PaperRef(NamedTuple):
+    """One paper number drawn as a reference mark: ``model`` is the registry name ("" when only the record
+    carries it), ``label`` what the legend says."""
+
+    model: str
+    label: str
+    value: float
+    tolerance: float
+
+
+# ---- small helpers ---------------------------------------------------------------------------------
+
+def val(figs: dict, name: str | None):
+    f = figs.get(name) if name is not None else None
+    return None if f is None else f.get("value")
+
+
+def num(x) -> float:
+    return math.nan if x is None or isinstance(x, (list, dict, str)) else float(x)
+
+
+def arr(v) -> np.ndarray:
+    return np.array([num(x) for x in v], dtype=float)
+
+
+def scalar(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def first(figs: dict, names, test=lambda v: isinstance(v, list) and len(v) > 0):
+    """(name, value) of the first of ``names`` whose value passes ``test``, else (None, None)."""
+    for n in names or []:
+        v = val(figs, n)
+        if test(v):
+            return n, v
+    return None, None
+
+
+def depth(n: int) -> np.ndarray:
+    """Relative depth l/(L-1) of n per-layer entries (0 = first, 1 = last), as measure.depth_slope uses."""
+    return np.linspace(0.0, 1.0, n) if n > 1 else np.zeros(n)
+
+
+def label(name: str, *prefixes: str) -> str:
+    for p in prefixes:
+        name = name.removeprefix(p)
+    return name.replace("_", " ")
+
+
+def ci_band(ci, n: int):
+    """(lo, hi) arrays from a per-entry CI list [[lo, hi], ...] of length n, else None."""
+    if not (isinstance(ci, list) and len(ci) == n and n > 0):
+        return None
+    if not all(isinstance(c, list) and len(c) == 2 for c in ci):
+        return None
+    band = np.array([[num(c[0]), num(c[1])] for c in ci], dtype=float)
+    return (band[:, 0], band[:, 1]) if np.isfinite(band).any() else None
+
+
+def styled(fn):
+    """Run a figure builder under the report's font sizes and resolution."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(RC):
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+def new(w: float, h: float) -> Figure:
+    return Figure(figsize=(w, h), dpi=DPI, layout="constrained")
+
+
+def panels(n: int, w: float = 4.2, h: float = 3.3, rows_per: int = 1, sharey=False, extra=(0.0, 0.0)):
+    """A figure with one panel per model (up to 3 a row), ``rows_per`` stacked panels each; returns
+    (figure, [[the k-th panel of each model] for k in range(rows_per)])."""
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig = new(w * cols + extra[0], h * rows * rows_per + extra[1])  # extra: room for a legend or colour bar
+    axes = fig.subplots(rows * rows_per, cols, squeeze=False, sharey=sharey)
+    at = lambda i, k: axes[(i // cols) * rows_per + k, i % cols]  # noqa: E731
+    for i in range(n, rows * cols):
+        for k in range(rows_per):
+            at(i, k).set_visible(False)
+    return fig, [[at(i, k) for i in range(n)] for k in range(rows_per)]
+
+
+def add_title(fig: Figure, title: str | None, ax=None):
+    """The figure's title (naming the claim): over the single axes ``ax`` when given, so that a legend beside
+    them never meets it, else over the whole figure; wrapped to the figure's width."""
+    if not title:
+        return
+    text = "\n".join(textwrap.wrap(title, max(40, int(fig.get_figwidth() * 11))))
+    if ax is not None:
+        ax.set_title(text, fontsize=RC["figure.titlesize"])
+    else:
+        fig.suptitle(text)
+
+
+def legend(fig: Figure, ax, outside: bool = False, handles=None, loc: str = "outside lower center", ncols: int = 2,
+            **kw):
+    """A legend that covers no data: below the axes (``loc``, an "outside" place) for busy plots, else
+    loc="best" inside. Entries without a label, or repeating one, are left out."""
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    else:
+        labels = [h.get_label() for h in handles]
+    seen, keep = set(), []
+    ncols = 1 if any(len(lab) > 48 for lab in labels if lab) else ncols
+    for h, lab in zip(handles, labels):
+        if lab and not lab.startswith("_") and lab not in seen:
+            seen.add(lab)
+            keep.append((h, lab))
+    if not keep:
+        return None
+    if outside:
+        return fig.legend(*zip(*keep), loc=loc, ncols=min(ncols, len(keep)), **kw)
+    return ax.legend(*zip(*keep), loc="best", **kw)
+
+
+def save(fig: Figure | None, out: Path) -> Path | None:
+    if fig is None:
+        return None
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(fig)
+    with matplotlib.rc_context(RC):
+        fig.savefig(out, dpi=DPI)
+    return out
+
+
+# ---- the paper's values as reference marks ---------------------------------------------------------
+
+def paper_label(model: str) -> str:
+    """The paper's name for one of its models (the registry name when it is not one)."""
+    return PAPER_MODELS.get(model, (model,))[0]
+
+
+def paper_style(model: str):
+    name, color, marker = PAPER_MODELS.get(model, (model, "black", "x"))
+    return color, marker
+
+
+def paper_refs(claim: str, name: str | None) -> list[PaperRef]:
+    """The paper's values for one recorded figure of a claim, one per paper model (registry order of
+    PAPER_MODELS), from harness/spec/claims.py; [] when the registry has none or does not declare it."""
+    spec = CLAIMS.get(claim)
+    if spec is None or name is None:
+        return []
+    try:
+        f = spec.figure(name)
+    except UndeclaredFigure:
+        return []
+    order = list(PAPER_MODELS) + [m for m in f.paper if m not in PAPER_MODELS]
+    return [PaperRef(m, f"paper, {paper_label(m)}", float(f.paper[m].value), float(f.paper[m].tolerance))
+            for m in order if m in f.paper]
+
+
+def refs_for(claim: str, name: str | None, model: str | None, fig: dict | None = None) -> list[PaperRef]:
+    """The paper marks to draw beside a figure measured on ``model``: the model's own paper value when it is a
+    paper model, else every paper model's value; a value only the record carries (an older registry) last."""
+    refs = paper_refs(claim, name)
+    own = [r for r in refs if r.model == model]
+    if own:
+        return own
+    recorded = (fig or {}).get("paper")
+    if not refs and scalar(recorded):
+        return [PaperRef("", "paper", float(recorded), 0.0)]
+    return refs
+
+
+def draw_refs(ax, refs: list[PaperRef], x: float, span: float, color=None, ms: float = 5, labels: dict | None = None):
+    """Reference marks for one bar or point: markers spread over [x, x + span], the registry's tolerance as
+    error bars; the marker shape (and, unless ``color`` is given, the colour) names the paper model; the legend
+    label is ``labels[model]`` or "paper, <model>: <value>"."""
+    if not refs:
+        return
+    step = span / len(refs)
+    for k, r in enumerate(refs):
+        c, marker = paper_style(r.model)
+        label = (labels or {}).get(r.model, f"{r.label}: {r.value:.3g}")
+        ax.errorbar(x + (k + 0.5) * step, r.value, yerr=r.tolerance or None, fmt=marker, ms=ms, mfc=color or c,
+                    mec="black" if color else c, mew=0.8, ecolor=color or c, elinewidth=1, capsize=2, label=label,
+                    zorder=5)
+
+
+def ref_labels(refs_per_item: list[list[PaperRef]]) -> dict:
+    """One legend label per paper model listing its values over the items in order ("–" where it has none)."""
+    models = {r.model: r.label for refs in refs_per_item for r in refs}
+    out = {}
+    for m, label in models.items():
+        vals = [next((f"{r.value:.3g}" for r in refs if r.model == m), "–") for refs in refs_per_item]
+        out[m] = f"{label} (± tolerance): {' / '.join(vals)}"
+    return out
+
+
+def profile_scale(*arrays, signed: bool = False) -> tuple[str, dict]:
+    """The y scale for profiles whose small values matter (T7's later bins, T8's ratios): ("log", {}) when every
+    finite value is positive (and ``signed`` is not set: a gap can take either sign), else ("symlog",
+    {"linthresh": t}) with t the power of ten at or below the smallest non-zero |value| (at least 1e-6), so
+    zeros and negative values stay on the axis."""
+    vals = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays]) if arrays else np.array([])
+    vals = vals[np.isfinite(vals)]
+    if not signed and (vals.size == 0 or np.all(vals > 0)):
+        return "log", {}
+    nz = np.abs(vals[vals != 0])
+    t = 10.0 ** math.floor(math.log10(nz.min())) if nz.size else 1e-3
+    return "symlog", {"linthresh": max(t, 1e-6)}
+
+
+def apply_scale(ax, scale: tuple[str, dict]) -> str:
+    """Set the y scale; the note to add to the y label."""
+    kind, kw = scale
+    ax.set_yscale(kind, **kw)
+    if kind == "symlog":
+        return f"symlog (linear ±{kw['linthresh']:.0e})"
+    return LOG_NOTE

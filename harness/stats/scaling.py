@@ -1,0 +1,202 @@
+"""Length scaling of mean leakage (paper §4 "Length-scaling", §5.8; claim T10), pure numpy, float64.
+
+The paper: "Mean ΔR² decays with sequence length.  A piecewise model that is flat below
+[L0] and decays as [L^b] above is preferred over a single power law by AIC by [Δ]."
+Both models are fitted by least squares in log–log space (u = ln L, v = ln y):
+
+* power law:  v = ln a + b·u                                   (k = 2: a, b)
+* piecewise:  v = ln c                 for u <= t = ln L0
+              v = ln c + b·(u − t)     for u >  t              (k = 3: c, b, L0)
+  i.e. y = c for L <= L0 and y = c·(L/L0)^b above: continuous at L0.
+
+AIC = n·ln(RSS/n) + 2k with RSS the residual sum of squares in log space (Gaussian
+errors on ln y, σ² profiled out).  Counting σ² as one more parameter adds 2 to both
+AICs and leaves their difference unchanged.  ``delta_aic = aic_power − aic_piecewise``;
+positive favours the piecewise model.
+
+The piecewise breakpoint is found exactly: for each split of the sorted distinct lengths
+into a flat side and a decaying side, the continuous-breakpoint optimum inside the gap is
+a 3-parameter linear least-squares problem; breakpoints at observed lengths are a grid.
+A breakpoint at the smallest length is the pure power law, so the piecewise model nests
+it: rss_piecewise <= rss_power and delta_aic >= −2 always.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "MSE_FLOOR",
+    "FitResult",
+    "power_law",
+    "piecewise_law",
+    "gaussian_aic",
+    "fit_power_law",
+    "fit_piecewise",
+    "compare_aic",
+]
+
+#: Floor on RSS/n (log space) inside the AIC: an exact fit would otherwise give −inf.
+#: 1e-18 is a residual rms of 1e-9 in ln y, far below any measurement noise.
+MSE_FLOOR = 1e-18
+
+
+def power_law(L, a: float, b: float) -> np.ndarray:
+    """y = a·L^b."""
+    return a * np.asarray(L, dtype=np.float64) ** b
+
+
+def piecewise_law(L, c: float, b: float, L0: float) -> np.ndarray:
+    """y = c for L <= L0, c·(L/L0)^b for L > L0."""
+    L = np.asarray(L, dtype=np.float64)
+    return c * np.where(L > L0, L / L0, 1.0) ** b
+
+
+def gaussian_aic(rss: float, n: int, k: int) -> float:
+    """n·ln(RSS/n) + 2k, with RSS/n floored at ``MSE_FLOOR``."""
+    return float(n * np.log(max(rss / n, MSE_FLOOR)) + 2 * k)
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """One fitted model.  ``prediction`` is on the y scale at the input lengths; ``rss`` is in log space."""
+
+    model: str  # "power" or "piecewise"
+    params: dict[str, float]
+    prediction: np.ndarray = field(repr=False)
+    rss: float
+    aic: float
+    k: int
+    n: int
+
+    @property
+    def aicc(self) -> float:
+        """Small-sample corrected AIC (AIC + 2k(k+1)/(n−k−1)); inf when n <= k + 1."""
+        d = self.n - self.k - 1
+        return float("inf") if d <= 0 else self.aic + 2 * self.k * (self.k + 1) / d
+
+    def predict(self, L) -> np.ndarray:
+        if self.model == "power":
+            return power_law(L, **self.params)
+        return piecewise_law(L, **self.params)
+
+
+def _validate(L, y) -> tuple[np.ndarray, np.ndarray]:
+    L = np.asarray(L, dtype=np.float64).ravel()
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if L.shape != y.shape:
+        raise ValueError(f"L and y must have the same length, got {L.shape} and {y.shape}")
+    if not (np.all(np.isfinite(L)) and np.all(np.isfinite(y))):
+        raise ValueError("L and y must be finite")
+    if np.any(L <= 0) or np.any(y <= 0):
+        raise ValueError("log-space fits need L > 0 and y > 0")
+    if np.unique(L).size < 3:
+        raise ValueError("need at least three distinct lengths")
+    return L, y
+
+
+def _lstsq_rss(A: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
+    coef, *_ = np.linalg.lstsq(A, v, rcond=None)
+    r = v - A @ coef
+    return coef, float(r @ r)
+
+
+def fit_power_law(L, y) -> FitResult:
+    """y = a·L^b by OLS of ln y on ln L (k = 2)."""
+    L, y = _validate(L, y)
+    u, v = np.log(L), np.log(y)
+    coef, rss = _lstsq_rss(np.column_stack([np.ones_like(u), u]), v)
+    a, b = float(np.exp(coef[0])), float(coef[1])
+    n = u.size
+    return FitResult("power", {"a": a, "b": b}, power_law(L, a, b), rss, gaussian_aic(rss, n, 2), 2, n)
+
+
+
+def _improves(rss: float, best: float) -> bool:
+    """A candidate's RSS beats the best so far by more than float round-off (ties keep the earlier one)."""
+    return rss < best - 1e-12 * max(best, 1e-300)
+
+
+def fit_piecewise(L, y) -> FitResult:
+    """Flat at c up to L0, then c·(L/L0)^b (continuous), by exact least squares in log space (k = 3).
+
+    Candidates: (i) t = ln L0 at every distinct observed length (a hinge regression, linear
+    in ln c and b; t at the largest length is the all-flat model, b = 0); (ii) for every
+    gap (u_k, u_{k+1}) between consecutive distinct ln-lengths, the unconstrained fit
+    v = α + 1[u >= u_{k+1}]·(b·u + γ), whose breakpoint t = −γ/b is accepted if it falls
+    inside the gap (then it is the continuous hinge with that partition).  The candidate
+    with the smallest RSS wins; ties go to the earlier (smaller) breakpoint.
+    """
+    L, y = _validate(L, y)
+    u, v = np.log(L), np.log(y)
+    n = u.size
+    knots = np.unique(u)
+    best = None  # (rss, ln c, b, t)
+    for t in knots:
+        x = np.maximum(u - t, 0.0)
+        coef, rss = _lstsq_rss(np.column_stack([np.ones_like(u), x]), v)
+        cand = (rss, coef[0], coef[1] if np.any(x) else 0.0, t)
+        if best is None or _improves(cand[0], best[0]):
+            best = cand
+    for lo, hi in zip(knots[:-2], knots[1:-1]):
+        # Gap (lo, hi): needs >= 2 distinct lengths on the decaying side to identify b.
+        right = (u >= hi).astype(np.float64)
+        A = np.column_stack([np.ones_like(u), right * u, right])
+        coef, rss = _lstsq_rss(A, v)
+        if coef[1] == 0.0:
+            continue
+        t = -coef[2] / coef[1]
+        if lo < t < hi and _improves(rss, best[0]):
+            best = (rss, coef[0], coef[1], t)
+    rss, lnc, b, t = best
+    c, b, L0 = float(np.exp(lnc)), float(b), float(np.exp(t))
+    return FitResult("piecewise", {"c": c, "b": b, "L0": L0}, piecewise_law(L, c, b, L0), float(rss),
+                     gaussian_aic(rss, n, 3), 3, n)
+
+
+def compare_aic(L, y) -> dict:
+    """Both fits and ``delta_aic = aic_power − aic_piecewise`` (> 0 favours the piecewise model).
+
+    Returns {"power": FitResult, "piecewise": FitResult, "delta_aic": float,
+    "delta_aicc": float, "preferred": "piecewise" | "power"}; ``preferred`` is
+    "piecewise" only when delta_aic > 0.
+    """
+    pw = fit_power_law(L, y)
+    pc = fit_piecewise(L, y)
+    delta = pw.aic - pc.aic
+    return {
+        "power": pw,
+        "piecewise": pc,
+        "delta_aic": float(delta),
+        "delta_aicc": float(pw.aicc - pc.aicc),
+        "preferred": "piecewise" if delta > 0 else "power",
+    }
+
+
+def interior_breakpoint(L, L0: float) -> bool:
+    """Whether a piecewise fit's breakpoint lies strictly inside the length grid. At the smallest length the
+    piecewise law is the power law itself (ΔAIC ≡ −2 by the parameter count), at the largest it is a
+    constant: either way there is no breakpoint to report. ``exp(log(16))`` may be 15.9999…: relative slack."""
+    L = np.asarray(L, dtype=np.float64)
+    return bool(L.min() * (1 + 1e-9) < L0 < L.max() * (1 - 1e-9))
+
+
+def composition_checks(base, bi, constant: float) -> tuple[np.ndarray, list[tuple[str, bool, str]]]:
+    """T13 (§5.9 Table 11) on a size ladder, smallest first: each size's head-mean ΔR², causal (``base``) and
+    bidirectional (``bi``). Returns the residual-stream share bi / base per size and the claim's checks in order,
+    each (condition, whether it holds, the message when it does not): total leakage constant within ``constant``
+    (relative to the ladder's mean), the share rising from the smallest size, and (three sizes or more) saturating.
+    One function for the claim test and for a merge of runs that measured the sizes apart (harness.report.merge)."""
+    base = np.asarray(base, dtype=float)
+    share = np.asarray(bi, dtype=float) / base
+    spread = np.abs(base / base.mean() - 1).max()
+    checks = [("spread <= CONSTANT", bool(spread <= constant),
+               f"total leakage varies {spread:.0%} across sizes ({np.round(base, 4).tolist()})"),
+              ("share[1] > share[0]", bool(share[1] > share[0]),
+               f"residual-stream share does not rise from the smallest size: {np.round(share, 3).tolist()}")]
+    if len(share) > 2:
+        checks.append(("abs(share[2] - share[1]) < share[1] - share[0]",
+                       bool(abs(share[2] - share[1]) < share[1] - share[0]),
+                       f"residual-stream share does not saturate: {np.round(share, 3).tolist()}"))
+    return share, checks
