@@ -1,8 +1,8 @@
 """The strong anchor for benchmarks/bench_leakage.py: leakage ΔR² as a competent researcher would write it
-with explicit designs and one factorisation per design shared by all heads (the review's "S2",
-reviews/performance.md §1b). Not used by the harness.
+with explicit designs and one factorisation per design shared by all heads (the performance
+review's "S2": the strongest hand-written baseline). Not used by the harness.
 
-Designs over the pooled rows (prompt-major, as in harness/stats/leakage.py): baseline = one-hot(d), which spans the
+Designs over the pooled rows (prompt-major, as in harness/stats/pairs.py): baseline = one-hot(d), which spans the
 intercept; full = one-hot(d) + standardised centred i. The centred j is left out of the full design because
 j = i − d lies in the span of the other columns, so the full model's column space is unchanged.
 
@@ -18,12 +18,13 @@ Deliberately not used: the nesting of the two designs (the last column of the fu
 row of its Cholesky factor, carries the whole ΔR²). Exploiting it is Frisch–Waugh–Lovell, the engine's own
 algorithm, not an anchor for it.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cho_factor, solve_triangular
 
-from harness.stats.leakage import PairSet
+from harness.stats.pairs import PairSet
 
 
 def designs(pairs: PairSet, n_prompts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -69,9 +70,9 @@ class StrongAnchor:
         QfT = np.ascontiguousarray(self.Qf.T)
         out = np.empty((perms.shape[0], self.H))
         for s in range(0, perms.shape[0], step):
-            Z = np.matmul(QfT, self.yc[perms[s:s + step]])  # [c, k, H]: one batched GEMM per chunk
+            Z = np.matmul(QfT, self.yc[perms[s : s + step]])  # [c, k, H]: one batched GEMM per chunk
             sse_full = self.sst - np.einsum("ckh,ckh->ch", Z, Z)
-            out[s:s + Z.shape[0]] = (self.sse_base - sse_full) / self.sst
+            out[s : s + Z.shape[0]] = (self.sse_base - sse_full) / self.sst
         return out
 
     # ---- bootstrap over prompts ----

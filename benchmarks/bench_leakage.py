@@ -1,8 +1,9 @@
-"""Benchmark: the leakage ΔR² engine (harness/stats/leakage.py) against a strong anchor, with repeats.
+"""Benchmark: the leakage ΔR² engine (harness/stats/: leakage, nulls, intervals) against a strong anchor, with
+repeats.
 
     python benchmarks/bench_leakage.py [--repeats 3 --heads 270 --pairs 4000 --prompts 8 --perms 1000 --boot 1000]
 
-The anchor (benchmarks/anchors.py, the review's "S2", reviews/performance.md §1b) is what a competent researcher
+The anchor (benchmarks/anchors.py, the performance review's "S2") is what a competent researcher
 would write with explicit designs: one QR per design shared by all heads (point estimate: Qᵀy for all heads
 in one GEMM); the null as Q_fᵀ @ y[perm] for all heads, chunked over permutations, reusing the baseline SSE;
 the bootstrap through per-prompt Gram matrices summed with the resample counts, then one Cholesky per resample
@@ -32,13 +33,14 @@ per-head lstsq reference of earlier versions (10^5-10^6x, i.e. re-factorising a 
 permutation) is gone: it measured nothing a researcher would write.
 
 Secondary lines (never the gate): the permutation generator, paired with its previous version
-(within_group_permutations_by_argsort, an argsort of all rows per permutation) over the same repeats, both
-alone and inside the whole null. BLAS threads are left as configured (OPENBLAS_NUM_THREADS etc. untouched);
-threadpoolctl's view is printed. --blas-threads N limits them for the run (threadpoolctl), e.g. to compare
+(within_group_permutations_by_argsort in benchmarks/argsort_permutations.py, an argsort of all rows per
+permutation) over the same repeats, both alone and inside the whole null. BLAS threads are left as configured
+(OPENBLAS_NUM_THREADS etc. untouched); threadpoolctl's view is printed. --blas-threads N limits them for the run (threadpoolctl), e.g. to compare
 with the review's OPENBLAS_NUM_THREADS=1 figures: two BLAS threads on a machine whose cores other work is
 using can make LAPACK calls many times slower (a 484 x 484 Cholesky measured 150x slower), which moves the
 anchor's stages far more than the engine's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,24 +50,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+from anchors import StrongAnchor  # siblings: run as a script, this folder is first on sys.path
+from argsort_permutations import within_group_permutations_by_argsort
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from anchors import StrongAnchor  # noqa: E402
-
-from harness.stats import leakage as lk  # noqa: E402
-from harness.stats.leakage import (
-    PairSet,
-    bootstrap_delta_r2,
-    bootstrap_weights,
-    delta_r2,
-    permutation_null,
-    row_groups,
-    within_group_permutations,
-    within_group_permutations_by_argsort,
-)
+from harness.stats.intervals import bootstrap_delta_r2, bootstrap_weights
+from harness.stats.leakage import BLOCK_ELEMS, delta_r2
+from harness.stats.nulls import permutation_null
+from harness.stats.pairs import PairSet, row_groups
+from harness.stats.shuffles import within_group_permutations
 
 TOL = 1e-10
 
@@ -101,14 +93,21 @@ def timed(fn, *a, **k):
 
 def thread_info() -> str:
     """threadpoolctl's view of the BLAS / OpenMP pools (and the environment variables that set them)."""
-    env = ", ".join(f"{k}={os.environ[k]}" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-                    if k in os.environ) or "no *_NUM_THREADS set"
+    env = (
+        ", ".join(
+            f"{k}={os.environ[k]}"
+            for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+            if k in os.environ
+        )
+        or "no *_NUM_THREADS set"
+    )
     try:
         from threadpoolctl import threadpool_info
     except ImportError:
         return f"threads: threadpoolctl not installed; {env}; {os.cpu_count()} CPUs"
-    pools = "; ".join(f"{p['internal_api']} {p.get('version') or ''} ({p['prefix']}): {p['num_threads']}"
-                      for p in threadpool_info())
+    pools = "; ".join(
+        f"{p['internal_api']} {p.get('version') or ''} ({p['prefix']}): {p['num_threads']}" for p in threadpool_info()
+    )
     return f"threads: {pools}; {env}; {os.cpu_count()} CPUs"
 
 
@@ -130,10 +129,10 @@ def previous_null(pairs: PairSet, Y: np.ndarray, n_perm: int, seed: int) -> np.n
     i_rows, groups = np.tile(pairs.i_tilde, P), row_groups(pairs, P)
     denom = np.where(fit.sst <= 0, 1.0, fit.sst) * P * pairs.i_tilde_sq
     out = np.zeros((n_perm, H))
-    rng, step = np.random.default_rng(seed), max(1, lk._BLOCK_ELEMS // n_rows)
+    rng, step = np.random.default_rng(seed), max(1, BLOCK_ELEMS // n_rows)
     for s in range(0, n_perm, step):
         num = i_rows[within_group_permutations_by_argsort(groups, min(step, n_perm - s), rng)] @ yr
-        out[s:s + num.shape[0]] = num * num / denom
+        out[s : s + num.shape[0]] = num * num / denom
     return out
 
 
@@ -156,11 +155,19 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats of every stage (min and median shown)")
     ap.add_argument("--anchor-perms", type=int, default=10, help="permutations the anchor's null is timed on")
     ap.add_argument("--anchor-boot", type=int, default=20, help="resamples the anchor's bootstrap is timed on")
-    ap.add_argument("--min-ratio", type=float, default=20.0,
-                    help="exit 1 unless the engine's median total is this many times faster than the anchor's")
+    ap.add_argument(
+        "--min-ratio",
+        type=float,
+        default=20.0,
+        help="exit 1 unless the engine's median total is this many times faster than the anchor's",
+    )
     ap.add_argument("--no-generator", action="store_true", help="skip the secondary generator lines")
-    ap.add_argument("--blas-threads", type=int, default=None,
-                    help="limit the BLAS/OpenMP pools to this many threads (threadpoolctl); default: as configured")
+    ap.add_argument(
+        "--blas-threads",
+        type=int,
+        default=None,
+        help="limit the BLAS/OpenMP pools to this many threads (threadpoolctl); default: as configured",
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
@@ -184,9 +191,11 @@ def run(args) -> int:
     sub_w = bootstrap_weights(P, args.boot, args.seed)[:ab_n]
     scale_null, scale_boot = args.perms / ap_n, args.boot / ab_n
 
-    print(f"design: {pairs.n_pairs} causal pairs drawn uniformly at L={args.seq_len} ({pairs.n_groups} distinct "
-          f"offsets), {P} prompts stacked -> {n_rows} rows, {H} heads, {args.perms} permutations, {args.boot} "
-          f"bootstrap resamples; float64; {R} repeats")
+    print(
+        f"design: {pairs.n_pairs} causal pairs drawn uniformly at L={args.seq_len} ({pairs.n_groups} distinct "
+        f"offsets), {P} prompts stacked -> {n_rows} rows, {H} heads, {args.perms} permutations, {args.boot} "
+        f"bootstrap resamples; float64; {R} repeats"
+    )
     print(thread_info() + (f" (limited by --blas-threads {args.blas_threads})" if args.blas_threads else ""))
     print(f"load average (1/5/15 min) at start: {loadavg()}")
 
@@ -200,8 +209,10 @@ def run(args) -> int:
         te["point"].append(t)
         (r2b, r2f, dl), t = timed(anchor.point)
         ta["point"].append(t)
-        err["point"] = max(err["point"], float(max(np.abs(fit.r2_base - r2b).max(), np.abs(fit.r2_full - r2f).max(),
-                                                   np.abs(fit.delta - dl).max())))
+        err["point"] = max(
+            err["point"],
+            float(max(np.abs(fit.r2_base - r2b).max(), np.abs(fit.r2_full - r2f).max(), np.abs(fit.delta - dl).max())),
+        )
 
         null, t = timed(permutation_null, pairs, Y, args.perms, args.seed)
         te["null"].append(t)
@@ -221,26 +232,38 @@ def run(args) -> int:
 
     tot_e = [sum(te[s][r] for s in stages) for r in range(R)]
     tot_a = [sum(ta[s][r] for s in stages) for r in range(R)]
-    names = {"point": "point estimate (R²_base, R²_full, ΔR²)", "null": f"permutation null ({args.perms})",
-             "boot": f"bootstrap over prompts ({args.boot})"}
-    what = {"point": "2 QRs, whole", "null": f"{ap_n} perms, x{scale_null:g}",
-            "boot": f"Grams whole + {ab_n} resamples x{scale_boot:g}"}
+    names = {
+        "point": "point estimate (R²_base, R²_full, ΔR²)",
+        "null": f"permutation null ({args.perms})",
+        "boot": f"bootstrap over prompts ({args.boot})",
+    }
+    what = {
+        "point": "2 QRs, whole",
+        "null": f"{ap_n} perms, x{scale_null:g}",
+        "boot": f"Grams whole + {ab_n} resamples x{scale_boot:g}",
+    }
     print()
-    print(f"{'stage':40s} {'engine min':>10s} {'median':>8s} {'anchor min':>11s} {'median':>9s} "
-          f"{'ratio':>8s}  {'max|engine-anchor|':>18s}  anchor timed on")
+    print(
+        f"{'stage':40s} {'engine min':>10s} {'median':>8s} {'anchor min':>11s} {'median':>9s} "
+        f"{'ratio':>8s}  {'max|engine-anchor|':>18s}  anchor timed on"
+    )
     for s in stages:
         (emin, emed), (amin, amed) = summary(te[s]), summary(ta[s])
-        print(f"{names[s]:40s} {emin:10.3f} {emed:8.3f} {amin:11.2f} {amed:9.2f} {fmt_ratio(amed / emed)}  "
-              f"{err[s]:18.2e}  {what[s]}")
+        print(
+            f"{names[s]:40s} {emin:10.3f} {emed:8.3f} {amin:11.2f} {amed:9.2f} {fmt_ratio(amed / emed)}  "
+            f"{err[s]:18.2e}  {what[s]}"
+        )
     (emin, emed), (amin, amed) = summary(tot_e), summary(tot_a)
     ratio = amed / emed
     print(f"{'TOTAL':40s} {emin:10.3f} {emed:8.3f} {amin:11.2f} {amed:9.2f} {fmt_ratio(ratio)}")
-    print(f"\nanchor = benchmarks/anchors.py (one factorisation per design shared by all heads); its null and "
-          f"bootstrap are timed on the subsets shown, {R} repeats each, and scaled linearly. ratio = anchor "
-          f"median / engine median.")
+    print(
+        f"\nanchor = benchmarks/anchors.py (one factorisation per design shared by all heads); its null and "
+        f"bootstrap are timed on the subsets shown, {R} repeats each, and scaled linearly. ratio = anchor "
+        f"median / engine median."
+    )
 
     if not args.no_generator:
-        chunk = max(1, lk._BLOCK_ELEMS // n_rows)  # the engine's null draws permutations in chunks of this size
+        chunk = max(1, BLOCK_ELEMS // n_rows)  # the engine's null draws permutations in chunks of this size
         tg = {k: [] for k in ("argsort", "block", "null_prev", "null")}
 
         def gen(f):
@@ -253,24 +276,34 @@ def run(args) -> int:
             tg["block"].append(timed(gen, within_group_permutations)[1])
             tg["null_prev"].append(timed(previous_null, pairs, Y, args.perms, args.seed)[1])
             tg["null"].append(timed(permutation_null, pairs, Y, args.perms, args.seed)[1])
-        print(f"\npermutation generator, {args.perms} permutations of {n_rows} rows in chunks of {chunk} "
-              f"(secondary, paired over {R} repeats; min / median s):")
-        for prev, cur, label in (("argsort", "block", "generator alone (row-order permutation arrays)"),
-                                 ("null_prev", "null", "whole null (previous engine path rebuilt here)")):
+        print(
+            f"\npermutation generator, {args.perms} permutations of {n_rows} rows in chunks of {chunk} "
+            f"(secondary, paired over {R} repeats; min / median s):"
+        )
+        for prev, cur, label in (
+            ("argsort", "block", "generator alone (row-order permutation arrays)"),
+            ("null_prev", "null", "whole null (previous engine path rebuilt here)"),
+        ):
             (pm, pd), (cm, cd) = summary(tg[prev]), summary(tg[cur])
             paired = np.median(np.array(tg[prev]) / np.array(tg[cur]))
-            print(f"  {label:48s} previous {pm:.3f} / {pd:.3f}   now {cm:.3f} / {cd:.3f}   "
-                  f"speed-up {pd / cd:.2f}x (median of paired ratios {paired:.2f}x)")
+            print(
+                f"  {label:48s} previous {pm:.3f} / {pd:.3f}   now {cm:.3f} / {cd:.3f}   "
+                f"speed-up {pd / cd:.2f}x (median of paired ratios {paired:.2f}x)"
+            )
 
     print(f"\nload average (1/5/15 min) at end: {loadavg()}")
     worst = max(err.values())
     if worst > TOL:
-        print(f"FAIL: engine and anchor differ by {worst:.1e} (allowed {TOL:.0e}): "
-              + ", ".join(f"{s} {err[s]:.1e}" for s in stages))
+        print(
+            f"FAIL: engine and anchor differ by {worst:.1e} (allowed {TOL:.0e}): "
+            + ", ".join(f"{s} {err[s]:.1e}" for s in stages)
+        )
         return 2
     ok = ratio >= args.min_ratio
-    print(f"engine vs strong anchor: {ratio:.1f}x on median totals (required >= {args.min_ratio:g}x); max "
-          f"engine-anchor difference {worst:.1e} (allowed {TOL:.0e}): {'PASS' if ok else 'FAIL'}")
+    print(
+        f"engine vs strong anchor: {ratio:.1f}x on median totals (required >= {args.min_ratio:g}x); max "
+        f"engine-anchor difference {worst:.1e} (allowed {TOL:.0e}): {'PASS' if ok else 'FAIL'}"
+    )
     return 0 if ok else 1
 
 

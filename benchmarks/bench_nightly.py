@@ -20,18 +20,17 @@ No paper weights are needed. The estimate has three measured parts and one state
 
 Estimate = layer-tokens / throughput + scaled other seconds. Model loading (disk-bound) is not included.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from harness.capture import forward as cap  # noqa: E402
 from harness.model import devices  # noqa: E402
@@ -39,7 +38,7 @@ from harness.model.hooks import HookedModel  # noqa: E402
 from harness.model.weights import random_init_model  # noqa: E402
 from harness.report.document import time_per_model  # noqa: E402
 from harness.spec.models import get_spec, names  # noqa: E402
-from harness.stats.leakage import stratified_pairs  # noqa: E402
+from harness.stats.pairs import stratified_pairs  # noqa: E402
 
 WORKLOAD_SOURCE = {True: "gemma3-270m", False: "qwen2.5-coder-0.5b"}  # by adds_bos
 
@@ -48,8 +47,11 @@ def workload(results: dict) -> dict:
     """{bundled model: (layer-tokens, other seconds, layers, heads per layer)} booked by a claims run."""
     if any("layer_tokens" not in r for r in results["records"]):
         raise SystemExit(f"{results['run']} predates forward-pass booking: make a new run (scripts/run-claims.sh)")
-    return {m: (lt, t - f, shape["layers"], shape["heads"])
-            for m, (t, f, lt, shape, _) in time_per_model(results["records"]).items() if m and shape}
+    return {
+        m: (a.layer_tokens, a.seconds - a.forward_seconds, a.shape["layers"], a.shape["heads"])
+        for m, a in time_per_model(results["records"]).items()
+        if m and a.shape
+    }
 
 
 def throughput(name: str, device: str, dtype: str, seq_len: int, batches: int, n_pairs: int = 4000) -> float:
@@ -57,7 +59,7 @@ def throughput(name: str, device: str, dtype: str, seq_len: int, batches: int, n
     spec = get_spec(name)
     model = HookedModel(random_init_model(spec, 0, devices.parse_dtype(dtype), device), spec)
     pairs = stratified_pairs(seq_len, n_pairs, seed=0)
-    readers = {n: cap.pattern_at_pairs(pairs.i, pairs.j) for n in model.names("attn.hook_pattern")}
+    readers = {n: cap.PairReader(pairs.i, pairs.j) for n in model.names("attn.hook_pattern")}
     ids = np.random.default_rng(0).integers(0, spec.config["vocab_size"], size=(8 * (batches + 1), seq_len))
     cap.capture(model, ids[:8], readers, batch_size=8, label="warm-up")
     t0 = time.perf_counter()
@@ -70,8 +72,11 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32", choices=list(devices.DTYPES))
     ap.add_argument("--models", default="llama-3.2-1b,llama-3.2-3b,llama-3.1-8b")
-    ap.add_argument("--workload", default=str(ROOT / "reports" / "example" / "results.json"),
-                    help="results.json of a claims run on the bundled models (default: the committed example)")
+    ap.add_argument(
+        "--workload",
+        default=str(ROOT / "reports" / "example" / "results.json"),
+        help="results.json of a claims run on the bundled models (default: the committed example)",
+    )
     ap.add_argument("--batches", type=int, default=3)
     a = ap.parse_args()
     chosen = a.models.split(",")
@@ -92,8 +97,10 @@ def main() -> None:
         raise SystemExit(str(e)) from None
     print(f"workload: {a.workload} ({results['run']}, {results['settings']['n_prompts']} prompts x {seq_len} tokens)")
     print(f"device: {device} {a.dtype}; forward = layer-tokens / measured throughput; other = scaled by heads")
-    print(f"{'model':18s} {'source':20s} {'layer-tokens':>14s} {'k l-tok/s':>10s} {'forward s':>10s} "
-          f"{'other s':>8s} {'total min':>9s}")
+    print(
+        f"{'model':18s} {'source':20s} {'layer-tokens':>14s} {'k l-tok/s':>10s} {'forward s':>10s} "
+        f"{'other s':>8s} {'total min':>9s}"
+    )
     total = 0.0
     for name in chosen:
         spec = get_spec(name)
@@ -105,8 +112,11 @@ def main() -> None:
         rate = throughput(name, device, a.dtype, seq_len, a.batches)
         seconds = layer_tokens / rate + other
         total += seconds
-        print(f"{name:18s} {source:20s} {layer_tokens:14,.0f} {rate / 1e3:10,.1f} {layer_tokens / rate:10.0f} "
-              f"{other:8.0f} {seconds / 60:9.1f}", flush=True)
+        print(
+            f"{name:18s} {source:20s} {layer_tokens:14,.0f} {rate / 1e3:10,.1f} {layer_tokens / rate:10.0f} "
+            f"{other:8.0f} {seconds / 60:9.1f}",
+            flush=True,
+        )
     print(f"all listed models in sequence on one device: {total / 60:.1f} min (model loading not included)")
 
 

@@ -7,7 +7,7 @@
 
 Per model: forward layer-tokens run (every pass, in tests and their fixtures, from the process's own workload
 counter), layer-tokens booked to the tests in results.json, the floor (each distinct capture once: a prompt under
-one condition and depth counted once, alone or inside a larger prompt set; ``harness.capture.forward.Workload``), run /
+one condition and depth counted once, alone or inside a larger prompt set; ``harness.capture.workload.Workload``), run /
 floor, forward seconds, statistics seconds (test time minus forward time) and the tests' total. Exits 1 when the run
 is above 1.05 x its floor or (in-process runs) when the booked work differs from the work run.
 """
@@ -20,7 +20,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from harness.outcome.results import load_results, results_file  # noqa: E402
 from harness.report.document import time_per_model  # noqa: E402
@@ -32,33 +31,63 @@ def run_claims(options: list[str]) -> tuple[dict, dict]:
     """The bundled claims (or what ``options`` select) in this process: (results.json, {model: layer-tokens run})."""
     import pytest
 
-    from harness.capture.forward import WORKLOAD
+    from harness.run.plugin import WORKLOAD
 
+    class Work:  # the run's workload (the plugin's, one per pytest run), read as the run ends
+        layer_tokens: dict = {}
+
+        def pytest_sessionfinish(self, session):
+            self.layer_tokens = dict(session.config.stash[WORKLOAD].layer_tokens)
+
+    work = Work()
     with tempfile.TemporaryDirectory() as tmp:
         out = options[options.index("--report-dir") + 1] if "--report-dir" in options else tmp  # kept if given
-        code = pytest.main([str(ROOT / "claims"), "--models", "bundled", "-q", "-p", "no:randomly", *options,
-                            *([] if out != tmp else ["--report-dir", tmp])])
+        code = pytest.main(
+            [
+                str(ROOT / "claims"),
+                "--models",
+                "bundled",
+                "-q",
+                "-p",
+                "no:randomly",
+                *options,
+                *([] if out != tmp else ["--report-dir", tmp]),
+            ],
+            plugins=[work],
+        )
         if code not in (0, 1):
             sys.exit(f"bench_suite: pytest exited {code}")
-        return load_results(Path(out) / "latest" / "results.json"), dict(WORKLOAD.layer_tokens)
+        return load_results(Path(out) / "latest" / "results.json"), work.layer_tokens
 
 
 def table(results: dict, run: dict | None) -> tuple[list[list[str]], bool]:
     rows, ok = [], True
     totals = [0, 0, 0, 0.0, 0.0, 0.0]
-    for model, (t, f, booked, _, floor) in time_per_model(results["records"]).items():
+    for model, a in time_per_model(results["records"]).items():
         if not model:
             continue
+        t, f, booked, floor = a.seconds, a.forward_seconds, a.layer_tokens, a.floor_layer_tokens
         executed = run.get(model, 0) if run is not None else booked
         ratio = executed / floor if floor else 1.0
         ok &= ratio <= MAX_OVER_FLOOR and (run is None or executed == booked)
         for k, v in enumerate((executed, booked, floor, f, t - f, t)):
             totals[k] += v
-        rows.append([model, f"{executed:,}", f"{booked:,}", f"{floor:,}", f"{ratio:.3f}", f"{f:.0f}", f"{t - f:.0f}",
-                     f"{t:.0f}"])
+        rows.append(
+            [
+                model,
+                f"{executed:,}",
+                f"{booked:,}",
+                f"{floor:,}",
+                f"{ratio:.3f}",
+                f"{f:.0f}",
+                f"{t - f:.0f}",
+                f"{t:.0f}",
+            ]
+        )
     e, b, fl, f, st, t = totals
-    rows.append(["total", f"{e:,}", f"{b:,}", f"{fl:,}", f"{e / fl if fl else 1:.3f}", f"{f:.0f}", f"{st:.0f}",
-                 f"{t:.0f}"])
+    rows.append(
+        ["total", f"{e:,}", f"{b:,}", f"{fl:,}", f"{e / fl if fl else 1:.3f}", f"{f:.0f}", f"{st:.0f}", f"{t:.0f}"]
+    )
     return rows, ok
 
 
@@ -76,8 +105,11 @@ def main(argv: list[str]) -> int:
     print(f"\nrun {results.get('run')}: forward work against its floor (each distinct capture once)")
     for r in [header, *rows]:
         print("  ".join(c.rjust(w) if k else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))))
-    print(("PASS" if ok else "FAIL") + f": run within {MAX_OVER_FLOOR}x its floor"
-          + ("" if run is None else " and booked work equal to the work run"))
+    print(
+        ("PASS" if ok else "FAIL")
+        + f": run within {MAX_OVER_FLOOR}x its floor"
+        + ("" if run is None else " and booked work equal to the work run")
+    )
     return 0 if ok else 1
 
 

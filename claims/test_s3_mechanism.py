@@ -27,8 +27,10 @@ def test_EQ2_rotated_dot_depends_only_on_offset(model, seed, i, back, shift):
     q, k = rng.standard_normal((2, model.head_dim))
     a, b = rotated_dot(model, q, k, i, j), rotated_dot(model, q, k, i + shift, j + shift)
     # angles are computed in float32 by transformers: error ~ position * 1e-7 rad per band
-    holds(abs(a - b) <= 1e-3 * np.linalg.norm(q) * np.linalg.norm(k),
-          f"q.k at ({i},{j}) = {a:.6g} but at ({i + shift},{j + shift}) = {b:.6g}")
+    holds(
+        abs(a - b) <= 1e-3 * np.linalg.norm(q) * np.linalg.norm(k),
+        f"q.k at ({i},{j}) = {a:.6g} but at ({i + shift},{j + shift}) = {b:.6g}",
+    )
 
 
 @pytest.mark.claim("EQ3")
@@ -54,17 +56,33 @@ def test_EQ3_model_attention_applies_causal_mask_and_bidirectional_removes_it(mo
     under the causal mask (the mask is really applied), and n (or the sliding band) when it is removed."""
     ids = session.prompts(model).ids[:2, :32]
     names = model.names("attn.hook_pattern")
-    support = lambda x: (x > 0).sum(-1).float()  # noqa: E731  [B, H, n]
-    causal = cap.capture(model, ids, {n: support for n in names}, label="mask check")
+    support = lambda x: (x > 0).sum(-1).float()
+    causal = cap.capture(
+        model,
+        ids,
+        {n: support for n in names},
+        label="mask check",
+        progress=session.progress,
+        workload=session.workload,
+    )
     with bidirectional(model):
-        bi = cap.capture(model, ids, {n: support for n in names}, label="mask check (bidirectional)")
+        bi = cap.capture(
+            model,
+            ids,
+            {n: support for n in names},
+            label="mask check (bidirectional)",
+            progress=session.progress,
+            workload=session.workload,
+        )
     n = ids.shape[1]
     for layer, name in enumerate(names):
         window = getattr(model.layers[layer].self_attn, "sliding_window", None) or n
         want_causal = np.minimum(np.arange(n) + 1, window)
         idx = np.arange(n)
-        want_bi = ((np.abs(idx[:, None] - idx[None, :]) < window).sum(1))
-        holds(np.all(causal[name] == want_causal), f"layer {layer}: causal support {causal[name][0, 0]} != {want_causal}")
+        want_bi = (np.abs(idx[:, None] - idx[None, :]) < window).sum(1)
+        holds(
+            np.all(causal[name] == want_causal), f"layer {layer}: causal support {causal[name][0, 0]} != {want_causal}"
+        )
         holds(np.all(bi[name] == want_bi), f"layer {layer}: bidirectional support {bi[name][0, 0]} != {want_bi}")
 
 
@@ -82,8 +100,8 @@ def test_EQ7_position0_is_a_function_of_token0_alone(model, session, tail_seed, 
     other[1:] = rng.choice(base.max() + 1, size=length - 1)
     names = ["hook_embed"] + model.names("hook_resid_post")
     read = {n: cap.positions([0]) for n in names}
-    a = cap.capture(model, base[None], read, label="eq7")
-    b = cap.capture(model, other[None], read, label="eq7")
+    a = cap.capture(model, base[None], read, label="eq7", progress=session.progress, workload=session.workload)
+    b = cap.capture(model, other[None], read, label="eq7", progress=session.progress, workload=session.workload)
     for name in names:
         scale = np.abs(a[name]).max() + 1e-12
         # separate forward passes of different length: allow float rounding of the kernels, 1e-5 relative

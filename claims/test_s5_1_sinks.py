@@ -39,10 +39,14 @@ def test_T2_moving_bos_moves_the_sink(model, session, figures):
     figures.add("peak_layer", layer)
     figures.add("strongest_other_position_ge1", strongest_other)
     figures.add("sink_at_8_over_default_sink_at_0", s8 / peak_sink(default, 0)[0], note="secondary, not judged")
-    holds(s8 >= SATURATED, f"sink at 8 with BOS moved there is {s8:.3f} (layer {layer}), not near saturation "
-                           f"(>= {SATURATED})")
-    holds(s8 > strongest_other, f"position 8 ({s8:.3f}) is not the strongest sink among positions >= 1 "
-                                f"(another reaches {strongest_other:.3f})")
+    holds(
+        s8 >= SATURATED,
+        f"sink at 8 with BOS moved there is {s8:.3f} (layer {layer}), not near saturation (>= {SATURATED})",
+    )
+    holds(
+        s8 > strongest_other,
+        f"position 8 ({s8:.3f}) is not the strongest sink among positions >= 1 (another reaches {strongest_other:.3f})",
+    )
 
 
 @pytest.mark.claim("T2")
@@ -54,8 +58,11 @@ def test_T2_uncommon_token_at_zero_suppresses_the_sink(model, session, figures):
     figures.add("sink_at_0_default", s0)
     figures.add("sink_at_0_random_token", s0_random)
     figures.add("random_over_default_sink_at_0", s0_random / s0)
-    holds(s0_random <= SUPPRESSED * s0, f"with an uncommon token at 0 the sink there is {s0_random:.3f} vs {s0:.3f} "
-                                        f"with BOS ({s0_random / s0:.2f}x), not suppressed (<= {SUPPRESSED}x)")
+    holds(
+        s0_random <= SUPPRESSED * s0,
+        f"with an uncommon token at 0 the sink there is {s0_random:.3f} vs {s0:.3f} "
+        f"with BOS ({s0_random / s0:.2f}x), not suppressed (<= {SUPPRESSED}x)",
+    )
 
 
 @pytest.mark.claim("T2")
@@ -106,8 +113,11 @@ def test_T1_highest_sink_positions_are_at_chance(model, session, figures):
     figures.add("sink_by_layer_position", sink)
     figures.add("probe_accuracy_by_layer_position", acc)
     figures.add("chance", chance)
-    figures.add("top_sink_cells", [[int(l), int(pos[p]), sink[l, p], acc[l, p]] for l, p in cells],
-                note="[layer, position, sink, accuracy]")
+    figures.add(
+        "top_sink_cells",
+        [[int(l), int(pos[p]), sink[l, p], acc[l, p]] for l, p in cells],
+        note="[layer, position, sink, accuracy]",
+    )
     bad = [(int(l), int(pos[p]), round(acc[l, p], 3)) for l, p in cells if decodable[l, p]]
     holds(not bad, f"highest-sink cells decodable above chance {chance:.2f}: {bad} (layer, position, accuracy)")
 
@@ -123,17 +133,28 @@ def test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller(model, se
     content = [tuple(int(i) for i in np.unravel_index(o, acc.shape)) for o in order]
     content_sink = max(sink[c] for c in content)
     dec = decodable & ok
-    figures.add("top_content_cells", [[l, int(pos[p]), sink[l, p], acc[l, p]] for l, p in content],
-                note="[layer, position, sink, accuracy]")
+    figures.add(
+        "top_content_cells",
+        [[l, int(pos[p]), sink[l, p], acc[l, p]] for l, p in content],
+        note="[layer, position, sink, accuracy]",
+    )
     figures.add("min_top_sink", float(top_sink))
     figures.add("max_sink_at_top_content_cells", float(content_sink))
     figures.add("sink_ratio_top_sink_over_top_content", float(top_sink / content_sink))
     figures.add("decodable_cells", int(dec.sum()))
-    figures.add("max_sink_at_decodable_cells", float(sink[dec].max()) if dec.any() else None,
-                note="every cell above chance: reported, not judged")
+    figures.add(
+        "max_sink_at_decodable_cells",
+        float(sink[dec].max()) if dec.any() else None,
+        note="every cell above chance: reported, not judged",
+    )
     bad = [(l, int(pos[p]), round(acc[l, p], 3)) for l, p in content if not decodable[l, p]]
-    holds(not bad, f"the highest-content cells are not decodable above chance {chance:.2f}: {bad} "
-                   f"(layer, position, accuracy)")
+    holds(
+        not bad,
+        f"the highest-content cells are not decodable above chance {chance:.2f}: {bad} (layer, position, accuracy)",
+    )
     ratio = top_sink / content_sink
-    holds(ratio >= ORDERS_SMALLER, f"the highest-content cells reach sink {content_sink:.4g}, only {ratio:.1f}x below "
-                                   f"the highest sinks ({top_sink:.4g}; need >= {ORDERS_SMALLER}x)")
+    holds(
+        ratio >= ORDERS_SMALLER,
+        f"the highest-content cells reach sink {content_sink:.4g}, only {ratio:.1f}x below "
+        f"the highest sinks ({top_sink:.4g}; need >= {ORDERS_SMALLER}x)",
+    )

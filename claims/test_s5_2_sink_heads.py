@@ -23,7 +23,8 @@ from harness.stats.heads import (
     pc1_identity_pvalue,
     pc1_identity_r2,
 )
-from harness.stats.leakage import benjamini_hochberg, bootstrap_weights
+from harness.stats.intervals import bootstrap_weights
+from harness.stats.nulls import benjamini_hochberg
 from harness.stats.sinks import sink_reading_strength
 
 TOP_HEADS = 20  # "the top twenty Qwen sink-reading heads"
@@ -55,15 +56,21 @@ def test_T3_top_sink_readers_are_consistent_across_prompts_with_bos(model, sessi
     z, strength = head_outputs(session, model, session.prompts(model))
     top, bottom = decile_split(strength)
     cons, boot = consistency(session, z)
-    gap, gap_ci = cons[top].mean() - cons[bottom].mean(), prompt_ci(session, boot[:, top].mean(1) - boot[:, bottom].mean(1))
+    gap, gap_ci = (
+        cons[top].mean() - cons[bottom].mean(),
+        prompt_ci(session, boot[:, top].mean(1) - boot[:, bottom].mean(1)),
+    )
     figures.add("cosine_top_decile", float(cons[top].mean()))
     figures.add("cosine_bottom_decile", float(cons[bottom].mean()))
     figures.add("cosine_gap_top_minus_bottom", float(gap), ci=gap_ci)
     figures.add("heads_per_decile", len(top))
     figures.add("sink_by_layer_head", strength)
-    holds(gap_ci[0] > 0, f"top-decile sink readers' cosine consistency {cons[top].mean():.3f} is not significantly "
-                         f"above the bottom decile's {cons[bottom].mean():.3f} (95% CI of the gap "
-                         f"{np.round(gap_ci, 3).tolist()})")
+    holds(
+        gap_ci[0] > 0,
+        f"top-decile sink readers' cosine consistency {cons[top].mean():.3f} is not significantly "
+        f"above the bottom decile's {cons[bottom].mean():.3f} (95% CI of the gap "
+        f"{np.round(gap_ci, 3).tolist()})",
+    )
 
 
 @pytest.mark.claim("T3")
@@ -79,9 +86,12 @@ def test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero(model, sess
     figures.add("cosine_top_decile_fixed_token0", float(fixed[top].mean()))
     figures.add("cosine_top_decile_varying_minus_fixed", float(natural[top].mean() - fixed[top].mean()), ci=diff_ci)
     figures.add("sink_by_layer_head", strength)
-    holds(diff_ci[1] < 0, f"top-decile consistency with the natural token at 0 ({natural[top].mean():.3f}) is not "
-                          f"significantly below that with a fixed token at 0 ({fixed[top].mean():.3f}; paired 95% "
-                          f"CI of the difference {np.round(diff_ci, 4).tolist()})")
+    holds(
+        diff_ci[1] < 0,
+        f"top-decile consistency with the natural token at 0 ({natural[top].mean():.3f}) is not "
+        f"significantly below that with a fixed token at 0 ({fixed[top].mean():.3f}; paired 95% "
+        f"CI of the difference {np.round(diff_ci, 4).tolist()})",
+    )
 
 
 @pytest.mark.claim("T4")
@@ -91,8 +101,9 @@ def test_T4_sink_reader_output_carries_token0_identity(model, session, figures):
     float round-off wherever the output varies at all. What can fail is PC1 retention (the variation token 0
     causes is one-dimensional) and significance against the permutation null."""
     s = session.settings
-    prompts = corpus.token0_identity_prompts(session.prompts(model), model.tokenizer, N_SINK_TOKENS,
-                                             4 * N_SINK_TOKENS, s.seed)
+    prompts = corpus.token0_identity_prompts(
+        session.prompts(model), model.tokenizer, N_SINK_TOKENS, 4 * N_SINK_TOKENS, s.seed
+    )
     z, strength = head_outputs(session, model, prompts)
     token0 = prompts.ids[:, 0]
     rows = []
@@ -103,12 +114,24 @@ def test_T4_sink_reader_output_carries_token0_identity(model, session, figures):
     kept = [r for r in rows if r[2] > PC1_RETAIN]
     significant = benjamini_hochberg(np.array([r[4] for r in kept]), Q) if kept else np.array([], bool)
     heads = model.n_heads
-    figures.add("top_heads", [[h // heads, h % heads, r2, pc1, nm] for h, r2, pc1, nm, _ in rows],
-                note="[layer, head, R², PC1 fraction, null mean], strongest sink reader first")
-    figures.add("retained_heads", [[h // heads, h % heads, r2, pc1, nm] for h, r2, pc1, nm, _ in kept],
-                note="[layer, head, R², PC1 fraction, null mean]")
+    figures.add(
+        "top_heads",
+        [[h // heads, h % heads, r2, pc1, nm] for h, r2, pc1, nm, _ in rows],
+        note="[layer, head, R², PC1 fraction, null mean], strongest sink reader first",
+    )
+    figures.add(
+        "retained_heads",
+        [[h // heads, h % heads, r2, pc1, nm] for h, r2, pc1, nm, _ in kept],
+        note="[layer, head, R², PC1 fraction, null mean]",
+    )
     figures.add("retained_significant", int(significant.sum()))
-    holds(kept, f"none of the top {TOP_HEADS} sink-reading heads has a PC1 fraction above {PC1_RETAIN} "
-                f"(largest {max(r[2] for r in rows):.3f})")
-    holds(significant.all(), f"{int((~significant).sum())}/{len(kept)} retained heads' PC1 projection is not "
-                             f"explained by the token at 0 beyond the permutation null")
+    holds(
+        kept,
+        f"none of the top {TOP_HEADS} sink-reading heads has a PC1 fraction above {PC1_RETAIN} "
+        f"(largest {max(r[2] for r in rows):.3f})",
+    )
+    holds(
+        significant.all(),
+        f"{int((~significant).sum())}/{len(kept)} retained heads' PC1 projection is not "
+        f"explained by the token at 0 beyond the permutation null",
+    )

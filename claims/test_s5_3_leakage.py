@@ -29,12 +29,18 @@ def test_T5_top30_heads_significant_after_fdr(model, session, figures):
     figures.add("top30_significant", n_sig, paper=n_top)
     figures.add("heads_significant", int(sig["significant"].sum()))
     figures.add("top30_largest_p", float(sig["p"][top].max()))
-    figures.add("top30_significant_within_offset_permutation", int(sig["significant_within_offset"][top].sum()),
-                note="the paper's null, rows pooled across prompts: reported, not judged (METHODS.md)")
+    figures.add(
+        "top30_significant_within_offset_permutation",
+        int(sig["significant_within_offset"][top].sum()),
+        note="the paper's null, rows pooled across prompts: reported, not judged (METHODS.md)",
+    )
     figures.add("heads_significant_within_offset_permutation", int(sig["significant_within_offset"].sum()))
     figures.add("heads", int(sig["delta"].size))
-    holds(n_sig == n_top, f"only {n_sig}/{n_top} of the top heads survive BH-FDR at q={Q} under the prompt-level "
-                          f"sign-flip test (largest p among the top heads {sig['p'][top].max():.3g})")
+    holds(
+        n_sig == n_top,
+        f"only {n_sig}/{n_top} of the top heads survive BH-FDR at q={Q} under the prompt-level "
+        f"sign-flip test (largest p among the top heads {sig['p'][top].max():.3g})",
+    )
 
 
 @pytest.mark.claim("T5")
@@ -48,6 +54,8 @@ def test_T5_leakage_is_content_independent(model, session, figures):
     figures.add("mean_delta_natural_text", n, ci=natural.mean_delta_with_ci()[1])
     figures.add("mean_delta_random_tokens", r, ci=random.mean_delta_with_ci()[1])
     figures.add("ratio_random_over_natural", r / n, ci=ratio_ci)
-    holds(SIMILAR[0] <= ratio_ci[0] and ratio_ci[1] <= SIMILAR[1],
-          f"mean ΔR² on random tokens {r:.4g} vs natural text {n:.4g}: ratio {r / n:.2f}, 95% CI "
-          f"{np.round(ratio_ci, 2).tolist()} not inside {list(SIMILAR)}")
+    holds(
+        SIMILAR[0] <= ratio_ci[0] and ratio_ci[1] <= SIMILAR[1],
+        f"mean ΔR² on random tokens {r:.4g} vs natural text {n:.4g}: ratio {r / n:.2f}, 95% CI "
+        f"{np.round(ratio_ci, 2).tolist()} not inside {list(SIMILAR)}",
+    )

@@ -34,9 +34,11 @@ def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
     figures.add("mean_delta_causal", base, ci=base_ci)
     figures.add("mean_delta_bidirectional", bi, ci=bi_ci)
     figures.add("bidirectional_over_causal", ratio, ci=ratio_ci, note="paper 0.09-0.36 across its models")
-    holds(ratio <= BI_AT_MOST and ratio_ci[1] < 1,
-          f"bidirectional mean ΔR² {bi:.4g} vs causal {base:.4g}: ratio {ratio:.2f} (95% CI "
-          f"{np.round(ratio_ci, 2).tolist()}), not <= {BI_AT_MOST} with the CI below 1")
+    holds(
+        ratio <= BI_AT_MOST and ratio_ci[1] < 1,
+        f"bidirectional mean ΔR² {bi:.4g} vs causal {base:.4g}: ratio {ratio:.2f} (95% CI "
+        f"{np.round(ratio_ci, 2).tolist()}), not <= {BI_AT_MOST} with the CI below 1",
+    )
 
 
 @pytest.mark.claim("T6")
@@ -52,10 +54,17 @@ def test_T6_rope_ablations_raise_leakage_alike(model, session, figures):
     figures.add("identity_over_causal", ident, ci=ident_ci, note="paper 2.1-3.2x")
     figures.add("scrambled_over_causal", scr, ci=scr_ci, note="paper 2.1-3.2x")
     sens = leak.mean_delta(ScrambledRopeAllEntries())
-    figures.add("scrambled_all_entries_over_causal_sensitivity", sens / base,
-                note="sensitivity only: all d cos/sin entries permuted, not a rotation; not judged")
-    holds(min(ident, scr) >= RISE_AT_LEAST,
-          f"RoPE ablations do not raise leakage {RISE_AT_LEAST}x: identity {ident:.2f}x, scrambled {scr:.2f}x of "
-          f"causal {base:.4g}")
-    holds(abs(np.log(ident / scr)) <= np.log(NEARLY_EQUAL),
-          f"identity-RoPE {ident_v:.4g} and scrambled-RoPE {scr_v:.4g} differ by more than {NEARLY_EQUAL}x")
+    figures.add(
+        "scrambled_all_entries_over_causal_sensitivity",
+        sens / base,
+        note="sensitivity only: all d cos/sin entries permuted, not a rotation; not judged",
+    )
+    holds(
+        min(ident, scr) >= RISE_AT_LEAST,
+        f"RoPE ablations do not raise leakage {RISE_AT_LEAST}x: identity {ident:.2f}x, scrambled {scr:.2f}x of "
+        f"causal {base:.4g}",
+    )
+    holds(
+        abs(np.log(ident / scr)) <= np.log(NEARLY_EQUAL),
+        f"identity-RoPE {ident_v:.4g} and scrambled-RoPE {scr_v:.4g} differ by more than {NEARLY_EQUAL}x",
+    )

@@ -13,11 +13,13 @@ import pytest
 from harness import claim, holds
 from harness.capture.measure import Leakage, prompt_ci
 from harness.model.edits import Bidirectional
-from harness.stats.leakage import causal_mask_share, query_bins
+from harness.stats.leakage import causal_mask_share
+from harness.stats.pairs import query_bins
 
 T7 = claim("T7")
 SEQ_LEN, FIRST_BIN_SHARE, MASK_SHARE, MEET_FROM, MEET_GAP = (
-    T7.threshold(k) for k in ("seq_len", "first_bin_share", "causal_mask_share", "meet_from_bin", "meet_gap"))
+    T7.threshold(k) for k in ("seq_len", "first_bin_share", "causal_mask_share", "meet_from_bin", "meet_gap")
+)
 
 
 def profiles(session, model):
@@ -28,8 +30,13 @@ def profiles(session, model):
 def _profiles(session, model):
     leak = Leakage(session, model, seq_len=max(SEQ_LEN, session.settings.seq_len))
     edges = query_bins(leak.prompts.seq_len)
-    return edges, leak.bin_profile(edges=edges), leak.bin_profile(Bidirectional(), edges=edges), \
-        leak.bin_profile(edges=edges, boot=True), leak.bin_profile(Bidirectional(), edges=edges, boot=True)
+    return (
+        edges,
+        leak.bin_profile(edges=edges),
+        leak.bin_profile(Bidirectional(), edges=edges),
+        leak.bin_profile(edges=edges, boot=True),
+        leak.bin_profile(Bidirectional(), edges=edges, boot=True),
+    )
 
 
 def first_bin_share(profile):
@@ -46,10 +53,16 @@ def test_T7_leakage_concentrates_in_first_query_bin(model, session, figures):
     figures.add("first_bin_causal", causal[0], ci=prompt_ci(session, causal_b)[0])
     figures.add("first_bin_over_second", causal[0] / causal[1])
     figures.add("first_bin_share_of_causal_profile", share, ci=prompt_ci(session, first_bin_share(causal_b)))
-    holds(np.argmax(causal) == 0, f"the largest causal bin is [{edges[np.argmax(causal)]}, "
-                                  f"{edges[np.argmax(causal) + 1]}), not the first ({np.round(causal, 4).tolist()})")
-    holds(share >= FIRST_BIN_SHARE, f"the first bin holds {share:.2f} of the summed causal bin profile, not "
-                                    f"overwhelmingly concentrated (>= {FIRST_BIN_SHARE})")
+    holds(
+        np.argmax(causal) == 0,
+        f"the largest causal bin is [{edges[np.argmax(causal)]}, "
+        f"{edges[np.argmax(causal) + 1]}), not the first ({np.round(causal, 4).tolist()})",
+    )
+    holds(
+        share >= FIRST_BIN_SHARE,
+        f"the first bin holds {share:.2f} of the summed causal bin profile, not "
+        f"overwhelmingly concentrated (>= {FIRST_BIN_SHARE})",
+    )
 
 
 @pytest.mark.claim("T7")
@@ -61,10 +74,15 @@ def test_T7_bidirectional_far_below_causal_in_first_bin(model, session, figures)
     figures.add("first_bin_bidirectional", bi[0], ci=prompt_ci(session, bi_b)[0])
     figures.add("first_bin_causal_mask_share", share, ci=prompt_ci(session, 1 - bi_b[:, :1] / causal_b[:, :1])[0])
     figures.add("first_bin_gap_ci", gap_ci)
-    holds(gap_ci[0] > 0, f"first bin: bidirectional {bi[0]:.4g} is not significantly below causal {causal[0]:.4g} "
-                         f"(95% CI of the gap {np.round(gap_ci, 4).tolist()})")
-    holds(share >= MASK_SHARE, f"first bin: the causal-mask share is {share:.2f}, not substantially smaller "
-                               f"bidirectional (>= {MASK_SHARE})")
+    holds(
+        gap_ci[0] > 0,
+        f"first bin: bidirectional {bi[0]:.4g} is not significantly below causal {causal[0]:.4g} "
+        f"(95% CI of the gap {np.round(gap_ci, 4).tolist()})",
+    )
+    holds(
+        share >= MASK_SHARE,
+        f"first bin: the causal-mask share is {share:.2f}, not substantially smaller bidirectional (>= {MASK_SHARE})",
+    )
 
 
 @pytest.mark.claim("T7")
@@ -78,6 +96,12 @@ def test_T7_curves_meet_at_later_bins(model, session, figures):
     figures.add("gap_by_bin", gaps, ci=gap_cis.tolist())
     figures.add("last_bin_gap_over_first_bin_gap", gaps[-1] / first_gap)
     figures.add("later_bins_apart", [[int(edges[b]), int(edges[b + 1])] for b in apart])
-    holds(not apart, "the curves still differ at " + "; ".join(
-        f"[{edges[b]}, {edges[b + 1]}) gap {gaps[b]:.3g} (CI {np.round(gap_cis[b], 5).tolist()}, "
-        f"{abs(gaps[b] / first_gap):.2f} of the first bin's)" for b in apart))
+    holds(
+        not apart,
+        "the curves still differ at "
+        + "; ".join(
+            f"[{edges[b]}, {edges[b + 1]}) gap {gaps[b]:.3g} (CI {np.round(gap_cis[b], 5).tolist()}, "
+            f"{abs(gaps[b] / first_gap):.2f} of the first bin's)"
+            for b in apart
+        ),
+    )

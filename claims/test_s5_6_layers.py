@@ -47,16 +47,20 @@ def test_T8_layer_ratio_is_flat_with_depth(model, session, figures):
     bound = FLAT
     record(figures, ratio, slope, slope_ci, session.settings.seq_len)
     figures.add("flat_bound", bound)
-    holds(-bound < slope_ci[0] and slope_ci[1] < bound,
-          f"the layer-wise ratio is not flat: slope {slope:.3f} over the depth, 95% CI "
-          f"{np.round(slope_ci, 3).tolist()}, not inside ±{bound} (mean ratio {np.nanmean(ratio):.3f})")
+    holds(
+        -bound < slope_ci[0] and slope_ci[1] < bound,
+        f"the layer-wise ratio is not flat: slope {slope:.3f} over the depth, 95% CI "
+        f"{np.round(slope_ci, 3).tolist()}, not inside ±{bound} (mean ratio {np.nanmean(ratio):.3f})",
+    )
 
 
 def check_rises(model, session, figures, seq_len=None):
     ratio, slope, slope_ci = ratio_profile(session, model, seq_len)
     record(figures, ratio, slope, slope_ci, seq_len or session.settings.seq_len)
-    holds(slope_ci[0] > 0, f"the layer-wise ratio does not rise with depth: slope {slope:.3f}, "
-                           f"95% CI {np.round(slope_ci, 3).tolist()}")
+    holds(
+        slope_ci[0] > 0,
+        f"the layer-wise ratio does not rise with depth: slope {slope:.3f}, 95% CI {np.round(slope_ci, 3).tolist()}",
+    )
 
 
 @pytest.mark.claim("T8")

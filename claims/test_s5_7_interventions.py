@@ -15,7 +15,7 @@ from harness.capture import corpus
 from harness.capture.measure import WEIGHT, Leakage, prompt_ci
 from harness.capture.plan import topic
 from harness.model.edits import Bidirectional, ReplaceEmbedding, ReplaceStateWithMidMean
-from harness.stats.leakage import query_bins
+from harness.stats.pairs import query_bins
 
 
 def first_bin(session, model, *edits):
@@ -23,8 +23,10 @@ def first_bin(session, model, *edits):
     same prompt resamples for every condition, so differences row by row are paired)."""
     leak = Leakage(session, model)
     edges = query_bins(leak.prompts.seq_len)[:2]
-    return (float(leak.bin_profile(Bidirectional(), *edits, edges=edges)[0]),
-            leak.bin_profile(Bidirectional(), *edits, edges=edges, boot=True)[:, 0])
+    return (
+        float(leak.bin_profile(Bidirectional(), *edits, edges=edges)[0]),
+        leak.bin_profile(Bidirectional(), *edits, edges=edges, boot=True)[:, 0],
+    )
 
 
 def most_leaky_layer(session, model) -> int:
@@ -38,13 +40,16 @@ def random_token(model, seed) -> int:
 
 def table9_rows(session, model):
     """({condition: (first-bin ΔR², bootstrap rows)}, L*, replacement token), once per model (three tests)."""
+
     def compute():
         token = random_token(model, session.settings.seed)
         l_star = most_leaky_layer(session, model)
-        out = {"bidirectional": first_bin(session, model),
-               "bi+replace-embedding": first_bin(session, model, ReplaceEmbedding(0, token)),
-               "bi+replace-Lstar": first_bin(session, model, ReplaceStateWithMidMean((l_star,))),
-               "bi+replace-all": first_bin(session, model, ReplaceStateWithMidMean(tuple(range(model.n_layers))))}
+        out = {
+            "bidirectional": first_bin(session, model),
+            "bi+replace-embedding": first_bin(session, model, ReplaceEmbedding(0, token)),
+            "bi+replace-Lstar": first_bin(session, model, ReplaceStateWithMidMean((l_star,))),
+            "bi+replace-all": first_bin(session, model, ReplaceStateWithMidMean(tuple(range(model.n_layers)))),
+        }
         return out, l_star, token
 
     return session.memo(model, "T9c Table 9", compute)
@@ -76,12 +81,17 @@ def check(table9, condition, lower: bool, what: str):
     bi, _ = table9["bidirectional"]
     value, (lo, hi) = table9[condition]
     significant = hi < 0 if lower else lo > 0
-    holds(significant, f"{what} gives first-bin ΔR² {value:.4g} vs bidirectional {bi:.4g}: not significantly "
-                       f"{'below' if lower else 'above'} it (paired 95% CI of the difference [{lo:.3g}, {hi:.3g}])")
+    holds(
+        significant,
+        f"{what} gives first-bin ΔR² {value:.4g} vs bidirectional {bi:.4g}: not significantly "
+        f"{'below' if lower else 'above'} it (paired 95% CI of the difference [{lo:.3g}, {hi:.3g}])",
+    )
     op, bound = PERCENT[condition]
     percent = 100 * value / bi
-    holds(percent <= bound if op == "<=" else percent >= bound,
-          f"{what} gives {percent:.0f}% of bidirectional, not {op} {bound}% (Table 9's value widened by 10 points)")
+    holds(
+        percent <= bound if op == "<=" else percent >= bound,
+        f"{what} gives {percent:.0f}% of bidirectional, not {op} {bound}% (Table 9's value widened by 10 points)",
+    )
 
 
 @pytest.mark.claim("T9c")

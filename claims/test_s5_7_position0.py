@@ -28,8 +28,11 @@ def test_T9a_position0_state_is_identical_across_prompts(model, session, figures
     figures.add("max_std_position0", float(std0.max()), paper=0.0)
     figures.add("min_std_position1", float(std1.min()))
     figures.add("std_position1_by_layer", std1)
-    holds(np.all(std0 == 0.0), f"position-0 std across prompts is not exactly 0 at layers {np.nonzero(std0)[0].tolist()} "
-                               f"(max {std0.max():.3g})")
+    holds(
+        np.all(std0 == 0.0),
+        f"position-0 std across prompts is not exactly 0 at layers {np.nonzero(std0)[0].tolist()} "
+        f"(max {std0.max():.3g})",
+    )
     holds(np.all(std1[1:] > 0), "position-1 std is 0 at some layer: prompts do not vary there")
 
 
@@ -42,5 +45,8 @@ def test_T9b_position0_norm_exceeds_mid_sequence_tenfold(model, session, figures
     figures.add("norm_ratio_by_layer", ratio)
     figures.add("layers_over_10x", over)
     figures.add("peak_ratio", float(ratio.max()))
-    holds(over > len(ratio) / 2, f"position-0 norm exceeds {NORM_FACTOR}x the mid-sequence norm at only "
-                                 f"{over}/{len(ratio)} layers (peak ratio {ratio.max():.1f})")
+    holds(
+        over > len(ratio) / 2,
+        f"position-0 norm exceeds {NORM_FACTOR}x the mid-sequence norm at only "
+        f"{over}/{len(ratio)} layers (peak ratio {ratio.max():.1f})",
+    )

@@ -41,12 +41,23 @@ def test_T10_leakage_decays_with_length_piecewise(model, session, figures):
     figures.add("power_law_exponent", fits["power"].params["b"])
     figures.add("piecewise_breakpoint", L0 if interior else None)
     figures.add("interior_breakpoint", interior)
-    figures.add("delta_aic_power_minus_piecewise", fits["delta_aic"] if interior else None,
-                note="" if interior else "no interior breakpoint: the piecewise law is the power law here")
+    figures.add(
+        "delta_aic_power_minus_piecewise",
+        fits["delta_aic"] if interior else None,
+        note="" if interior else "no interior breakpoint: the piecewise law is the power law here",
+    )
     rho = np.corrcoef(np.argsort(np.argsort(L)), np.argsort(np.argsort(y)))[0, 1]
-    holds(rho < 0 and y[-1] < y[0], f"mean ΔR² does not decay with length: {np.round(y, 5).tolist()} "
-                                    f"(rank correlation {rho:.2f})")
-    holds(interior, f"no interior breakpoint: the best piecewise fit puts L0 at the edge of the length grid "
-                    f"({L0:.0f}, grid {L.min()}-{L.max()}), where it is the power law itself")
-    holds(fits["delta_aic"] > AIC_MARGIN, f"the piecewise law does not beat a single power law by AIC "
-                                         f"(ΔAIC {fits['delta_aic']:.2f}, need > {AIC_MARGIN})")
+    holds(
+        rho < 0 and y[-1] < y[0],
+        f"mean ΔR² does not decay with length: {np.round(y, 5).tolist()} (rank correlation {rho:.2f})",
+    )
+    holds(
+        interior,
+        f"no interior breakpoint: the best piecewise fit puts L0 at the edge of the length grid "
+        f"({L0:.0f}, grid {L.min()}-{L.max()}), where it is the power law itself",
+    )
+    holds(
+        fits["delta_aic"] > AIC_MARGIN,
+        f"the piecewise law does not beat a single power law by AIC "
+        f"(ΔAIC {fits['delta_aic']:.2f}, need > {AIC_MARGIN})",
+    )

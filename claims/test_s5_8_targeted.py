@@ -17,7 +17,7 @@ from harness.capture.reads import MLP_AT_TARGET, PROBE_STATES, At, Run, SinkProf
 from harness.model.edits import Directions, ProjectOutOfResidual, Rank1MLPAblation, ZeroHeads
 from harness.stats.directions import dominant_direction, fraction_norm_removed, rank1_direction
 from harness.stats.heads import decile_split
-from harness.stats.leakage import t_interval
+from harness.stats.intervals import t_interval
 from harness.stats.probes import chance_level, topic_probe_accuracy
 from harness.stats.sinks import sink_reading_strength
 
@@ -40,26 +40,36 @@ def random_control(leak, model, k: int, draws: int, seed: int) -> list[float]:
     """Mean ΔR² with k uniformly drawn heads zeroed, one value per draw."""
     rng = np.random.default_rng(seed)
     n = model.n_layers * model.n_heads
-    return [leak.mean_delta(ZeroHeads([divmod(int(h), model.n_heads) for h in rng.choice(n, k, replace=False)],
-                                      name=f"random{k}-{d}")) for d in range(draws)]
+    return [
+        leak.mean_delta(
+            ZeroHeads([divmod(int(h), model.n_heads) for h in rng.choice(n, k, replace=False)], name=f"random{k}-{d}")
+        )
+        for d in range(draws)
+    ]
 
 
 def targeted_vs_random(model, session, figures, draws):
     """Reductions of mean ΔR² (1 - ablated / baseline) by the rank-1 position direction, the top-decile sink heads
     and as many random heads (per draw, with the t-interval of their mean); computed once per model."""
-    base, rank1, sink, k, values = session.memo(model, ("T11 targeted vs random", draws),
-                                                lambda: _targeted_vs_random(model, session, draws))
+    base, rank1, sink, k, values = session.memo(
+        model, ("T11 targeted vs random", draws), lambda: _targeted_vs_random(model, session, draws)
+    )
     reductions = 1 - np.array(values) / base
     random_ci = t_interval(reductions)
     figures.add("ablation:baseline", base)
     figures.add("ablation:rank-1 position probe", rank1)
     figures.add(f"ablation:top-decile sink heads ({k})", sink)
-    figures.add(f"ablation:random heads ({k}, {draws} draws)", float(np.mean(values)),
-                ci=[min(values), max(values)], note="range over draws")
+    figures.add(
+        f"ablation:random heads ({k}, {draws} draws)",
+        float(np.mean(values)),
+        ci=[min(values), max(values)],
+        note="range over draws",
+    )
     figures.add("reduction_rank1", 1 - rank1 / base)
     figures.add("reduction_sink_heads", 1 - sink / base)
-    figures.add("reduction_random_heads", float(reductions.mean()), ci=random_ci,
-                note=f"95% t-interval over {draws} draws")
+    figures.add(
+        "reduction_random_heads", float(reductions.mean()), ci=random_ci, note=f"95% t-interval over {draws} draws"
+    )
     figures.add("reduction_random_heads_by_draw", reductions)
     return base, {"rank1": 1 - rank1 / base, "sink": 1 - sink / base}, random_ci
 
@@ -83,10 +93,16 @@ def t11(model, session, figures):
 def check_smaller_than_random(t11, which: str, what: str):
     base, targeted, (lo, hi) = t11
     r = targeted[which]
-    holds(lo > 0, f"the random-head control does not reduce ΔR² (mean reduction 95% CI [{lo:.3f}, {hi:.3f}]): "
-                  f"no yardstick for 'smaller than a random ablation'")
-    holds(abs(r) < lo, f"{what} changes ΔR² by {-r:+.1%}, an effect not smaller than the random-head control's "
-                       f"(reduction 95% CI [{lo:.1%}, {hi:.1%}])")
+    holds(
+        lo > 0,
+        f"the random-head control does not reduce ΔR² (mean reduction 95% CI [{lo:.3f}, {hi:.3f}]): "
+        f"no yardstick for 'smaller than a random ablation'",
+    )
+    holds(
+        abs(r) < lo,
+        f"{what} changes ΔR² by {-r:+.1%}, an effect not smaller than the random-head control's "
+        f"(reduction 95% CI [{lo:.1%}, {hi:.1%}])",
+    )
 
 
 @pytest.mark.claim("T11")
@@ -119,9 +135,18 @@ def test_T12_rank1_mlp_ablation_removes_norm_not_topic(model, session, figures):
         return topic_probe_accuracy(states[:, -1, -1], text.labels, seed=seed)  # the last layer, at the target
 
     acc0 = accuracy(resid.values)  # the topic grid's pass (T1): its last position is the target
-    after = np.array([accuracy(session.capture(model, Run(text, (Rank1MLPAblation(Directions({l: dirs[l]}),
-                                                                                  start=target),)),
-                                               At(positions=(target,))).values) for l in layers])
+    after = np.array(
+        [
+            accuracy(
+                session.capture(
+                    model,
+                    Run(text, (Rank1MLPAblation(Directions({l: dirs[l]}), start=target),)),
+                    At(positions=(target,)),
+                ).values
+            )
+            for l in layers
+        ]
+    )
     se = np.sqrt(acc0 * (1 - acc0) / len(text))
     chance = chance_level(text.labels)
     figures.add("fraction_norm_removed_by_layer", removed, note="paper 0.17-0.80 per layer")
@@ -131,8 +156,13 @@ def test_T12_rank1_mlp_ablation_removes_norm_not_topic(model, session, figures):
     figures.add("topic_accuracy_after_by_ablated_layer", after)
     assert np.all(np.isfinite(removed)), f"non-finite fraction of the MLP norm removed {removed}: a harness error"
     low = [(l, round(float(r), 3)) for l, r in zip(layers, removed) if r < MIN_NORM_REMOVED]
-    holds(not low, f"the rank-1 ablation removes less than {MIN_NORM_REMOVED} of the MLP output norm at the target "
-                   f"at layer(s) {low} (layer, fraction)")
-    holds(after.min() >= acc0 - ACCURACY_SE * se,
-          f"topic-probe accuracy falls from {acc0:.3f} to {after.min():.3f} after the ablation at layer "
-          f"{layers[int(after.argmin())]} (beyond {ACCURACY_SE} SE = {ACCURACY_SE * se:.3f})")
+    holds(
+        not low,
+        f"the rank-1 ablation removes less than {MIN_NORM_REMOVED} of the MLP output norm at the target "
+        f"at layer(s) {low} (layer, fraction)",
+    )
+    holds(
+        after.min() >= acc0 - ACCURACY_SE * se,
+        f"topic-probe accuracy falls from {acc0:.3f} to {after.min():.3f} after the ablation at layer "
+        f"{layers[int(after.argmin())]} (beyond {ACCURACY_SE} SE = {ACCURACY_SE * se:.3f})",
+    )

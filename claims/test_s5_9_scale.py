@@ -21,8 +21,13 @@ T13_TEST = "test_T13_leakage_constant_and_residual_share_rises_with_scale"
 
 
 @pytest.mark.claim("T13")
-@pytest.mark.parametrize("family", [  # a family with a paper ladder is also `paper`: the nightly -m "paper and llama"
-    pytest.param(f, marks=[getattr(pytest.mark, f)] + ([pytest.mark.paper] if f in LADDERS else [])) for f in FAMILIES])
+@pytest.mark.parametrize(
+    "family",
+    [  # a family with a paper ladder is also `paper`: the nightly -m "paper and llama"
+        pytest.param(f, marks=[getattr(pytest.mark, f)] + ([pytest.mark.paper] if f in LADDERS else []))
+        for f in FAMILIES
+    ],
+)
 def test_T13_leakage_constant_and_residual_share_rises_with_scale(family, session, selected_models, figures):
     sizes = family_sizes(family, selected_models)
     try:  # every size present before any is measured (a ladder up to 8B takes a while)

@@ -10,8 +10,8 @@ _API = ("RunFailed", "Verdicts", "verify")
 
 
 def __getattr__(name: str):
-    """The API on first use: importing it eagerly would load harness.report.document before ``python -m harness.report``
-    runs it (a RuntimeWarning on every report command)."""
+    """The API on first use: ``import harness`` (every claim file does) stays light; the API brings in the report
+    and run layers."""
     if name in _API:
         from harness import api
 

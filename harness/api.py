@@ -26,11 +26,10 @@ from typing import Iterable, Sequence
 from harness.files.paths import ROOT
 from harness.outcome.results import ResultsFileError, load_results
 from harness.outcome.verdict import verdict_of
-from harness.report.document import claim_key, measured, model_label, test_name
+from harness.report.cells import claim_key, measured, model_label, test_name
 from harness.report.render import to_markdown
 from harness.run import signals
-from harness.spec.claims import claim
-from harness.spec.criteria import CRITERIA
+from harness.spec.claims import claim, claim_test
 
 CLAIMS_DIR = ROOT / "claims"
 USAGE_ERROR = 4  # pytest's exit code for a usage error
@@ -58,6 +57,7 @@ class RunFailed(RuntimeError):
 
 # ---- the pytest command line (shared with `abspos-claims run`) -----------------------------------------
 
+
 def as_names(value: str | Iterable[str] | None) -> list[str]:
     """A comma list ("T7,T9a") or a list of strings, as a list of non-empty names."""
     if value is None:
@@ -71,8 +71,11 @@ def model_names(models: str | Iterable[str] | None) -> list[str]:
     before anything runs, never a run of the suite's default models."""
     names = as_names(models)
     if not names:
-        raise RunFailed(f"models {models!r}: no model named; name models or groups (bundled, paper, all), e.g. "
-                        f"\"smollm2-135m\" or \"bundled\"", USAGE_ERROR)
+        raise RunFailed(
+            f"models {models!r}: no model named; name models or groups (bundled, paper, all), e.g. "
+            f'"smollm2-135m" or "bundled"',
+            USAGE_ERROR,
+        )
     return names
 
 
@@ -93,12 +96,14 @@ def split_keyword(options: Sequence[str]) -> tuple[str | None, list[str]]:
             expressions.append(a[3:] if a.startswith("-k=") else a[2:])
         else:
             rest.append(a)
-    return (" and ".join(f"({e})" for e in expressions) if len(expressions) > 1 else
-            expressions[0] if expressions else None), rest
+    return (
+        " and ".join(f"({e})" for e in expressions) if len(expressions) > 1 else expressions[0] if expressions else None
+    ), rest
 
 
-def pytest_argv(models: str | Iterable[str] | None = None, claims: str | Iterable[str] | None = None,
-                options: Sequence[str] = ()) -> list[str]:
+def pytest_argv(
+    models: str | Iterable[str] | None = None, claims: str | Iterable[str] | None = None, options: Sequence[str] = ()
+) -> list[str]:
     """The command line of a claims run: ``python -m pytest <repo>/claims [--models M] [-k <claims' tests>]
     <options>``; options pass through unchanged (a ``-k`` of theirs narrows the claims' selection). ``models`` None
     keeps the suite's default; an empty one raises ``RunFailed``, an unknown claim ``UnknownClaim``, before anything
@@ -130,8 +135,15 @@ def run_pytest(argv: Sequence[str], echo: bool = True) -> tuple[int, str]:
     notebook shows them); returns (exit code, the line saying what went wrong: the last error line it printed,
     ``ERROR: ...`` or argparse's ``...: error: ...``, else its last non-empty line)."""
     last = error = ""
-    proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", bufsize=1, env=signals.child_env({**os.environ, "PYTHONUNBUFFERED": "1"}))
+    proc = subprocess.Popen(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        env=signals.child_env({**os.environ, "PYTHONUNBUFFERED": "1"}),
+    )
     try:
         with signals.forwarding(proc) as received:  # SIGINT/SIGTERM/SIGHUP: pytest writes what finished, then ends
             for line in proc.stdout:
@@ -154,9 +166,10 @@ def run_pytest(argv: Sequence[str], echo: bool = True) -> tuple[int, str]:
 
 # ---- the verdicts ------------------------------------------------------------------------------------
 
+
 def headline(test: str, figures: list) -> dict:
-    """The test's headline figure(s), {name: value}, as the report picks them (``criteria.Criterion.headline``)."""
-    c = CRITERIA.get(test)
+    """The test's headline figure(s), {name: value}, as the report picks them (``claims.ClaimTest.headline``)."""
+    c = claim_test(test)
     values = {f["name"]: f.get("value") for f in figures}
     return {n: values[n] for n in (c.headline if c else ()) if n in values}
 
@@ -165,13 +178,20 @@ def verdict_record(r: dict) -> dict:
     """One plain record of a results.json record: claim, test (function name), model, verdict, reason, headline,
     figures (the record's figure list: name, value, paper, ci, note)."""
     test, figures = test_name(r), list(r.get("figures") or [])
-    return {"claim": r["claim"], "test": test, "model": model_label(r), "verdict": verdict_of(r),
-            "reason": r.get("reason") or "", "headline": headline(test, figures), "figures": figures}
+    return {
+        "claim": r["claim"],
+        "test": test,
+        "model": model_label(r),
+        "verdict": verdict_of(r),
+        "reason": r.get("reason") or "",
+        "headline": headline(test, figures),
+        "figures": figures,
+    }
 
 
 def headline_text(rec: dict) -> str:
     """The headline as the report's lead table shows it ("value [lo, hi]")."""
-    c = CRITERIA.get(rec["test"])
+    c = claim_test(rec["test"])
     return measured(rec, tuple(rec["headline"]), c.column if c else None)
 
 
@@ -194,8 +214,10 @@ class Verdicts(list):
 
     @classmethod
     def from_results(cls, results: dict, report: Path | None = None) -> "Verdicts":
-        records = sorted((verdict_record(r) for r in results["records"]),
-                         key=lambda v: (claim_key(v["claim"]), v["test"], v["model"]))
+        records = sorted(
+            (verdict_record(r) for r in results["records"]),
+            key=lambda v: (claim_key(v["claim"]), v["test"], v["model"]),
+        )
         return cls(records, results, report)
 
     def _where(self, keep) -> "Verdicts":
@@ -225,6 +247,7 @@ class Verdicts(list):
 
 # ---- running -----------------------------------------------------------------------------------------
 
+
 def _stamp(report_dir: Path):
     """Which results.json ``<report_dir>/latest`` points at, and when it was written (None: none yet)."""
     path = report_dir / "latest" / "results.json"
@@ -234,11 +257,21 @@ def _stamp(report_dir: Path):
         return None
 
 
-def verify(models: str | Sequence[str] = "bundled", claims: str | Sequence[str] | None = None, *,
-           seq_len: int | None = None, n_prompts: int | None = None, seed: int | None = None,
-           device: str | None = None, dtype: str | None = None, corpus: str | None = None,
-           workers: int | None = None, report_dir: str | Path | None = None, extra_args: Sequence[str] = (),
-           quiet: bool = False) -> Verdicts:
+def verify(
+    models: str | Sequence[str] = "bundled",
+    claims: str | Sequence[str] | None = None,
+    *,
+    seq_len: int | None = None,
+    n_prompts: int | None = None,
+    seed: int | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    corpus: str | None = None,
+    workers: int | None = None,
+    report_dir: str | Path | None = None,
+    extra_args: Sequence[str] = (),
+    quiet: bool = False,
+) -> Verdicts:
     """Run the claims (all, or the ids in ``claims``) on ``models`` (names or groups, a comma list or a list) in a
     pytest subprocess and return their verdicts. Settings left None keep the suite's defaults; ``workers`` runs
     pytest-xdist workers (one model per worker); ``extra_args`` go to pytest unchanged. pytest's output is
@@ -253,9 +286,15 @@ def verify(models: str | Sequence[str] = "bundled", claims: str | Sequence[str] 
     model_names(models)  # no model named (None, "", []): before anything runs, never every model
     folder = Path(report_dir) if report_dir is not None else Path(tempfile.mkdtemp(prefix="abspos-verify-"))
     run_id = time.strftime("run-%Y%m%d-%H%M%S") + f"-{secrets.token_hex(3)}"  # its own folder, whatever else runs
-    options = [*settings_options(seq_len=seq_len, n_prompts=n_prompts, seed=seed, device=device, dtype=dtype,
-                                 corpus=corpus), *worker_options(workers), "--report-dir", str(folder),
-               "--run-id", run_id, *extra_args]
+    options = [
+        *settings_options(seq_len=seq_len, n_prompts=n_prompts, seed=seed, device=device, dtype=dtype, corpus=corpus),
+        *worker_options(workers),
+        "--report-dir",
+        str(folder),
+        "--run-id",
+        run_id,
+        *extra_args,
+    ]
     keep = report_dir is not None
     try:
         argv = pytest_argv(models, claims, options)

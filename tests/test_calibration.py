@@ -1,4 +1,4 @@
-"""Calibration of the statistics in harness/stats/leakage.py on synthetic data (a test of the tests).
+"""Calibration of the leakage statistics in harness/stats/ on synthetic data (a test of the tests).
 
 Every statistic here is computed per head, all heads at once, so the many synthetic data sets of one
 check are the head axis H of a single Y [P, n_pairs, H]: hundreds of data sets cost one call.
@@ -15,31 +15,19 @@ e iid noise (normal, Laplace or centred exponential), s_k an optional query-depe
 Measured rates (the numbers in the docstrings) were taken on this file's own configurations and on larger
 runs of the same generators (quoted with their number of data sets).
 """
-from __future__ import annotations
 
-import sys
-from pathlib import Path
+from __future__ import annotations
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from harness.stats.leakage import (
-    PairSet,
-    benjamini_hochberg,
-    bootstrap_weights,
-    delta_r2,
-    fit_from_stats,
-    percentile_ci,
-    permutation_null,
-    permutation_pvalues,
-    prompt_stats,
-    signflip_pvalues,
-    stratified_pairs,
-)
+from benchmarks.argsort_permutations import within_group_permutations_by_argsort
+from harness.stats.intervals import bootstrap_weights, percentile_ci
+from harness.stats.leakage import delta_r2, fit_from_stats, prompt_stats
+from harness.stats.nulls import benjamini_hochberg, permutation_null, permutation_pvalues, signflip_pvalues
+from harness.stats.pairs import PairSet, row_groups, stratified_pairs
 
 ALPHA = 0.05
 N_FLIP = 1000  # the claims' setting (Settings.n_perm); only used when 2^(P-1) > 65536, i.e. P = 24 here
@@ -73,9 +61,20 @@ def a_sd(pairs: PairSet, seq_len: int, sd_query: float, sd_noise: float, hetero:
     return float(np.sqrt(sd_noise**2 * np.sum((pairs.i_tilde * s) ** 2) + sd_query**2 * np.dot(c, c)))
 
 
-def simulate(pairs: PairSet, seq_len: int, n_prompts: int, n_sets: int, rng: np.random.Generator, *,
-             sd_prompt: float, sd_query: float, sd_noise: float, noise: str = "normal", hetero: float = 0.0,
-             beta=0.0) -> np.ndarray:
+def simulate(
+    pairs: PairSet,
+    seq_len: int,
+    n_prompts: int,
+    n_sets: int,
+    rng: np.random.Generator,
+    *,
+    sd_prompt: float,
+    sd_query: float,
+    sd_noise: float,
+    noise: str = "normal",
+    hetero: float = 0.0,
+    beta=0.0,
+) -> np.ndarray:
     """Y [P, n_pairs, n_sets] from the model in the module docstring; beta (scalar or [n_sets]) plants β·i/L."""
     N = pairs.n_pairs
     amp = rng.uniform(-1.0, 1.0, n_sets)
@@ -104,16 +103,18 @@ def signflip_p(pairs: PairSet, Y: np.ndarray, seed: int) -> np.ndarray:
 
 def dataset_settings(n_prompts: list[int]):
     """Synthetic null designs: offset-only means plus prompt, (prompt, query) and noise effects of any size."""
-    return st.fixed_dictionaries({
-        "design": st.sampled_from(sorted(DESIGNS)),
-        "n_prompts": st.sampled_from(n_prompts),
-        "sd_prompt": st.floats(0.0, 2.0),
-        "sd_query": st.floats(0.0, 3.0),
-        "sd_noise": st.floats(0.05, 2.0),
-        "noise": st.sampled_from(["normal", "laplace", "skewed"]),
-        "hetero": st.sampled_from([0.0, 1.0]),
-        "seed": st.integers(0, 2**31 - 1),
-    })
+    return st.fixed_dictionaries(
+        {
+            "design": st.sampled_from(sorted(DESIGNS)),
+            "n_prompts": st.sampled_from(n_prompts),
+            "sd_prompt": st.floats(0.0, 2.0),
+            "sd_query": st.floats(0.0, 3.0),
+            "sd_noise": st.floats(0.05, 2.0),
+            "noise": st.sampled_from(["normal", "laplace", "skewed"]),
+            "hetero": st.sampled_from([0.0, 1.0]),
+            "seed": st.integers(0, 2**31 - 1),
+        }
+    )
 
 
 null_settings = dataset_settings([8, 12, 16, 24])
@@ -182,12 +183,16 @@ def test_signflip_power_against_planted_position_effect(cfg):
 # --------------------------------------------------------------------------
 # 3. The pooled within-offset permutation null fails on clustered data
 # --------------------------------------------------------------------------
-@pytest.mark.parametrize("seq_len,n_pairs,sd_prompt,sd_query,sd_noise,n_sets,observed", [
-    (32, 400, 0.5, 1.0, 1.0, 400, 0.27),      # 270 pairs, ~8 per query
-    (128, 4000, 0.5, 3.0, 1.0, 200, 0.52),    # the suite's L = 128, n_pairs = 4000 (2128 kept), ~17 per query
-])
-def test_pooled_permutation_null_overrejects_on_clustered_data(seq_len, n_pairs, sd_prompt, sd_query, sd_noise,
-                                                               n_sets, observed):
+@pytest.mark.parametrize(
+    "seq_len,n_pairs,sd_prompt,sd_query,sd_noise,n_sets,observed",
+    [
+        (32, 400, 0.5, 1.0, 1.0, 400, 0.27),  # 270 pairs, ~8 per query
+        (128, 4000, 0.5, 3.0, 1.0, 200, 0.52),  # the suite's L = 128, n_pairs = 4000 (2128 kept), ~17 per query
+    ],
+)
+def test_pooled_permutation_null_overrejects_on_clustered_data(
+    seq_len, n_pairs, sd_prompt, sd_query, sd_noise, n_sets, observed
+):
     """The paper's within-offset permutation (rows pooled over prompts) rejects far more than α of true nulls.
 
     It treats all prompts × pairs rows of one offset as exchangeable. But rows that share a prompt and a
@@ -233,8 +238,9 @@ def test_permutation_pvalues_calibrated_under_exchangeable_null(design, n_prompt
 
     pairs, L = DESIGNS[design], design[0]
     n_sets = 600
-    Y = simulate(pairs, L, n_prompts, n_sets, np.random.default_rng(seed), sd_prompt=0.0, sd_query=0.0,
-                 sd_noise=1.0, noise=noise)
+    Y = simulate(
+        pairs, L, n_prompts, n_sets, np.random.default_rng(seed), sd_prompt=0.0, sd_query=0.0, sd_noise=1.0, noise=noise
+    )
     p = permutation_pvalues(delta_r2(pairs, Y).delta, permutation_null(pairs, Y, 199, seed=seed))
     assert kstest(p, "uniform").pvalue > 1e-3
     assert abs(float(np.mean(p <= ALPHA)) - ALPHA) <= 3 * mc_se(ALPHA, n_sets), float(np.mean(p <= ALPHA))
@@ -248,14 +254,22 @@ def test_block_shuffle_null_matches_argsort_null():
     Observed: largest deviation 2.4 SE, smallest KS p 0.34."""
     from scipy.stats import ks_2samp
 
-    from harness.stats.leakage import row_groups, within_group_permutations_by_argsort
-
     pairs, L, P, n = DESIGNS[(32, 400)], 32, 4, 4000
-    Y = simulate(pairs, L, P, 8, np.random.default_rng(5), sd_prompt=0.5, sd_query=0.5, sd_noise=1.0,
-                 beta=np.r_[np.zeros(7), 0.3])
+    Y = simulate(
+        pairs,
+        L,
+        P,
+        8,
+        np.random.default_rng(5),
+        sd_prompt=0.5,
+        sd_query=0.5,
+        sd_noise=1.0,
+        beta=np.r_[np.zeros(7), 0.3],
+    )
     block = permutation_null(pairs, Y, n, seed=5)
-    old = permutation_null(pairs, Y, perms=within_group_permutations_by_argsort(row_groups(pairs, P), n,
-                                                                                 np.random.default_rng(6)))
+    old = permutation_null(
+        pairs, Y, perms=within_group_permutations_by_argsort(row_groups(pairs, P), n, np.random.default_rng(6))
+    )
     for h in range(Y.shape[-1]):
         for q in (0.5, 0.9, 0.99):
             share = float(np.mean(old[:, h] <= np.quantile(block[:, h], q)))
@@ -287,8 +301,13 @@ def _coverage(ci: np.ndarray, truth) -> float:
 
 
 @CAL
-@given(st.sampled_from([16, 32]), st.sampled_from(["normal", "uniform"]), st.floats(-5, 5),
-       st.floats(0.1, 10), st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from([16, 32]),
+    st.sampled_from(["normal", "uniform"]),
+    st.floats(-5, 5),
+    st.floats(0.1, 10),
+    st.integers(0, 2**31 - 1),
+)
 def test_expanded_percentile_interval_covers_the_mean(n, family, mean, sd, seed):
     """The claims' interval (percentile_ci(rows, n=n) over bootstrap_weights rows) covers the mean >= 95% − 3 SE.
 
@@ -324,9 +343,13 @@ def test_plain_percentile_interval_undercovers_at_16_prompts():
     assert expanded >= 0.95 - 3 * mc_se(0.95, n_sets), expanded
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the expanded percentile interval under-covers the mean of heavy-tailed (Laplace) values: 0.938–0.942 at "
-    "n = 16 on 20 000 data sets (MC SE 0.0015), against a bound of 0.9455"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the expanded percentile interval under-covers the mean of heavy-tailed (Laplace) values: 0.938–0.942 at "
+        "n = 16 on 20 000 data sets (MC SE 0.0015), against a bound of 0.9455"
+    ),
+)
 def test_expanded_interval_covers_laplace_mean():
     """As test_expanded_percentile_interval_covers_the_mean, Laplace values, n = 16, at high MC precision.
 
@@ -342,10 +365,14 @@ def test_expanded_interval_covers_laplace_mean():
     assert cov >= 0.95 - 3 * mc_se(0.95, n_sets), cov
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "head-mean ΔR² over many independent heads: the finite-prompt bias of ΔR² (a ratio, O(1/P)) does not "
-    "shrink with the number of heads while the interval does; measured coverage 0.42–0.52 for 32-head "
-    "means at P = 16, sd_prompt = 1 (0.94 for a single head)"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "head-mean ΔR² over many independent heads: the finite-prompt bias of ΔR² (a ratio, O(1/P)) does not "
+        "shrink with the number of heads while the interval does; measured coverage 0.42–0.52 for 32-head "
+        "means at P = 16, sd_prompt = 1 (0.94 for a single head)"
+    ),
+)
 def test_expanded_interval_covers_head_mean_delta_r2():
     """Coverage of the population head-mean ΔR² by the claims' interval on fit_from_stats bootstrap rows.
 
@@ -368,8 +395,11 @@ def test_expanded_interval_covers_head_mean_delta_r2():
     Y = simulate(pairs, L, P, H, rng, sd_prompt=sd_prompt, sd_query=sd_query, sd_noise=sd_noise, beta=beta)
     # recover each head's mean function m_k from the noiseless part (P -> ∞ population value)
     m = simulate(pairs, L, 1, H, np.random.default_rng(3), sd_prompt=0.0, sd_query=0.0, sd_noise=0.0, beta=beta)[0]
-    theta = (beta / L) ** 2 * pairs.i_tilde_sq / (
-        ((m - m.mean(axis=0)) ** 2).sum(axis=0) + pairs.n_pairs * (sd_prompt**2 + sd_query**2 + sd_noise**2))
+    theta = (
+        (beta / L) ** 2
+        * pairs.i_tilde_sq
+        / (((m - m.mean(axis=0)) ** 2).sum(axis=0) + pairs.n_pairs * (sd_prompt**2 + sd_query**2 + sd_noise**2))
+    )
     boot = fit_from_stats(prompt_stats(pairs, Y), bootstrap_weights(P, N_BOOT, 3)).delta  # [n_boot, H]
     head_mean_rows = boot.reshape(N_BOOT, H // G, G).mean(axis=-1)
     cov = _coverage(percentile_ci(head_mean_rows, n=P), theta.reshape(H // G, G).mean(axis=-1))
@@ -392,8 +422,9 @@ def test_bh_on_signflip_pvalues_controls_fdr(cfg):
     pairs, L, rng, kw = _draw(cfg)
     q, m, m1, R = 0.05, 20, 4, 100
     beta = np.zeros((R, m))
-    beta[:, :m1] = STANDARDISED_EFFECT * L * a_sd(pairs, L, cfg["sd_query"], cfg["sd_noise"], cfg["hetero"]) \
-        / pairs.i_tilde_sq
+    beta[:, :m1] = (
+        STANDARDISED_EFFECT * L * a_sd(pairs, L, cfg["sd_query"], cfg["sd_noise"], cfg["hetero"]) / pairs.i_tilde_sq
+    )
     Y = simulate(pairs, L, cfg["n_prompts"], R * m, rng, beta=beta.ravel(), **kw)
     p = signflip_p(pairs, Y, cfg["seed"]).reshape(R, m)
     reject = np.stack([benjamini_hochberg(p[r], q) for r in range(R)])

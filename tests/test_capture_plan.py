@@ -1,4 +1,5 @@
-"""Each forward pass once (harness/capture/plan.py, Session.capture), attention by need (harness/model/hooks.py), threads.
+"""Each forward pass once (harness/capture/plan.py, Session.capture), attention by need (harness/model/attention.py),
+threads (harness/run/threads.py).
 
 - A planned prompt set's first capture runs one pass over the largest planned set holding it as rows and reads
   every planned read; the smaller sets' reads are sliced from it; the values equal separate passes'.
@@ -17,10 +18,12 @@ import torch
 from harness.capture import forward as cap
 from harness.capture.corpus import PromptSet
 from harness.capture.plan import Plan, probe, topic, topic_rows
+from harness.capture.progress import Progress
 from harness.capture.reads import At, PatternAtPairs, ResidNorms, Run, SinkProfile
 from harness.capture.session import Session
-from harness.model import devices, hooks
+from harness.model import attention
 from harness.model.edits import Bidirectional, ZeroHeads
+from harness.run import threads
 from harness.spec.models import names
 from harness.spec.settings import Settings
 
@@ -35,8 +38,12 @@ def topic_set(n: int, ids: np.ndarray) -> PromptSet:
 
 
 def session_with(plan: Plan | None = None, name: str = "tiny-llama", n_pairs: int = 1000) -> tuple[Session, object]:
-    s = Session(Settings(n_prompts=N, seq_len=SEQ, n_pairs=n_pairs, n_probe_prompts=PROBE, n_boot=20),
-                log=lambda *a: None, progress=False, plan=plan or Plan())
+    s = Session(
+        Settings(n_prompts=N, seq_len=SEQ, n_pairs=n_pairs, n_probe_prompts=PROBE, n_boot=20),
+        log=lambda *a: None,
+        progress=Progress(enabled=False),
+        plan=plan or Plan(),
+    )
     model = s.model(name)
     ids = np.random.default_rng(0).integers(3, 250, size=(PROBE, SEQ))
     for n in (4, N, PROBE):
@@ -46,21 +53,32 @@ def session_with(plan: Plan | None = None, name: str = "tiny-llama", n_pairs: in
 
 def test_planned_reads_of_nested_prompt_sets_share_one_pass_with_the_same_values():
     plan = Plan()
-    plan.add("tiny-llama", [topic(SinkProfile(), PatternAtPairs()), probe(ResidNorms(), SinkProfile()),
-                            topic_rows(4, At(start=1))])
+    plan.add(
+        "tiny-llama",
+        [topic(SinkProfile(), PatternAtPairs()), probe(ResidNorms(), SinkProfile()), topic_rows(4, At(start=1))],
+    )
     s, model = session_with(plan)
-    before = cap.WORKLOAD.totals()[1]
+    before = s.workload.totals()[1]
     small, big, few = s.prompts(model), s.prompts(model, n_prompts=PROBE), s.prompts(model, n_prompts=4)
     sink = s.capture(model, Run(small), SinkProfile())
-    assert cap.WORKLOAD.totals()[1] - before == PROBE * SEQ * model.n_layers  # the probe set's pass, once
-    got = [sink, s.capture(model, Run(small), PatternAtPairs()), s.capture(model, Run(big), ResidNorms()),
-           s.capture(model, Run(big), SinkProfile()), s.capture(model, Run(few), At(start=1))]
-    assert cap.WORKLOAD.totals()[1] - before == PROBE * SEQ * model.n_layers  # everything else was sliced
+    assert s.workload.totals()[1] - before == PROBE * SEQ * model.n_layers  # the probe set's pass, once
+    got = [
+        sink,
+        s.capture(model, Run(small), PatternAtPairs()),
+        s.capture(model, Run(big), ResidNorms()),
+        s.capture(model, Run(big), SinkProfile()),
+        s.capture(model, Run(few), At(start=1)),
+    ]
+    assert s.workload.totals()[1] - before == PROBE * SEQ * model.n_layers  # everything else was sliced
     plain, _ = session_with()  # no plan: one pass per prompt set and read
     plain._models["tiny-llama"] = model
-    want = [plain.capture(model, Run(small), SinkProfile()), plain.capture(model, Run(small), PatternAtPairs()),
-            plain.capture(model, Run(big), ResidNorms()), plain.capture(model, Run(big), SinkProfile()),
-            plain.capture(model, Run(few), At(start=1))]
+    want = [
+        plain.capture(model, Run(small), SinkProfile()),
+        plain.capture(model, Run(small), PatternAtPairs()),
+        plain.capture(model, Run(big), ResidNorms()),
+        plain.capture(model, Run(big), SinkProfile()),
+        plain.capture(model, Run(few), At(start=1)),
+    ]
     for g, w in zip(got, want):
         assert g.values.shape == w.values.shape and (g.layers, g.embed) == (w.layers, w.embed)
         np.testing.assert_allclose(g.values, w.values, rtol=1e-6, atol=1e-7)
@@ -72,14 +90,14 @@ def test_an_unplanned_read_or_an_edited_run_gets_a_pass_of_its_own():
     s, model = session_with(plan)
     small = s.prompts(model)
     s.capture(model, Run(small), SinkProfile())
-    before = cap.WORKLOAD.totals()[1]
+    before = s.workload.totals()[1]
     s.capture(model, Run(small), ResidNorms())  # not planned: its own pass, correct values
     s.capture(model, Run(small, (Bidirectional(),)), SinkProfile())
-    assert cap.WORKLOAD.totals()[1] - before == 2 * N * SEQ * model.n_layers
+    assert s.workload.totals()[1] - before == 2 * N * SEQ * model.n_layers
 
 
 def captured(model, ids, reads, *edits, force_eager=False):
-    s, _ = session_with(n_pairs=50)  # 50 pairs x d 16 <= 32 x 32: the pair path serves them (hooks.pairs_attention)
+    s, _ = session_with(n_pairs=50)  # 50 pairs x d 16 <= 32 x 32: the pair path serves them (attention.pairs_attention)
     s._models[model.spec.name] = model
     run = Run(PromptSet(ids, np.zeros(len(ids), int), ("x",), "t"), edits)
     eager = {f"blocks.{l}.attn.hook_scores": lambda v, h: None for l in range(model.n_layers)}  # a scores read
@@ -95,8 +113,8 @@ def test_attention_by_need_matches_eager_within_1e_6(name, edits, monkeypatch):
     from sdpa (a pass reading nothing inside attention) equal eager attention's within 1e-6."""
     _, model = session_with(name=name)
     served = []
-    real = hooks.pairs_attention
-    monkeypatch.setattr(hooks, "pairs_attention", lambda *a: served.append(real(*a)) or served[-1])
+    real = attention.pairs_attention
+    monkeypatch.setattr(attention, "pairs_attention", lambda *a: served.append(real(*a)) or served[-1])
     ids = np.random.default_rng(1).integers(3, 250, size=(3, SEQ))
     (pairs,) = captured(model, ids, (PatternAtPairs(),), *edits)
     assert served and all(out is not None for out in served)
@@ -111,7 +129,7 @@ def test_half_precision_attention_is_eager_whatever_else_is_read(monkeypatch):
     """In bf16 the paths differ by up to 1% per weight, so a figure would depend on its pass's other reads."""
     _, model = session_with()
     calls = []
-    monkeypatch.setattr(hooks, "sdpa_attention", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(attention, "sdpa_attention", lambda *a, **k: calls.append(1))
     with torch.no_grad():
         model.hf.to(torch.bfloat16)
         try:
@@ -125,8 +143,8 @@ def test_each_layer_takes_the_cheapest_path_its_hooks_allow(monkeypatch):
     _, model = session_with()
     calls = []
     for path in ("sdpa_attention", "pairs_attention"):
-        real = getattr(hooks, path)
-        monkeypatch.setattr(hooks, path, lambda *a, _r=real, _p=path, **k: (calls.append(_p), _r(*a, **k))[1])
+        real = getattr(attention, path)
+        monkeypatch.setattr(attention, path, lambda *a, _r=real, _p=path, **k: (calls.append(_p), _r(*a, **k))[1])
     ids = torch.as_tensor(np.random.default_rng(2).integers(3, 250, size=(1, SEQ)))
     pair = cap.PairReader(np.array([5, 9]), np.array([0, 3]))
     with torch.no_grad():
@@ -139,11 +157,20 @@ def test_each_layer_takes_the_cheapest_path_its_hooks_allow(monkeypatch):
         assert calls == ["sdpa_attention"]
 
 
-@pytest.mark.parametrize("cores, busy, workers, threads", [
-    (2, 0.0, 1, 2), (2, 1.0, 1, 1), (2, 1.7, 1, 1), (16, 0.2, 4, 4), (16, 3.0, 4, 3), (2, 0.0, 4, 1), (8, 9.0, 1, 1),
-])
-def test_threads_are_free_cores_over_workers(cores, busy, workers, threads):
-    assert devices.thread_count(cores, busy, workers) == threads
+@pytest.mark.parametrize(
+    "cores, busy, workers, want",
+    [
+        (2, 0.0, 1, 2),
+        (2, 1.0, 1, 1),
+        (2, 1.7, 1, 1),
+        (16, 0.2, 4, 4),
+        (16, 3.0, 4, 3),
+        (2, 0.0, 4, 1),
+        (8, 9.0, 1, 1),
+    ],
+)
+def test_threads_are_free_cores_over_workers(cores, busy, workers, want):
+    assert threads.thread_count(cores, busy, workers) == want
 
 
 def test_set_threads_sets_torch_and_blas():
@@ -151,11 +178,11 @@ def test_set_threads_sets_torch_and_blas():
 
     before = torch.get_num_threads()
     try:
-        devices.set_threads(1)
+        threads.set_threads(1)
         assert torch.get_num_threads() == 1
         assert all(p["num_threads"] == 1 for p in threadpool_info())
     finally:
-        devices.set_threads(before)
+        threads.set_threads(before)
 
 
 def test_a_repeated_prompt_runs_once_and_each_condition_counts_in_the_floor():
@@ -168,11 +195,11 @@ def test_a_repeated_prompt_runs_once_and_each_condition_counts_in_the_floor():
     base = np.random.default_rng(3).integers(3, 250, size=(3, SEQ))
     ids = base[[0, 1, 0, 2, 1, 0]]
     run = Run(PromptSet(ids, np.zeros(6, int), ("x",), "t"))
-    before = cap.WORKLOAD.totals()
+    before = s.workload.totals()
     values = s.capture(model, run, At(positions=(5,))).values
-    assert cap.WORKLOAD.totals()[1] - before[1] == 3 * SEQ * model.n_layers
+    assert s.workload.totals()[1] - before[1] == 3 * SEQ * model.n_layers
     np.testing.assert_array_equal(values[[0, 2, 5]], values[[2, 5, 0]])
     s.capture(model, Run(run.prompts, (IdentityRope(),)), At(positions=(5,)))
     s.capture(model, Run(run.prompts, (Bidirectional(),)), At(positions=(5,)))
-    after = cap.WORKLOAD.totals()
+    after = s.workload.totals()
     assert after[2] - before[2] == 3 * 3 * SEQ * model.n_layers  # three conditions, three distinct prompts each

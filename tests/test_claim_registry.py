@@ -1,4 +1,5 @@
 """The claim registry is the one source of truth: claims/ tests, METHODS.md and Figures agree with it."""
+
 from __future__ import annotations
 
 import ast
@@ -8,7 +9,8 @@ import types
 import pytest
 
 from harness.files import paths
-from harness.outcome.verdict import ClaimNotHeld, Figures, SnapshotDrift
+from harness.outcome.figures import Figures
+from harness.outcome.verdict import ClaimNotHeld, SnapshotDrift
 from harness.spec.claims import (
     ADDS_BOS,
     CLAIMS,
@@ -37,8 +39,11 @@ def claim_tests() -> dict[str, str]:
     for path in sorted((paths.ROOT / "claims").glob("test_*.py")):
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-                ids = [d.args[0].value for d in node.decorator_list if isinstance(d, ast.Call)
-                       and ast.unparse(d.func) == "pytest.mark.claim"]
+                ids = [
+                    d.args[0].value
+                    for d in node.decorator_list
+                    if isinstance(d, ast.Call) and ast.unparse(d.func) == "pytest.mark.claim"
+                ]
                 assert len(ids) == 1, f"{path.name}::{node.name} needs exactly one @pytest.mark.claim"
                 out[node.name] = ids[0]
     return out
@@ -56,8 +61,9 @@ def test_test_names_carry_their_claim_id():
 
 
 def test_methods_claim_table_is_the_registry():
-    assert methods_table() in paths.METHODS.read_text(), \
-        "METHODS.md's claim table differs from the registry: paste `python -m harness.claim_registry` into it"
+    assert methods_table() in paths.METHODS.read_text(), (
+        "METHODS.md's claim table differs from the registry: paste `abspos-claims claims table` into it"
+    )
 
 
 def test_every_paper_value_belongs_to_exactly_one_figure_of_one_claim():
@@ -96,27 +102,45 @@ def test_figure_templates_match_run_time_names():
         claim("T6").figure("mean_delta_anything")
 
 
-@pytest.mark.parametrize("applies, name, why", [
-    (EVERY_MODEL, "gemma3-270m", None),
-    (ADDS_BOS, "gemma3-270m", None),
-    (ADDS_BOS, "smollm2-135m", "not applicable to smollm2-135m: the prediction is for models that auto-prepend BOS"),
-    (NO_BOS, "gemma3-270m", "not applicable to gemma3-270m: the prediction is for models that do not auto-prepend BOS"),
-    (NO_BOS_T1, "qwen2.5-coder-0.5b", None),
-    (WINDOW_PAST, "gemma3-270m", None),
-    (WINDOW_PAST, "qwen2.5-coder-0.5b", "not applicable to qwen2.5-coder-0.5b: the prediction is for models with "
-                                        "sliding-window layers, run at a length past the window"),
-])
+@pytest.mark.parametrize(
+    "applies, name, why",
+    [
+        (EVERY_MODEL, "gemma3-270m", None),
+        (ADDS_BOS, "gemma3-270m", None),
+        (
+            ADDS_BOS,
+            "smollm2-135m",
+            "not applicable to smollm2-135m: the prediction is for models that auto-prepend BOS",
+        ),
+        (
+            NO_BOS,
+            "gemma3-270m",
+            "not applicable to gemma3-270m: the prediction is for models that do not auto-prepend BOS",
+        ),
+        (NO_BOS_T1, "qwen2.5-coder-0.5b", None),
+        (WINDOW_PAST, "gemma3-270m", None),
+        (
+            WINDOW_PAST,
+            "qwen2.5-coder-0.5b",
+            "not applicable to qwen2.5-coder-0.5b: the prediction is for models with "
+            "sliding-window layers, run at a length past the window",
+        ),
+    ],
+)
 def test_applicability_gives_one_uniform_reason(applies, name, why):
     assert applies.why_not(Target(get_spec(name))) == why
 
 
-@pytest.mark.parametrize("name, seq_len, rising", [
-    ("mistral-7b-v0.3", 128, True),  # the paper's sliding-window model: v0.3's config has no window
-    ("gemma3-270m", 128, False),  # a 512-token window does not bind on 128-token prompts
-    ("gemma3-270m", 1024, True),
-    ("smollm2-135m", 1024, False),
-    ("qwen2.5-coder-0.5b", 128, False),
-])
+@pytest.mark.parametrize(
+    "name, seq_len, rising",
+    [
+        ("mistral-7b-v0.3", 128, True),  # the paper's sliding-window model: v0.3's config has no window
+        ("gemma3-270m", 128, False),  # a 512-token window does not bind on 128-token prompts
+        ("gemma3-270m", 1024, True),
+        ("smollm2-135m", 1024, False),
+        ("qwen2.5-coder-0.5b", 128, False),
+    ],
+)
 def test_T8_predictions_follow_the_family_and_whether_the_window_binds(name, seq_len, rising):
     target = Target(get_spec(name), seq_len=seq_len)
     assert (RISING.why_not(target) is None) == rising
@@ -132,7 +156,9 @@ def test_ladder_needs_two_sizes_of_the_family():
     assert family_sizes("llama", ("llama-3.1-8b", "smollm2-135m", "llama-3.2-1b")) == ["llama-3.2-1b", "llama-3.1-8b"]
     assert family_sizes("qwen", ("qwen2.5-coder-0.5b", "smollm2-135m")) == ["qwen2.5-coder-0.5b"]
     assert LADDER.why_not(Target(family="llama", selected=("llama-3.2-1b", "llama-3.2-3b"))) is None
-    assert "not applicable to the qwen family" in LADDER.why_not(Target(family="qwen", selected=("qwen2.5-coder-0.5b",)))
+    assert "not applicable to the qwen family" in LADDER.why_not(
+        Target(family="qwen", selected=("qwen2.5-coder-0.5b",))
+    )
 
 
 class Node:
@@ -167,12 +193,16 @@ def test_figures_refuse_undeclared_names_and_record_paper_values():
 
 
 def test_paper_check_uses_the_claims_own_tolerance():
-    assert PaperValue(0.0143, rtol=0.25).within(0.0143 * 1.24) and not PaperValue(0.0143, rtol=0.25).within(0.0143 * 1.26)
+    assert PaperValue(0.0143, rtol=0.25).within(0.0143 * 1.24) and not PaperValue(0.0143, rtol=0.25).within(
+        0.0143 * 1.26
+    )
     figs = Figures(Node(), claim("T6"), model="qwen-2.5-3b")
     figs.add("mean_delta_causal", 0.0153 * 1.2)
     figs.check_paper()
     figs.add("mean_delta_bidirectional", 0.0014 * 2)
-    with pytest.raises(ClaimNotHeld, match="mean_delta_bidirectional = 0.0028 on qwen-2.5-3b; the paper reports 0.0014"):
+    with pytest.raises(
+        ClaimNotHeld, match="mean_delta_bidirectional = 0.0028 on qwen-2.5-3b; the paper reports 0.0014"
+    ):
         figs.check_paper()
     # T9c's first-bin value (0.115 on Llama-3.2-3B) is checked under its own name; T6 has no such figure
     t9c = Figures(Node(), claim("T9c"), model="llama-3.2-3b")
@@ -197,22 +227,26 @@ def test_snapshot_drift_is_not_a_claim_verdict():
 def test_every_claim_test_has_a_criterion_in_words_with_its_thresholds():
     """The report's lead table: each test's criterion reads its thresholds from the registry, and its headline
     figure is one the claim declares."""
-    from harness.spec.criteria import CRITERIA, paper_numbers
+    from harness.spec.claims import claim_test, paper_numbers
 
     tests = {t: c.id for c in CLAIMS.values() for t in c.tests}
-    assert set(CRITERIA) == set(tests)
     for test, cid in tests.items():
-        words = CRITERIA[test].words(cid)
+        words = claim(cid).claim_tests[test].words(cid)
         assert "{" not in words and words, test
-        for figure in CRITERIA[test].headline:
+        for figure in claim(cid).claim_tests[test].headline:
             claim(cid).figure(figure)  # raises UndeclaredFigure otherwise
         assert paper_numbers(cid, test, None).startswith("paper"), test
-    assert CRITERIA["test_T6_bidirectional_attention_reduces_leakage"].words("T6") == \
-        "bidirectional / causal mean ΔR² ≤ 0.46, and its paired 95% CI below 1"
-    assert paper_numbers("T6", "test_T6_bidirectional_attention_reduces_leakage", "llama-3.2-3b") == \
-        "paper, Llama-3.2-3B: 0.35"
+    assert (
+        claim_test("test_T6_bidirectional_attention_reduces_leakage").words("T6")
+        == "bidirectional / causal mean ΔR² ≤ 0.46, and its paired 95% CI below 1"
+    )
+    assert (
+        paper_numbers("T6", "test_T6_bidirectional_attention_reduces_leakage", "llama-3.2-3b")
+        == "paper, Llama-3.2-3B: 0.35"
+    )
     assert paper_numbers("T6", "test_T6_bidirectional_attention_reduces_leakage", "smollm2-135m").startswith(
-        "paper, Llama-3.2-1B: 0.18; paper, Llama-3.2-3B: 0.35")
+        "paper, Llama-3.2-1B: 0.18; paper, Llama-3.2-3B: 0.35"
+    )
 
 
 def test_every_claim_has_its_decision_anchor_in_methods():

@@ -15,6 +15,7 @@ import torch
 
 from harness.capture import forward as cap
 from harness.model import devices, weights
+from harness.model.attention import ATTN_IMPL, register_attention
 from harness.model.devices import (
     DeviceError,
     estimate_param_bytes,
@@ -23,7 +24,7 @@ from harness.model.devices import (
     resolve_device,
     to_stats,
 )
-from harness.model.hooks import ATTN_IMPL, HookedModel, register_attention
+from harness.model.hooks import HookedModel
 from harness.spec.models import get_spec, names
 
 GiB = 2**30
@@ -31,10 +32,20 @@ GiB = 2**30
 
 # ---- resolve_device -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("worker, n_gpus, expected", [
-    (None, 1, "cuda:0"), ("master", 4, "cuda:0"), ("gw0", 4, "cuda:0"), ("gw3", 4, "cuda:3"),
-    ("gw4", 4, "cuda:0"), ("gw5", 4, "cuda:1"), ("gw7", 2, "cuda:1"), ("gw12", 1, "cuda:0"),
-])
+
+@pytest.mark.parametrize(
+    "worker, n_gpus, expected",
+    [
+        (None, 1, "cuda:0"),
+        ("master", 4, "cuda:0"),
+        ("gw0", 4, "cuda:0"),
+        ("gw3", 4, "cuda:3"),
+        ("gw4", 4, "cuda:0"),
+        ("gw5", 4, "cuda:1"),
+        ("gw7", 2, "cuda:1"),
+        ("gw12", 1, "cuda:0"),
+    ],
+)
 def test_cuda_under_xdist_gives_each_worker_a_gpu_round_robin(worker, n_gpus, expected):
     assert resolve_device("cuda", worker, n_gpus) == expected
 
@@ -81,11 +92,21 @@ def test_current_worker_reads_xdist_env(monkeypatch):
 
 # ---- parse_dtype ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, expected", [
-    ("float32", torch.float32), ("bfloat16", torch.bfloat16), ("float16", torch.float16),
-    ("float64", torch.float64), ("bf16", torch.bfloat16), ("fp16", torch.float16), ("torch.bfloat16", torch.bfloat16),
-    ("BFloat16", torch.bfloat16), (torch.float16, torch.float16),
-])
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("float32", torch.float32),
+        ("bfloat16", torch.bfloat16),
+        ("float16", torch.float16),
+        ("float64", torch.float64),
+        ("bf16", torch.bfloat16),
+        ("fp16", torch.float16),
+        ("torch.bfloat16", torch.bfloat16),
+        ("BFloat16", torch.bfloat16),
+        (torch.float16, torch.float16),
+    ],
+)
 def test_parse_dtype(name, expected):
     assert parse_dtype(name) is expected
 
@@ -108,6 +129,7 @@ def test_plugin_dtype_choices_all_parse():
 
 # ---- sizes and device_map --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", names("tiny"))
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_param_bytes_estimate_is_exact_for_the_registry_architectures(name, dtype):
@@ -120,22 +142,33 @@ def test_param_bytes_estimate_is_exact_for_the_registry_architectures(name, dtyp
 
 def test_param_bytes_estimate_of_the_paper_models_is_plausible():
     # Llama-3.1-8B's published config: 8.03e9 parameters, ~16 GB in bf16.
-    llama8b = dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
-                   intermediate_size=14336, vocab_size=128256, tie_word_embeddings=False, model_type="llama")
+    llama8b = dict(
+        hidden_size=4096,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        intermediate_size=14336,
+        vocab_size=128256,
+        tie_word_embeddings=False,
+        model_type="llama",
+    )
     n = estimate_param_bytes(llama8b, "bfloat16") / 2
     assert 8.0e9 < n < 8.1e9
     # a multimodal config's text part is used
     assert estimate_param_bytes({"text_config": llama8b}, "float32") == 2 * estimate_param_bytes(llama8b, "bfloat16")
 
 
-@pytest.mark.parametrize("param_gib, free_gib, n_gpus, expected", [
-    (16, 80, 1, False),   # 8B bf16 on an 80 GB GPU
-    (16, 80, 8, False),   # fits: no spreading even with many GPUs
-    (30, 24, 2, True),    # 7B fp32 on 24 GB cards
-    (20, 20, 2, True),    # no room for activations
-    (30, 24, 1, True),    # one GPU: accelerate offloads the rest to the CPU rather than running out of memory
-    (30, 0, 0, False),    # CPU run: never a device_map
-])
+@pytest.mark.parametrize(
+    "param_gib, free_gib, n_gpus, expected",
+    [
+        (16, 80, 1, False),  # 8B bf16 on an 80 GB GPU
+        (16, 80, 8, False),  # fits: no spreading even with many GPUs
+        (30, 24, 2, True),  # 7B fp32 on 24 GB cards
+        (20, 20, 2, True),  # no room for activations
+        (30, 24, 1, True),  # one GPU: accelerate offloads the rest to the CPU rather than running out of memory
+        (30, 0, 0, False),  # CPU run: never a device_map
+    ],
+)
 def test_needs_device_map(param_gib, free_gib, n_gpus, expected):
     assert needs_device_map(param_gib * GiB, free_gib * GiB, n_gpus) is expected
 
@@ -162,6 +195,7 @@ def test_dtype_kwarg_matches_the_installed_transformers():
 
 
 # ---- float64 statistics -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
 def test_to_stats_is_float64_numpy(dtype):
@@ -197,7 +231,7 @@ def test_bf16_forward_gives_float64_statistics_close_to_fp32(tiny_pair):
     m32 = tiny_pair[torch.float32]
     i, j = np.tril_indices(24)
     readers = {
-        "pattern": ("blocks.1.attn.hook_pattern", cap.pattern_at_pairs(i, j)),
+        "pattern": ("blocks.1.attn.hook_pattern", cap.PairReader(i, j)),
         "sinks": ("blocks.0.attn.hook_pattern", cap.sink_profile),
         "norms": ("blocks.1.hook_resid_post", cap.norms),
         "resid": ("blocks.1.hook_resid_post", cap.positions([0, 1, 5])),

@@ -1,6 +1,7 @@
 """The glue between captures and statistics, on a tiny random-init model: session cache keys, the layer
 filter, named capture axes, the Leakage view against the reference engine, known-outcome recording and the
 snapshot tolerance."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import json
 import numpy as np
 import pytest
 
-from harness.capture import forward as cap
 from harness.capture.corpus import PromptSet
 from harness.capture.measure import Leakage, by_layer
 from harness.capture.reads import PatternAtPairs, ResidNorms, Run, ScoresAtPairs, SinkProfile
@@ -17,7 +17,9 @@ from harness.model.edits import Bidirectional, ZeroHeads
 from harness.outcome import known_outcomes
 from harness.outcome.snapshots import close
 from harness.spec.settings import Settings
+from harness.stats import intervals
 from harness.stats import leakage as lk
+from harness.stats.pairs import query_bins
 
 N, SEQ = 4, 32
 
@@ -48,14 +50,14 @@ def test_a_run_is_its_value(tiny):
 def test_reads_together_share_one_pass_and_layers_stop_the_pass(tiny):
     session, model = tiny
     ids = np.random.default_rng(1).integers(3, 250, size=(2, SEQ))
-    before = cap.WORKLOAD.totals()[1]
+    before = session.workload.totals()[1]
     norms, pattern = session.capture(model, Run(prompts(ids)), ResidNorms(), PatternAtPairs())
-    assert cap.WORKLOAD.totals()[1] - before == ids.size * model.n_layers  # one forward pass for both reads
+    assert session.workload.totals()[1] - before == ids.size * model.n_layers  # one forward pass for both reads
     assert norms.embed and norms.values.shape[1] == model.n_layers + 1
     np.testing.assert_array_equal(norms.decoder, norms.values[:, 1:])
     first = session.capture(model, Run(prompts(ids), layers=1), ScoresAtPairs())
     assert first.layers == (0,) and first.values.shape[1] == 1
-    assert cap.WORKLOAD.totals()[1] - before == ids.size * (model.n_layers + 1)
+    assert session.workload.totals()[1] - before == ids.size * (model.n_layers + 1)
 
 
 def test_heads_flat_is_layer_major(tiny):
@@ -74,10 +76,11 @@ def test_leakage_view_matches_the_engine_and_computes_statistics_once(tiny, monk
     pairs = leak.pairs
     assert leak.mean_delta(Bidirectional()) == pytest.approx(lk.delta_r2(pairs, Y).delta.mean(), abs=1e-15)
     point, ci = leak.mean_delta_with_ci(Bidirectional())
-    assert ci == lk.mean_ci(lk.bootstrap_delta_r2(pairs, Y, weights=leak.weights), n=len(leak.prompts))
-    np.testing.assert_allclose(leak.layer_means(Bidirectional()),
-                               by_layer(lk.delta_r2(pairs, Y).delta, model.n_layers).mean(-1), atol=1e-15)
-    edges = lk.query_bins(SEQ)
+    assert ci == intervals.mean_ci(intervals.bootstrap_delta_r2(pairs, Y, weights=leak.weights), n=len(leak.prompts))
+    np.testing.assert_allclose(
+        leak.layer_means(Bidirectional()), by_layer(lk.delta_r2(pairs, Y).delta, model.n_layers).mean(-1), atol=1e-15
+    )
+    edges = query_bins(SEQ)
     prof = leak.bin_profile(Bidirectional(), edges=edges)
     for b, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
         m = (pairs.i >= lo) & (pairs.i < hi)
@@ -95,13 +98,39 @@ def test_known_outcomes_record_only_claims_that_did_not_hold(tmp_path):
     and this run's message; a claim that held (or a stale record) removes the entry at those settings."""
     key = Settings().verdict_key()
     other = {**key, "seq_len": 256}
-    results = {"settings": Settings().as_dict(), "records": [
-        {"test": "claims/t.py::test_T1_x[m1]", "claim": "T1", "figures": [], "model": "m1", "outcome": "failed", "verdict": "not held",
-         "check": "test_T1_x: ratio >= 100", "reason": "ratio 3.0 below 100"},
-        {"test": "claims/t.py::test_T1_y[m1]", "claim": "T1", "figures": [], "model": "m1", "outcome": "failed", "verdict": "harness error",
-         "reason": "SnapshotDrift: drifted"},
-        {"test": "claims/t.py::test_T1_z[m1]", "claim": "T1", "figures": [], "model": "m1", "outcome": "failed", "verdict": "stale",
-         "reason": "held"}]}
+    results = {
+        "settings": Settings().as_dict(),
+        "records": [
+            {
+                "test": "claims/t.py::test_T1_x[m1]",
+                "claim": "T1",
+                "figures": [],
+                "model": "m1",
+                "outcome": "failed",
+                "verdict": "not held",
+                "check": "test_T1_x: ratio >= 100",
+                "reason": "ratio 3.0 below 100",
+            },
+            {
+                "test": "claims/t.py::test_T1_y[m1]",
+                "claim": "T1",
+                "figures": [],
+                "model": "m1",
+                "outcome": "failed",
+                "verdict": "harness error",
+                "reason": "SnapshotDrift: drifted",
+            },
+            {
+                "test": "claims/t.py::test_T1_z[m1]",
+                "claim": "T1",
+                "figures": [],
+                "model": "m1",
+                "outcome": "failed",
+                "verdict": "stale",
+                "reason": "held",
+            },
+        ],
+    }
     (tmp_path / "results.json").write_text(json.dumps(results))
     table = tmp_path / "known.json"
     old = {"settings": key, "check": "c", "measured": "m"}
@@ -110,7 +139,8 @@ def test_known_outcomes_record_only_claims_that_did_not_hold(tmp_path):
     assert changes == ["test_T1_x[m1]: test_T1_x: ratio >= 100: ratio 3.0 below 100", "test_T1_z[m1]: removed (held)"]
     assert json.loads(table.read_text()) == {
         "test_T1_x": {"m1": [{"settings": key, "check": "test_T1_x: ratio >= 100", "measured": "ratio 3.0 below 100"}]},
-        "test_T1_z": {"m1": [{**old, "settings": other}]}}
+        "test_T1_z": {"m1": [{**old, "settings": other}]},
+    }
 
 
 def test_snapshot_tolerance():

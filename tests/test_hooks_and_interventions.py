@@ -5,13 +5,13 @@
 - each intervention changes what it should and nothing else, and undoes itself on exit.
 """
 
-
 import numpy as np
 import pytest
 import torch
 
 from harness.capture import forward as cap
 from harness.model import interventions as iv
+from harness.model.attention import ATTN_IMPL, MissingMaskError, register_attention
 from harness.model.edits import (
     Bidirectional,
     Directions,
@@ -22,7 +22,7 @@ from harness.model.edits import (
     ScrambledRopeAllEntries,
     ZeroHeads,
 )
-from harness.model.hooks import ATTN_IMPL, HookedModel, MissingMaskError, register_attention
+from harness.model.hooks import HookedModel
 from harness.model.mechanism import apply_rotary
 from harness.model.weights import random_init_model
 from harness.spec.models import get_spec, names
@@ -101,8 +101,9 @@ INTERVENTIONS = {
 
 def no_hooks_left(model) -> bool:
     torch_hooks = any(m._forward_hooks or m._forward_pre_hooks for m in model.hf.modules())
-    return not torch_hooks and all(not any(a.self_attn.__dict__.get("_abspos_hooks", {}).values())
-                                   for a in model.layers)
+    return not torch_hooks and all(
+        not any(a.self_attn.__dict__.get("_abspos_hooks", {}).values()) for a in model.layers
+    )
 
 
 @pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
@@ -120,6 +121,7 @@ def test_intervention_undoes_itself_after_an_error_following_a_forward_pass(tiny
 
 def test_a_bad_hook_name_removes_the_hooks_already_installed(tiny):
     """Review I4: installing fails on the second name; the first one's hook is removed, the message names it."""
+
     def keep(x, hook):
         return x
 
@@ -172,7 +174,7 @@ def test_scrambled_rope_breaks_relative_offset_property(tiny):
     """Standard RoPE: logits of a repeated token depend on i - j only (constant along diagonals); scrambled: not."""
     x = np.full((1, 12), 7)
     read = {"s": ("blocks.0.attn.hook_scores", lambda s: s)}
-    diag_spread = lambda s: max(np.ptp(np.diagonal(s, -d)) for d in range(1, 8))  # noqa: E731
+    diag_spread = lambda s: max(np.ptp(np.diagonal(s, -d)) for d in range(1, 8))
     normal = cap.capture(tiny, x, read)["s"][0, 0]
     with iv.scrambled_rope(tiny, seed=1):
         scr = cap.capture(tiny, x, read)["s"][0, 0]
@@ -182,8 +184,11 @@ def test_scrambled_rope_breaks_relative_offset_property(tiny):
 
 def _recorder(store, tag):
     def fn(value, hook):
-        store[tag, hook.layer] = tuple(v.detach().double().clone() for v in value) if isinstance(value, tuple) \
+        store[tag, hook.layer] = (
+            tuple(v.detach().double().clone() for v in value)
+            if isinstance(value, tuple)
             else value.detach().double().clone()
+        )
 
     return fn
 
@@ -226,12 +231,14 @@ def test_band_permuted_query_breaks_eq2_while_standard_rope_keeps_it(tiny):
     for layer in range(tiny.n_layers):
         cos, sin = seen["rope", layer]
         qr, kr = apply_rotary(tiny, q.expand(1, 1, n, -1), k.expand(1, 1, n, -1), cos, sin)
-        assert torch.allclose(iv.band_permuted_query(qr, cos[:, None], sin[:, None], torch.arange(len(perm))), qr,
-                              atol=1e-12), "un-rotation does not invert the model's apply_rotary_pos_emb"
+        assert torch.allclose(
+            iv.band_permuted_query(qr, cos[:, None], sin[:, None], torch.arange(len(perm))), qr, atol=1e-12
+        ), "un-rotation does not invert the model's apply_rotary_pos_emb"
         qs = iv.band_permuted_query(qr, cos[:, None], sin[:, None], perm)
         standard, scrambled = qr[0, 0] @ kr[0, 0].T, qs[0, 0] @ kr[0, 0].T
-        eq2_error = lambda s: max(abs(float(s[i + t, j + t] - s[i, j])) / scale  # noqa: E731
-                                  for i in range(8) for j in range(8) for t in range(1, n - 8))
+        eq2_error = lambda s: max(
+            abs(float(s[i + t, j + t] - s[i, j])) / scale for i in range(8) for j in range(8) for t in range(1, n - 8)
+        )
         assert eq2_error(standard) < 1e-5
         assert eq2_error(scrambled) > 1e-2
 
@@ -278,7 +285,7 @@ def test_hook_rope_replacement_reaches_attention(tiny):
     x = ids()
     with iv.identity_rope(tiny):
         ident = logits(tiny, x)
-    one = lambda cs, hook: (torch.ones_like(cs[0]), torch.zeros_like(cs[1]))  # noqa: E731
+    one = lambda cs, hook: (torch.ones_like(cs[0]), torch.zeros_like(cs[1]))
     with tiny.hooks({name: one for name in tiny.names("attn.hook_rope")}):
         replaced = logits(tiny, x)
     assert torch.equal(ident, replaced)
@@ -303,7 +310,10 @@ def test_edits_are_values_that_apply_their_intervention(tiny):
     assert Bidirectional() == Bidirectional() and ZeroHeads([(0, 1)], name="a") == ZeroHeads(((0, 1),), name="b")
     assert Directions({0: np.ones(3)}) == Directions({0: np.ones(3)}) != Directions({0: np.arange(3.0)})
     assert len({ReplaceEmbedding(0, 5), ReplaceEmbedding(0, 5), ReplaceEmbedding(0, 6)}) == 2
-    for edit, fn in ((ScrambledRope(3), iv.scrambled_rope), (ScrambledRopeAllEntries(3), iv.scrambled_rope_all_entries)):
+    for edit, fn in (
+        (ScrambledRope(3), iv.scrambled_rope),
+        (ScrambledRopeAllEntries(3), iv.scrambled_rope_all_entries),
+    ):
         with edit.apply(tiny):
             via_edit = logits(tiny, x)
         with fn(tiny, seed=3):
@@ -320,7 +330,7 @@ def test_unknown_hook_point_is_an_error(tiny):
 
 def test_hooks_receive_their_point_with_its_layer(tiny):
     seen = []
-    record = lambda value, hook: seen.append((str(hook), hook.layer))  # noqa: E731
+    record = lambda value, hook: seen.append((str(hook), hook.layer))
     with tiny.hooks({"blocks.1.attn.hook_pattern": record, "blocks.0.hook_resid_post": record, "hook_embed": record}):
         logits(tiny, ids())
     assert set(seen) == {("blocks.1.attn.hook_pattern", 1), ("blocks.0.hook_resid_post", 0), ("hook_embed", None)}
@@ -334,19 +344,24 @@ class Explodes(Edit):
     def apply(self, model):
         def boom(h, name):
             raise RuntimeError("boom mid-forward")
+
         return model.hooks({"blocks.0.hook_resid_post": boom})
 
 
-@pytest.mark.parametrize("edits", [(Bidirectional(), IdentityRope(), ScrambledRope(seed=1)),
-                                   (Bidirectional(), ZeroHeads(((0, 1),)), Explodes())], ids=["together", "raising"])
+@pytest.mark.parametrize(
+    "edits",
+    [(Bidirectional(), IdentityRope(), ScrambledRope(seed=1)), (Bidirectional(), ZeroHeads(((0, 1),)), Explodes())],
+    ids=["together", "raising"],
+)
 def test_a_session_capture_with_several_edits_leaves_the_model_as_it_was(edits):
     """Review I1, I2: a capture under several edits at once (one of them raising mid-forward) restores the model."""
     from harness.capture.corpus import PromptSet
+    from harness.capture.progress import Progress
     from harness.capture.reads import ResidNorms, Run
     from harness.capture.session import Session
     from harness.spec.settings import Settings
 
-    s = Session(Settings(n_prompts=12, seq_len=16), log=lambda *a: None, progress=False)
+    s = Session(Settings(n_prompts=12, seq_len=16), log=lambda *a: None, progress=Progress(enabled=False))
     m = s.model("tiny-llama")
     x = ids(n=16, batch=12)
     before = logits(m, x)

@@ -1,36 +1,19 @@
 """Tests of the leakage ΔR² engine (harness/stats/leakage.py) against a plain per-head
 least-squares reference, plus property tests of the measurement (Eq. 4–5)."""
-from __future__ import annotations
 
-import sys
-from pathlib import Path
+from __future__ import annotations
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from harness.stats.leakage import (
-    PairSet,
-    benjamini_hochberg,
-    bootstrap_delta_r2,
-    bootstrap_weights,
-    causal_mask_share,
-    delta_r2,
-    group_layout,
-    mean_ci,
-    permutation_null,
-    permutation_pvalues,
-    query_bins,
-    residual_stream_share,
-    row_groups,
-    shuffle_within_blocks,
-    stratified_pairs,
-    within_group_permutations,
-    within_group_permutations_by_argsort,
-)
+from benchmarks.argsort_permutations import within_group_permutations_by_argsort
+from harness.stats.intervals import bootstrap_delta_r2, bootstrap_weights, mean_ci
+from harness.stats.leakage import causal_mask_share, delta_r2, residual_stream_share
+from harness.stats.nulls import benjamini_hochberg, permutation_null, permutation_pvalues
+from harness.stats.pairs import PairSet, query_bins, row_groups, stratified_pairs
+from harness.stats.shuffles import group_layout, shuffle_within_blocks, within_group_permutations
 
 HYP = settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 
@@ -135,8 +118,9 @@ def designs(draw, max_len=20, max_prompts=3, max_heads=4):
 # --------------------------------------------------------------------------
 # Engine == reference
 # --------------------------------------------------------------------------
-@pytest.mark.parametrize("L,n,P,H,seed", [(6, 21, 1, 3, 0), (16, 60, 1, 5, 1), (24, 120, 3, 4, 2),
-                                          (40, 300, 2, 6, 3), (12, 40, 5, 2, 4)])
+@pytest.mark.parametrize(
+    "L,n,P,H,seed", [(6, 21, 1, 3, 0), (16, 60, 1, 5, 1), (24, 120, 3, 4, 2), (40, 300, 2, 6, 3), (12, 40, 5, 2, 4)]
+)
 def test_engine_matches_reference_random(L, n, P, H, seed):
     pairs = random_pairs(L, n, seed)
     rng = np.random.default_rng(seed)
@@ -317,8 +301,9 @@ def test_position_term_strictly_smaller_pvalue():
     rng = np.random.default_rng(1)
     noise = rng.normal(size=(2, pairs.n_pairs, 1))
     sig = noise + 0.1 * pairs.i[None, :, None]
-    p = [permutation_pvalues(delta_r2(pairs, y).delta, permutation_null(pairs, y, 199, seed=2))[0]
-         for y in (sig, noise)]
+    p = [
+        permutation_pvalues(delta_r2(pairs, y).delta, permutation_null(pairs, y, 199, seed=2))[0] for y in (sig, noise)
+    ]
     assert p[0] == pytest.approx(1 / 200) and p[0] < p[1]
 
 
@@ -331,8 +316,7 @@ def test_permutation_null_matches_reference(P, H):
     rng = np.random.default_rng(P)
     Y = rng.normal(size=(P, pairs.n_pairs, H)) + 0.05 * pairs.i[None, :, None]
     perms = within_group_permutations(row_groups(pairs, P), 15, rng)
-    np.testing.assert_allclose(permutation_null(pairs, Y, perms=perms), ref_null(pairs, Y, perms),
-                               atol=1e-8, rtol=0)
+    np.testing.assert_allclose(permutation_null(pairs, Y, perms=perms), ref_null(pairs, Y, perms), atol=1e-8, rtol=0)
 
 
 def test_permutation_null_identity_perm_gives_observed():
@@ -380,8 +364,10 @@ def test_block_generator_maps_every_row_into_its_own_group(groups, n_perm, seed)
     lay = group_layout(groups)
     assert np.array_equal(np.sort(lay.layout), np.arange(groups.size))
     values = np.random.default_rng(seed).normal(size=groups.size)
-    np.testing.assert_array_equal(shuffle_within_blocks(values[lay.layout], lay, n_perm, np.random.default_rng(seed)),
-                                  values[perms[:, lay.layout]])
+    np.testing.assert_array_equal(
+        shuffle_within_blocks(values[lay.layout], lay, n_perm, np.random.default_rng(seed)),
+        values[perms[:, lay.layout]],
+    )
 
 
 @pytest.mark.parametrize("generator", [within_group_permutations, within_group_permutations_by_argsort])
@@ -404,19 +390,24 @@ def test_within_group_permutations_are_uniform(generator):
 def test_seeded_null_draws_the_generators_permutations(monkeypatch):
     """permutation_null(seed) shuffles ĩ by exactly the draws of within_group_permutations(·, chunk, default_rng(
     seed)), chunk by chunk (the in-layout shuffle equals the generated permutation arrays); chunks of 7 here."""
-    from harness.stats import leakage
-    from harness.stats.leakage import _inverse_perms
+    from harness.stats import nulls
+    from harness.stats.nulls import _inverse_perms
 
     pairs = random_pairs(40, 300, 3)
     P, n_perm, chunk = 3, 50, 7
     Y = np.random.default_rng(3).normal(size=(P, pairs.n_pairs, 4)) + 0.02 * pairs.i[None, :, None]
     groups = row_groups(pairs, P)
-    monkeypatch.setattr(leakage, "_BLOCK_ELEMS", chunk * groups.size)
+    monkeypatch.setattr(nulls, "BLOCK_ELEMS", chunk * groups.size)
     rng = np.random.default_rng(11)
-    idx = np.concatenate([within_group_permutations(groups, min(chunk, n_perm - s), rng)
-                          for s in range(0, n_perm, chunk)])
-    np.testing.assert_allclose(permutation_null(pairs, Y, n_perm, seed=11),
-                               permutation_null(pairs, Y, perms=_inverse_perms(idx)), rtol=1e-12, atol=1e-15)
+    idx = np.concatenate(
+        [within_group_permutations(groups, min(chunk, n_perm - s), rng) for s in range(0, n_perm, chunk)]
+    )
+    np.testing.assert_allclose(
+        permutation_null(pairs, Y, n_perm, seed=11),
+        permutation_null(pairs, Y, perms=_inverse_perms(idx)),
+        rtol=1e-12,
+        atol=1e-15,
+    )
 
 
 def test_invalid_perms_rejected():
@@ -525,7 +516,9 @@ def test_stratified_pairs_counts_and_causality():
     assert np.all((pairs.j >= 0) & (pairs.j <= pairs.i) & (pairs.i < 512))
     keys = pairs.i * 512 + pairs.j
     assert np.all(np.diff(keys) > 0)  # sorted by (i, j), no duplicates
-    full = stratified_pairs(64, 7 * 1552, seed=0, first=1)  # share >= largest bin [32,64) (1552 pairs): all causal pairs
+    full = stratified_pairs(
+        64, 7 * 1552, seed=0, first=1
+    )  # share >= largest bin [32,64) (1552 pairs): all causal pairs
     assert full.n_pairs == 64 * 65 // 2
 
 
@@ -540,7 +533,7 @@ def test_stratified_pairs_property(L, n, seed):
     counts = np.histogram(a.i, edges)[0]
     available = np.array([(e1 * (e1 + 1) - e0 * (e0 + 1)) // 2 for e0, e1 in zip(edges[:-1], edges[1:])])
     shares = np.full(nb, n // nb)
-    shares[nb - n % nb:] += n % nb > 0
+    shares[nb - n % nb :] += n % nb > 0
     np.testing.assert_array_equal(counts, np.minimum(shares, available))
     assert np.all((a.j >= 0) & (a.j <= a.i)) and np.all(np.diff(a.i * L + a.j) > 0)
 
@@ -562,7 +555,7 @@ def test_causal_mask_share_and_residual_stream_share():
 
 def test_t_interval_covers_the_mean_at_its_level():
     """Coverage of the t-interval for normal draws (T11's random control): 95% within Monte-Carlo error."""
-    from harness.stats.leakage import t_interval
+    from harness.stats.intervals import t_interval
 
     rng = np.random.default_rng(0)
     hits = [lo <= 1.0 <= hi for lo, hi in (t_interval(rng.normal(1.0, 0.3, size=10)) for _ in range(2000))]
@@ -575,13 +568,14 @@ def test_signflip_pvalues_exact_enumeration_and_degenerate_heads():
     """Exact p over all 2^(P-1) patterns; an exact null (y a function of d alone: every prompt carries the same
     rounding residue) gets p = 1, not the smallest p; a non-finite contribution gets NaN, never rejected."""
     from harness.capture.measure import significance
-    from harness.stats.leakage import SIGNFLIP_EXACT_MAX, prompt_stats, signflip_pvalues
+    from harness.stats.leakage import prompt_stats
+    from harness.stats.nulls import SIGNFLIP_EXACT_MAX, signflip_pvalues
 
     a = np.array([[1.0, 2.0], [2.0, -2.0], [3.0, 2.0], [4.0, -2.0]])  # P = 4: 8 patterns
     p = signflip_pvalues(a)
     assert p[0] == pytest.approx(1 / 8)  # only the identity reaches |1+2+3+4|
     assert p[1] == 1.0  # |Σ| = 0
-    assert 2 ** 15 <= SIGNFLIP_EXACT_MAX  # the default 16 prompts are enumerated exactly
+    assert 2**15 <= SIGNFLIP_EXACT_MAX  # the default 16 prompts are enumerated exactly
     pairs = stratified_pairs(32, 300, 0)
     mu = np.exp(-pairs.offsets / 5.0)
     Y = np.stack([np.tile(mu, (16, 1)), np.random.default_rng(0).normal(size=(16, pairs.n_pairs))], axis=-1)

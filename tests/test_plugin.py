@@ -1,4 +1,5 @@
 """The pytest plugin refuses bad model selections before anything runs, with a one-line reason."""
+
 import json
 import os
 import subprocess
@@ -8,19 +9,39 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.long  # every test here runs pytest on the claims in a subprocess
 
 
 def collect(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "--no-report",
-                           "-p", "no:cacheprovider", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "--collect-only",
+            "-q",
+            "--no-report",
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
-@pytest.mark.parametrize("models, says", [
-    ("tiny-llama", "tiny random-init models test the harness mechanics"),
-    ("smollm2-135m,tiny-gemma3", "--models tiny-gemma3"),
-    ("tiny", "unknown model 'tiny'"),
-    ("llama-9b", "--models: unknown model 'llama-9b'; choose from bundled: smollm2-135m"),
-])
+@pytest.mark.parametrize(
+    "models, says",
+    [
+        ("tiny-llama", "tiny random-init models test the harness mechanics"),
+        ("smollm2-135m,tiny-gemma3", "--models tiny-gemma3"),
+        ("tiny", "unknown model 'tiny'"),
+        ("llama-9b", "--models: unknown model 'llama-9b'; choose from bundled: smollm2-135m"),
+    ],
+)
 def test_bad_model_selection_is_a_usage_error(models, says):
     """Review U1, U2: one line, listing only what --models accepts (never the tiny models)."""
     r = collect("--models", models)
@@ -33,13 +54,21 @@ def test_bad_model_selection_is_a_usage_error(models, says):
 def test_bundled_selection_collects_every_claim_per_model():
     r = collect("--models", "smollm2-135m")
     assert r.returncode == 0, r.stdout + r.stderr
-    ids = [line for line in r.stdout.splitlines() if "::" in line and "[" in line and "test_T13" not in line]  # T13: per family
+    ids = [
+        line for line in r.stdout.splitlines() if "::" in line and "[" in line and "test_T13" not in line
+    ]  # T13: per family
     assert len(ids) > 20 and all("[smollm2-135m" in line for line in ids)
 
 
 def run_claims(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "claims", "--no-report", "-p", "no:cacheprovider",
-                           "-rs", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "claims", "--no-report", "-p", "no:cacheprovider", "-rs", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def test_captures_show_progress_in_a_plain_run_and_none_under_ci():
@@ -67,10 +96,14 @@ def test_inapplicable_predictions_skip_at_collection_with_one_reason():
     r = run_claims("--models", "smollm2-135m", "-k", "T2_moving or T9c_replacing_bos or T8_sliding")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "not applicable to smollm2-135m: the prediction is for models that auto-prepend BOS" in r.stdout
-    assert ("not applicable to smollm2-135m: the prediction is for the Mistral family and models whose sliding "
-            "window binds at the run's length" in r.stdout)
-    assert ("not applicable to smollm2-135m: the prediction is for models with sliding-window layers, run at a "
-            "length past the window" in r.stdout)
+    assert (
+        "not applicable to smollm2-135m: the prediction is for the Mistral family and models whose sliding "
+        "window binds at the run's length" in r.stdout
+    )
+    assert (
+        "not applicable to smollm2-135m: the prediction is for models with sliding-window layers, run at a "
+        "length past the window" in r.stdout
+    )
     assert "4 skipped" in r.stdout
 
 
@@ -85,11 +118,32 @@ def t9a_in(tmp_path, perturb: float) -> subprocess.CompletedProcess:
     snap = json.loads((ROOT / "claims" / "__snapshots__" / "test_s5_7_position0" / SNAP).read_text())
     snap["min_std_position1"] *= perturb
     (tmp_path / "__snapshots__" / "test_s5_7_position0" / SNAP).write_text(json.dumps(snap, indent=2))
-    return subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_s5_7_position0.py"), "-p",
-                           "harness.run.plugin", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                           "--models", "smollm2-135m", "-k", "T9a", "--no-report", "-q", "--tb=line"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(tmp_path / "test_s5_7_position0.py"),
+            "-p",
+            "harness.run.plugin",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "--models",
+            "smollm2-135m",
+            "-k",
+            "T9a",
+            "--no-report",
+            "-q",
+            "--tb=line",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
 
 
 def test_a_held_claim_is_compared_with_its_snapshot(tmp_path):
@@ -105,43 +159,74 @@ def test_snapshot_drift_fails_a_held_claim_as_a_harness_error(tmp_path):
     assert "ClaimNotHeld" not in r.stdout
 
 
-@pytest.mark.parametrize("option, value, says", [
-    ("--n-prompts", "0", "--n-prompts 0: must be a multiple of 4 (balanced topics) and at least 12"),
-    ("--n-prompts", "3", "--n-prompts 3: must be a multiple of 4"),
-    ("--n-prompts", "8", "with fewer prompts the top 30 heads cannot survive BH"),
-    ("--seq-len", "1", "--seq-len 1: must be 8 times a power of two, at least 16"),
-    ("--seq-len", "100", "--seq-len 100: must be 8 times a power of two"),
-    ("--n-pairs", "0", "--n-pairs 0: must be at least 1000"),
-    ("--n-perm", "0", "--n-perm 0: must be at least 100"),
-    ("--n-perm", "-5", "--n-perm -5: must be at least 100"),
-    ("--n-probe-prompts", "10", "--n-probe-prompts 10: must be a multiple of 4 and at least 20"),
-    ("--device", "nonsense", "--device nonsense: not a torch device; expected cpu, cuda, cuda:<index> or mps"),
-    ("--dtype", "int8", "argument --dtype: invalid choice: 'int8'"),
-    ("--corpus", "nosuch", "argument --corpus: invalid choice: 'nosuch'"),
-    ("--seq-len", "100000", "--seq-len 100000: must be 8 times a power of two"),
-    ("--seq-len", "16384", "--seq-len 16384: longer than the context of smollm2-135m (8192 tokens) (their context "
-                           "allows at most 8192)"),
-    ("--seq-len", "131072", "--seq-len 131072: longer than the context of smollm2-135m (8192 tokens), "
-                            "gemma3-270m (32768 tokens), qwen2.5-coder-0.5b (32768 tokens) (their context allows at "
-                            "most 8192)"),
-    ("--seq-len", "8192", "--n-probe-prompts and --seq-len: 64 prompts of 8192 tokens need 131072 tokens per topic; "
-                          "the 'wiki' corpus's smallest topic has 102696 in smollm2-135m's tokenizer; it fills 64 "
-                          "prompts of at most 4096 tokens or 44 prompts of 8192 tokens (or use --corpus bbc)"),
-    ("--seq-len", "32768", "--n-prompts and --seq-len: 16 prompts of 32768 tokens need 131072 tokens per topic; the "
-                           "'wiki' corpus's smallest topic has 104417 in qwen2.5-coder-0.5b's tokenizer"),
-    ("--n-prompts", "1024", "T7's query bins at 512 tokens or --seq-len, with --n-prompts: 1024 prompts of 512 tokens "
-                            "need 131072 tokens per topic"),
-    ("--report-dir", "/proc/forbidden", "--report-dir /proc/forbidden: not writable"),
-    ("--report-dir", "/dev/null/x", "--report-dir /dev/null/x: not writable"),
-])
+@pytest.mark.parametrize(
+    "option, value, says",
+    [
+        ("--n-prompts", "0", "--n-prompts 0: must be a multiple of 4 (balanced topics) and at least 12"),
+        ("--n-prompts", "3", "--n-prompts 3: must be a multiple of 4"),
+        ("--n-prompts", "8", "with fewer prompts the top 30 heads cannot survive BH"),
+        ("--seq-len", "1", "--seq-len 1: must be 8 times a power of two, at least 16"),
+        ("--seq-len", "100", "--seq-len 100: must be 8 times a power of two"),
+        ("--n-pairs", "0", "--n-pairs 0: must be at least 1000"),
+        ("--n-perm", "0", "--n-perm 0: must be at least 100"),
+        ("--n-perm", "-5", "--n-perm -5: must be at least 100"),
+        ("--n-probe-prompts", "10", "--n-probe-prompts 10: must be a multiple of 4 and at least 20"),
+        ("--device", "nonsense", "--device nonsense: not a torch device; expected cpu, cuda, cuda:<index> or mps"),
+        ("--dtype", "int8", "argument --dtype: invalid choice: 'int8'"),
+        ("--corpus", "nosuch", "argument --corpus: invalid choice: 'nosuch'"),
+        ("--seq-len", "100000", "--seq-len 100000: must be 8 times a power of two"),
+        (
+            "--seq-len",
+            "16384",
+            "--seq-len 16384: longer than the context of smollm2-135m (8192 tokens) (their context "
+            "allows at most 8192)",
+        ),
+        (
+            "--seq-len",
+            "131072",
+            "--seq-len 131072: longer than the context of smollm2-135m (8192 tokens), "
+            "gemma3-270m (32768 tokens), qwen2.5-coder-0.5b (32768 tokens) (their context allows at "
+            "most 8192)",
+        ),
+        (
+            "--seq-len",
+            "8192",
+            "--n-probe-prompts and --seq-len: 64 prompts of 8192 tokens need 131072 tokens per topic; "
+            "the 'wiki' corpus's smallest topic has 102696 in smollm2-135m's tokenizer; it fills 64 "
+            "prompts of at most 4096 tokens or 44 prompts of 8192 tokens (or use --corpus bbc)",
+        ),
+        (
+            "--seq-len",
+            "32768",
+            "--n-prompts and --seq-len: 16 prompts of 32768 tokens need 131072 tokens per topic; the "
+            "'wiki' corpus's smallest topic has 104417 in qwen2.5-coder-0.5b's tokenizer",
+        ),
+        (
+            "--n-prompts",
+            "1024",
+            "T7's query bins at 512 tokens or --seq-len, with --n-prompts: 1024 prompts of 512 tokens "
+            "need 131072 tokens per topic",
+        ),
+        ("--report-dir", "/proc/forbidden", "--report-dir /proc/forbidden: not writable"),
+        ("--report-dir", "/dev/null/x", "--report-dir /dev/null/x: not writable"),
+    ],
+)
 def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option, value, says):
     """Issue 14 items 1-2 (review U4-U13): never a crash in every test, never a meaningless setting reported as a
     claim not held, never a full run that then has nowhere to write its results."""
     models = {"131072": "bundled", "32768": "qwen2.5-coder-0.5b"}.get(value, "smollm2-135m")
     args = ("--models", models, option, value)
-    r = collect(*args) if option != "--report-dir" else subprocess.run(  # collect() passes --no-report
-        [sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = (
+        collect(*args)
+        if option != "--report-dir"
+        else subprocess.run(  # collect() passes --no-report
+            [sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    )
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     lines = [x for x in r.stderr.splitlines() if x.strip() and "inifile:" not in x and "rootdir:" not in x]
     if "invalid choice" in says:  # argparse's own form: pytest's usage line, then the one error line
@@ -153,9 +238,27 @@ def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option
 def test_require_weights_fails_a_run_whose_models_are_absent_and_passes_one_whose_are_present(tmp_path, xdist):
     """Issue 15: the nightly (which runs under -n) went green having measured nothing when HF_HOME was unset."""
     env = {**os.environ, "ABSPOS_MODELS_DIR": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hub")}
-    r = subprocess.run([sys.executable, "-m", "pytest", "claims", "-q", "--no-report", "-p", "no:cacheprovider",
-                        "-m", "paper and llama", "--require-weights", *xdist],
-                       cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "-q",
+            "--no-report",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "paper and llama",
+            "--require-weights",
+            *xdist,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     line = [x for x in (r.stdout + r.stderr).splitlines() if "--require-weights: " in x]
     assert len(line) == 1 and "llama-3.1-8b weights not found" in line[0], r.stdout + r.stderr

@@ -2,12 +2,11 @@
 
 No model runs here: every array is synthetic, float64, small.
 """
+
 from __future__ import annotations
 
 import math
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import harness.stats.probes as probes  # noqa: E402
-from harness.stats.directions import dominant_direction, fraction_norm_removed, project_out, rank1_direction  # noqa: E402
+import harness.stats.probes as probes
+from harness.stats.directions import dominant_direction, fraction_norm_removed, project_out, rank1_direction
 from harness.stats.heads import (
     cosine_consistency,
     cosine_consistency_boot,
@@ -119,8 +116,9 @@ def test_probe_matches_an_explicit_within_fold_sklearn_reference():
     X = _separable(rng, LABELS_200, 24, shift=0.8)
     ref = []
     for train, test in StratifiedKFold(5, shuffle=True, random_state=0).split(X, LABELS_200):
-        pipe = make_pipeline(PCA(n_components=10, svd_solver="full"), StandardScaler(),
-                             LogisticRegression(C=1.0, max_iter=1000))
+        pipe = make_pipeline(
+            PCA(n_components=10, svd_solver="full"), StandardScaler(), LogisticRegression(C=1.0, max_iter=1000)
+        )
         pipe.fit(X[train], LABELS_200[train])
         ref.append(np.mean(pipe.predict(X[test]) == LABELS_200[test]))
     assert topic_probe_accuracy(X, LABELS_200, n_components=10, max_iter=1000) == pytest.approx(np.mean(ref), abs=0.011)
@@ -177,7 +175,7 @@ def test_chance_level_is_the_majority_share():
 @given(n=st.integers(1, 60), k=st.integers(-2, 62), p=st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.9, 1.0]))
 def test_binomial_tail_matches_exact_rational_sum(n, k, p):
     pf = Fraction(p)
-    exact = sum(math.comb(n, j) * pf ** j * (1 - pf) ** (n - j) for j in range(max(k, 0), n + 1))
+    exact = sum(math.comb(n, j) * pf**j * (1 - pf) ** (n - j) for j in range(max(k, 0), n + 1))
     assert binomial_sf(k, n, p) == pytest.approx(float(exact), rel=1e-9, abs=1e-300)
 
 
@@ -259,8 +257,10 @@ def test_decile_split_uses_ceil_and_orders_groups():
 
 
 @HYP
-@given(s=st.lists(st.integers(0, 5).map(float), min_size=2, max_size=60).map(np.array),
-       frac=st.sampled_from([0.1, 0.25, 0.5]))
+@given(
+    s=st.lists(st.integers(0, 5).map(float), min_size=2, max_size=60).map(np.array),
+    frac=st.sampled_from([0.1, 0.25, 0.5]),
+)
 def test_decile_split_properties(s, frac):
     k = max(1, math.ceil(frac * s.size - 1e-9))
     if 2 * k > s.size:
@@ -367,7 +367,7 @@ def test_rank1_direction_dual_and_primal_forms_agree():
     X, pos = rng.normal(size=(30, 60)), rng.permutation(30).astype(float)
     w = rank1_direction(X, pos, alpha=1e-2)
     Xc, pc = X - X.mean(0), pos - pos.mean()
-    lam = 1e-2 * np.sum(Xc ** 2) / 60
+    lam = 1e-2 * np.sum(Xc**2) / 60
     ref = np.linalg.solve(Xc.T @ Xc + lam * np.eye(60), Xc.T @ pc)
     np.testing.assert_allclose(w, ref / np.linalg.norm(ref), atol=1e-10)
     with pytest.raises(ValueError):
@@ -382,8 +382,8 @@ def test_project_out_and_dominant_direction():
     assert abs(u @ vt[0]) == pytest.approx(1.0) and (Y @ u).sum() > 0
     np.testing.assert_allclose(project_out(Y, u) @ u, 0, atol=1e-10)
     f = fraction_norm_removed(Y, u)
-    assert f == pytest.approx(1 - math.sqrt(1 - s[0] ** 2 / np.sum(s ** 2)), rel=1e-10)
-    assert fraction_norm_removed(Y, u, "energy") == pytest.approx(s[0] ** 2 / np.sum(s ** 2), rel=1e-10)
+    assert f == pytest.approx(1 - math.sqrt(1 - s[0] ** 2 / np.sum(s**2)), rel=1e-10)
+    assert fraction_norm_removed(Y, u, "energy") == pytest.approx(s[0] ** 2 / np.sum(s**2), rel=1e-10)
 
 
 def test_fraction_norm_removed_extremes():
@@ -393,14 +393,16 @@ def test_fraction_norm_removed_extremes():
         assert fraction_norm_removed(y, [0.0, 2.0], mode) == pytest.approx(0.0)
         assert fraction_norm_removed(np.zeros((2, 2)), [1.0, 0.0], mode) == 0.0
     # one vector at 45 degrees: norm drops to 1/sqrt(2)
-    assert fraction_norm_removed(np.array([1.0, 1.0]), [1.0, 0.0]) == pytest.approx(1 - 2 ** -0.5)
+    assert fraction_norm_removed(np.array([1.0, 1.0]), [1.0, 0.0]) == pytest.approx(1 - 2**-0.5)
     with pytest.raises(ValueError):
         fraction_norm_removed(y, [1.0, 0.0], "bogus")
 
 
 @HYP
-@given(Y=arrays(np.float64, st.tuples(st.integers(1, 6), st.just(4)), elements=FINITE),
-       u=arrays(np.float64, 4, elements=st.floats(0.1, 1)))
+@given(
+    Y=arrays(np.float64, st.tuples(st.integers(1, 6), st.just(4)), elements=FINITE),
+    u=arrays(np.float64, 4, elements=st.floats(0.1, 1)),
+)
 def test_fraction_norm_removed_is_a_fraction(Y, u):
     for mode in ("frobenius", "mean", "energy"):
         assert -1e-12 <= fraction_norm_removed(Y, u, mode) <= 1 + 1e-12

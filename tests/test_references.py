@@ -21,7 +21,7 @@ import pytest
 
 from harness.model import references, weights
 from harness.model.references import Reference, ReferenceError, parse
-from harness.spec.models import REGISTRY, get_spec, names
+from harness.spec.models import REGISTRY, ModelSpec, get_spec, names
 
 ROOT = Path(__file__).resolve().parents[1]
 REV = "0123456789abcdef0123456789abcdef01234567"
@@ -61,13 +61,17 @@ def hf_cache_layout(hub: Path, repo: str, src: Path) -> Path:
 
 
 # ---- parsing -------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("token, ref", [
-    ("hf:HuggingFaceTB/SmolLM2-135M", Reference("hf", "HuggingFaceTB/SmolLM2-135M")),
-    ("hf:org/name@v1.0", Reference("hf", "org/name", "v1.0")),
-    ("path:/models/my-finetune", Reference("path", "/models/my-finetune")),
-    ("gguf:/m/x.Q4_K_M.gguf", Reference("gguf", "/m/x.Q4_K_M.gguf")),
-    ("smollm2-135m", None), ("bundled", None),
-])
+@pytest.mark.parametrize(
+    "token, ref",
+    [
+        ("hf:HuggingFaceTB/SmolLM2-135M", Reference("hf", "HuggingFaceTB/SmolLM2-135M")),
+        ("hf:org/name@v1.0", Reference("hf", "org/name", "v1.0")),
+        ("path:/models/my-finetune", Reference("path", "/models/my-finetune")),
+        ("gguf:/m/x.Q4_K_M.gguf", Reference("gguf", "/m/x.Q4_K_M.gguf")),
+        ("smollm2-135m", None),
+        ("bundled", None),
+    ],
+)
 def test_a_reference_is_parsed_by_its_prefix(token, ref):
     assert parse(token) == ref
 
@@ -79,11 +83,14 @@ def test_reference_names_are_file_name_safe_and_never_a_registry_name():
     assert parse("hf:org/name@refs/pr/1").name == "hf-org--name~refs-pr-1"  # '@' would split an xdist group name
 
 
-@pytest.mark.parametrize("token, words", [
-    ("foo:bar", "unknown reference kind 'foo'"),
-    ("hf:no-slash", "hf:<org>/<name>[@<revision>]"),
-    ("path:", "nothing after 'path:'"),
-])
+@pytest.mark.parametrize(
+    "token, words",
+    [
+        ("foo:bar", "unknown reference kind 'foo'"),
+        ("hf:no-slash", "hf:<org>/<name>[@<revision>]"),
+        ("path:", "nothing after 'path:'"),
+    ],
+)
 def test_a_malformed_reference_is_one_line(token, words):
     with pytest.raises(ReferenceError, match=r"^[^\n]*$") as e:
         parse(token)
@@ -91,6 +98,7 @@ def test_a_malformed_reference_is_one_line(token, words):
 
 
 # ---- derived specs -------------------------------------------------------------------------------------------------
+@pytest.mark.long
 @pytest.mark.parametrize("name", names("bundled"))
 def test_the_derived_spec_of_a_bundled_model_is_its_registry_entry(name):
     """From config and tokenizer alone: family, BOS policy (what the tokenizer does), RoPE theta (and the dual
@@ -104,6 +112,7 @@ def test_the_derived_spec_of_a_bundled_model_is_its_registry_entry(name):
     assert derived.group == "local" and derived.markers == (spec.family, "local")
 
 
+@pytest.mark.long
 def test_the_same_figures_through_path_hf_and_gguf_as_the_registry_entry(tmp_path, smol_conversion):
     """SmolLM2's converted weights under another name and layout: as a folder (path:), as a Hugging Face cache
     entry (hf:, offline) and as its GGUF file under another name (gguf:), run in one pytest run beside the registry
@@ -114,16 +123,39 @@ def test_the_same_figures_through_path_hf_and_gguf_as_the_registry_entry(tmp_pat
     gguf.symlink_to(weights.bundled_gguf(get_spec("smollm2-135m")))
     models = f"smollm2-135m,path:{folder},hf:my-org/smol-instruct,gguf:{gguf}"
     env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "claims", "--models", models, "-k", "T9a or T5_top30 or T2",
-                           "--report-dir", str(tmp_path / "reports"), "--baseline-dir", str(tmp_path / "baselines"),
-                           "-p", "no:randomly", "-q", "-p", "no:cacheprovider"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "--models",
+            models,
+            "-k",
+            "T9a or T5_top30 or T2",
+            "--report-dir",
+            str(tmp_path / "reports"),
+            "--baseline-dir",
+            str(tmp_path / "baselines"),
+            "-p",
+            "no:randomly",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
     by_model: dict = {}
     for r in results["records"]:
         by_model.setdefault(r["model"], {})[r["test"].split("[")[0]] = (r["verdict"], r["figures"])
-    assert set(by_model) == {"smollm2-135m", "path-smol-finetune", "hf-my-org--smol-instruct", "gguf-renamed"}, \
+    assert set(by_model) == {"smollm2-135m", "path-smol-finetune", "hf-my-org--smol-instruct", "gguf-renamed"}, (
         proc.stdout[-2000:] + proc.stderr[-2000:]
+    )
     registry = by_model.pop("smollm2-135m")
     assert len(registry) == 5 and any(figs for _, figs in registry.values())
     for name, tests in by_model.items():
@@ -140,18 +172,24 @@ def save_config(folder: Path, model_type: str, **kwargs) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("model_type, kwargs, words", [
-    ("gpt2", {}, "gpt2 has no rotary position embedding"),
-    ("t5", {}, "t5 is an encoder-decoder"),
-    ("bert", {}, "bert has no rotary position embedding"),
-    ("phi3", {"partial_rotary_factor": 0.5}, "rotates only part of each head"),
-    ("stablelm", {}, "stablelm rotates only part of each head"),
-    ("llama", {"attention": False}, "LlamaForCausalLM's attention does not go through transformers' attention "
-                                    "interface"),
-    ("gpt_oss", {}, "its attention hands the attention function s_aux"),
-    ("smollm3", {}, "leaves some layers without rotary position embedding"),
-    ("gemma3", {}, "is a multimodal model"),
-])
+@pytest.mark.parametrize(
+    "model_type, kwargs, words",
+    [
+        ("gpt2", {}, "gpt2 has no rotary position embedding"),
+        ("t5", {}, "t5 is an encoder-decoder"),
+        ("bert", {}, "bert has no rotary position embedding"),
+        ("phi3", {"partial_rotary_factor": 0.5}, "rotates only part of each head"),
+        ("stablelm", {}, "stablelm rotates only part of each head"),
+        (
+            "llama",
+            {"attention": False},
+            "LlamaForCausalLM's attention does not go through transformers' attention interface",
+        ),
+        ("gpt_oss", {}, "its attention hands the attention function s_aux"),
+        ("smollm3", {}, "leaves some layers without rotary position embedding"),
+        ("gemma3", {}, "is a multimodal model"),
+    ],
+)
 def test_a_model_the_harness_cannot_measure_is_refused_in_one_line(tmp_path, monkeypatch, model_type, kwargs, words):
     if kwargs.pop("attention", True) is False:  # as a model whose attention transformers does not route
         monkeypatch.setattr("transformers.LlamaForCausalLM._supports_attention_backend", False)
@@ -161,11 +199,14 @@ def test_a_model_the_harness_cannot_measure_is_refused_in_one_line(tmp_path, mon
     assert words in str(e.value) and "\n" not in str(e.value) and str(e.value).endswith("refusing it")
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda p: p, "no such folder"),
-    (lambda p: (p.mkdir(), p)[1], "no config.json in the folder"),
-    (lambda p: (p.mkdir(), (p / "config.json").write_text("{not json"), p)[2], "has no readable model config"),
-])
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda p: p, "no such folder"),
+        (lambda p: (p.mkdir(), p)[1], "no config.json in the folder"),
+        (lambda p: (p.mkdir(), (p / "config.json").write_text("{not json"), p)[2], "has no readable model config"),
+    ],
+)
 def test_a_folder_that_is_not_a_model_is_refused_in_one_line(tmp_path, make, words):
     folder = make(tmp_path / "m")
     with pytest.raises(ReferenceError, match=r"^[^\n]*$") as e:
@@ -198,6 +239,24 @@ def test_a_garbage_gguf_is_refused_in_one_line(tmp_path, monkeypatch):
     assert not (tmp_path / "cache" / "converted").exists()  # refused from its header: nothing converted
 
 
+def gguf_spec_of(path: Path) -> ModelSpec:
+    """The spec under which a GGUF file's conversion is found (weights.conversion_path): its name and file."""
+    ref = Reference("gguf", str(Path(path).absolute()))
+    return ModelSpec(
+        ref.name,
+        "",
+        "local",
+        "",
+        str(ref),
+        False,
+        None,
+        "",
+        0.0,
+        gguf={"kind": "path", "file": str(Path(path).resolve())},
+    )
+
+
+@pytest.mark.long
 def test_a_gguf_given_by_reference_is_converted_only_when_loaded_and_keyed_by_its_file(tmp_path, monkeypatch):
     """The spec comes from the GGUF's own config and tokenizer (listing a model never dequantises it); two files of
     one name and size (checkpoints of one run) never share a conversion, nor does a file replaced in place."""
@@ -215,11 +274,11 @@ def test_a_gguf_given_by_reference_is_converted_only_when_loaded_and_keyed_by_it
     other = tmp_path / "d" / "model.gguf"
     other.parent.mkdir()
     other.write_bytes(b"y" * 64)
-    paths = {weights.conversion_path(references.gguf_spec_of(p)) for p in (copy, other)}
+    paths = {weights.conversion_path(gguf_spec_of(p)) for p in (copy, other)}
     assert len(paths) == 2
-    before = weights.conversion_path(references.gguf_spec_of(copy))
+    before = weights.conversion_path(gguf_spec_of(copy))
     os.utime(copy, ns=(1, 1))
-    assert weights.conversion_path(references.gguf_spec_of(copy)) != before
+    assert weights.conversion_path(gguf_spec_of(copy)) != before
     assert weights.conversion_path(spec).name.startswith("smollm2-135m-")  # the bundled file shares its conversion
 
 
@@ -292,12 +351,31 @@ def test_a_paper_models_hub_id_is_that_paper_model_and_its_folder_must_hold_it(t
 
 
 def run_claims(tmp_path, models: str, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "claims", "--models", models, "--no-report", "-q",
-                           "-p", "no:cacheprovider", "--baseline-dir", str(tmp_path / "baselines"), *extra],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "--models",
+            models,
+            "--no-report",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--baseline-dir",
+            str(tmp_path / "baselines"),
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"},
+    )
 
 
+@pytest.mark.long
 def test_refusals_are_usage_errors_before_collection(tmp_path, smol_conversion):
     """Through pytest: a non-RoPE model and a paper id holding another model are exit 4 with one stderr line."""
     gpt2 = save_config(tmp_path / "gpt2", "gpt2")
@@ -309,6 +387,7 @@ def test_refusals_are_usage_errors_before_collection(tmp_path, smol_conversion):
     assert proc.returncode == 4 and "holds another model than meta-llama/Llama-3.2-3B" in proc.stderr, proc.stderr
 
 
+@pytest.mark.long
 def test_a_folder_without_weights_skips_its_tests_with_one_line(tmp_path, smol_conversion):
     folder = link_model(smol_conversion, tmp_path / "no-weights", with_weights=False)
     proc = run_claims(tmp_path, f"path:{folder}", "-k", "T9a", "-rs")

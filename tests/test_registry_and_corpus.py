@@ -121,8 +121,13 @@ def test_random_token_control_avoids_special_and_blank_tokens():
 
 
 # published parameter counts (model cards): the paper models' registry shapes must reproduce them
-PUBLISHED_PARAMS = {"llama-3.2-1b": 1.24e9, "llama-3.2-3b": 3.21e9, "llama-3.1-8b": 8.03e9,
-                    "qwen-2.5-3b": 3.09e9, "mistral-7b-v0.3": 7.25e9}
+PUBLISHED_PARAMS = {
+    "llama-3.2-1b": 1.24e9,
+    "llama-3.2-3b": 3.21e9,
+    "llama-3.1-8b": 8.03e9,
+    "qwen-2.5-3b": 3.09e9,
+    "mistral-7b-v0.3": 7.25e9,
+}
 
 
 @pytest.mark.parametrize("name", names("paper"))
@@ -139,5 +144,6 @@ def test_paper_shape_matches_the_checkpoint_config_when_present(name):
     except WeightsUnavailable as e:
         pytest.skip(str(e))
     config = json.loads((folder / "config.json").read_text())
-    assert {k: config.get(k) for k in spec.config if k != "rope_theta"} == \
-        {k: v for k, v in spec.config.items() if k != "rope_theta"}
+    assert {k: config.get(k) for k in spec.config if k != "rope_theta"} == {
+        k: v for k, v in spec.config.items() if k != "rope_theta"
+    }

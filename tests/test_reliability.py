@@ -1,4 +1,4 @@
-"""Bad input and damaged caches (review: ../shared/reviews/reliability.md): one line saying what is wrong, nothing
+"""Bad input and damaged caches (the first reliability review): one line saying what is wrong, nothing
 lost, and a cache that repairs itself.
 
 Where each case of the review's table is tested:
@@ -36,6 +36,7 @@ FP = "source-v1"
 
 def fake_convert(calls: list | None = None, seconds: float = 0.0):
     """A conversion writing what save_pretrained writes (a config, weights, a tokenizer), 0600 like safetensors."""
+
     def convert(into: Path):
         if calls is not None:
             calls.append(into)
@@ -45,6 +46,7 @@ def fake_convert(calls: list | None = None, seconds: float = 0.0):
         weights_file = into / "model.safetensors"
         weights_file.write_bytes(np.arange(4096, dtype=np.float32).tobytes())
         weights_file.chmod(0o600)
+
     return convert
 
 
@@ -83,8 +85,11 @@ FAULTS = {  # review case: (file, damage, the phrase the one-line notice gives)
     "C3b marker garbage": (cache.MARKER, _garbage, f"has an unreadable {cache.MARKER} (JSONDecodeError)"),
     "C3c weights deleted": ("model.safetensors", Path.unlink, "has lost model.safetensors"),
     "C3d config edited": ("config.json", _edit_config, "has config.json modified since conversion"),
-    "C5 stray temporary file": (".tmpX8y8py", lambda f: f.write_bytes(b"\0" * 64), "holds files the conversion did "
-                                                                                     "not write (.tmpX8y8py)"),
+    "C5 stray temporary file": (
+        ".tmpX8y8py",
+        lambda f: f.write_bytes(b"\0" * 64),
+        "holds files the conversion did not write (.tmpX8y8py)",
+    ),
     "marker deleted": (cache.MARKER, Path.unlink, f"has no {cache.MARKER}"),
 }
 
@@ -113,15 +118,18 @@ def test_an_intact_conversion_is_used_without_converting(converted):
 
 
 def test_another_source_or_transformers_version_converts_afresh(converted):
-    assert cache.problem(converted, "source-v2") == \
-        "was converted from another source file or by another transformers version"
+    assert (
+        cache.problem(converted, "source-v2")
+        == "was converted from another source file or by another transformers version"
+    )
 
 
 def test_files_are_readable_by_every_user_of_a_shared_cache(converted):
     """Review C4c: safetensors writes 0600; another user then got a misleading FileNotFoundError."""
     assert converted.stat().st_mode & 0o777 == 0o755
     assert {p.name: p.stat().st_mode & 0o777 for p in converted.iterdir()} == {
-        p.name: 0o644 for p in converted.iterdir()}
+        p.name: 0o644 for p in converted.iterdir()
+    }
 
 
 def test_leftovers_of_a_killed_swap_are_removed(converted):
@@ -149,6 +157,7 @@ def test_a_symlink_in_place_of_the_folder_is_replaced(tmp_path, dangling):
 def test_a_folder_changing_while_it_is_checked_is_checked_again(converted, monkeypatch):
     def vanished(folder, fingerprint):
         raise FileNotFoundError(2, "No such file or directory")
+
     monkeypatch.setattr(cache, "_problem", vanished)
     assert cache.problem(converted, FP) == "could not be read (No such file or directory)"
 
@@ -182,8 +191,10 @@ def test_a_damaged_cache_this_user_cannot_write_is_one_line_before_converting(mo
 
 def test_an_intact_read_only_cache_loads_without_its_lock(converted, monkeypatch):
     """Review C4a: a read-only cache holding a valid conversion is used as it is (no lock, nothing written)."""
+
     def no_lock(path):
         raise PermissionError(13, "Permission denied")
+
     monkeypatch.setattr(cache, "_locked", no_lock)
     assert cache.ensure(converted, FP, fake_convert([])) == converted
 
@@ -211,9 +222,11 @@ def _convert_in_process(folder: str, log: str):
         with open(log, "a") as f:
             f.write(f"{os.getpid()}\n")
         fake_convert(seconds=1.0)(into)
+
     cache.ensure(Path(folder), FP, convert)
 
 
+@pytest.mark.long
 def test_concurrent_conversions_convert_once(tmp_path):
     """Review K1: two processes starting together; the second waits on the lock, then finds the conversion."""
     folder, log = tmp_path / "converted" / "m", tmp_path / "conversions.log"
@@ -236,6 +249,7 @@ def real_conversion():
         pytest.skip(str(e))
 
 
+@pytest.mark.long
 def test_a_truncated_real_conversion_is_repaired_and_loads_the_same_model(real_conversion, tmp_path, monkeypatch):
     """Review C1 end to end: the bundled SmolLM2 conversion, truncated, is converted again with one line and gives
     the same weights (the intact file's hash, recorded at conversion)."""
@@ -247,9 +261,12 @@ def test_a_truncated_real_conversion_is_repaired_and_loads_the_same_model(real_c
     assert weights.converted_folder(get_spec("smollm2-135m"), log=notes.append) == copy
     assert [n for n in notes if "converting again" in n] == [
         f"[abspos] smollm2-135m: the cached conversion {copy} has model.safetensors at 269045204 bytes instead of "
-        f"538090408 (truncated or replaced); converting again"]
-    assert cache.sha256(copy / "model.safetensors") == \
-        json.loads((real_conversion / cache.MARKER).read_text())["files"]["model.safetensors"]["sha256"]
+        f"538090408 (truncated or replaced); converting again"
+    ]
+    assert (
+        cache.sha256(copy / "model.safetensors")
+        == json.loads((real_conversion / cache.MARKER).read_text())["files"]["model.safetensors"]["sha256"]
+    )
 
 
 def test_the_layout_before_manifests_is_removed_not_used(real_conversion, tmp_path, monkeypatch):
@@ -266,9 +283,15 @@ def test_the_layout_before_manifests_is_removed_not_used(real_conversion, tmp_pa
 
 # ---- paper weights (W1-W7) ----------------------------------------------------------------------------
 
-LLAMA_1B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "num_hidden_layers": 16,
-            "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
-            "max_position_embeddings": 131072}
+LLAMA_1B = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 2048,
+    "num_hidden_layers": 16,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+}
 
 
 @pytest.fixture
@@ -288,21 +311,32 @@ def _folder(root: Path, layout: str, config, weights_file: str | None = "model.s
     return folder
 
 
-@pytest.mark.parametrize("layout", ["llama-3.2-1b", "meta-llama/Llama-3.2-1B", "meta-llama--Llama-3.2-1B",
-                                    "Llama-3.2-1B"])
+@pytest.mark.parametrize(
+    "layout", ["llama-3.2-1b", "meta-llama/Llama-3.2-1B", "meta-llama--Llama-3.2-1B", "Llama-3.2-1B"]
+)
 def test_paper_weights_are_found_in_every_documented_layout(models_dir, layout):
     """Review W3: README's $ABSPOS_MODELS_DIR/<hub name> (meta-llama/Llama-3.2-1B) was never searched."""
     folder = _folder(models_dir, layout, LLAMA_1B)
     assert weights.paper_folder(get_spec("llama-3.2-1b")) == folder
 
 
-@pytest.mark.parametrize("case, make, says", [
-    ("W1 nothing there", lambda d: None, "llama-3.2-1b weights not found: put them in "
-                                         "$ABSPOS_MODELS_DIR/meta-llama/Llama-3.2-1B or the Hugging Face cache"),
-    ("W2 empty folder", lambda d: (d / "meta-llama" / "Llama-3.2-1B").mkdir(parents=True), "weights not found"),
-    ("W4 a config but no weights", lambda d: _folder(d, "Llama-3.2-1B", LLAMA_1B, None),
-     "Llama-3.2-1B has a config.json but no weights"),
-])
+@pytest.mark.parametrize(
+    "case, make, says",
+    [
+        (
+            "W1 nothing there",
+            lambda d: None,
+            "llama-3.2-1b weights not found: put them in "
+            "$ABSPOS_MODELS_DIR/meta-llama/Llama-3.2-1B or the Hugging Face cache",
+        ),
+        ("W2 empty folder", lambda d: (d / "meta-llama" / "Llama-3.2-1B").mkdir(parents=True), "weights not found"),
+        (
+            "W4 a config but no weights",
+            lambda d: _folder(d, "Llama-3.2-1B", LLAMA_1B, None),
+            "Llama-3.2-1B has a config.json but no weights",
+        ),
+    ],
+)
 def test_absent_paper_weights_skip_with_one_line(models_dir, case, make, says):
     make(models_dir)
     with pytest.raises(WeightsUnavailable) as e:
@@ -310,15 +344,31 @@ def test_absent_paper_weights_skip_with_one_line(models_dir, case, make, says):
     assert "\n" not in str(e.value) and says in str(e.value)
 
 
-@pytest.mark.parametrize("case, config, says", [
-    ("W3b garbage config.json", "this is {not json", "config.json is unreadable (JSONDecodeError"),
-    ("W5 a GPT-2 in the slot", {"architectures": ["GPT2LMHeadModel"], "n_layer": 2},
-     "holds another model than meta-llama/Llama-3.2-1B (architecture GPT2LMHeadModel); refusing to load it"),
-    ("W7 SmolLM2 in the slot", {**LLAMA_1B, "hidden_size": 576, "num_hidden_layers": 30, "num_attention_heads": 9,
-                                "num_key_value_heads": 3, "vocab_size": 49152, "max_position_embeddings": 8192},
-     "(hidden_size 576 (not 2048), num_hidden_layers 30 (not 16), num_attention_heads 9 (not 32), "
-     "num_key_value_heads 3 (not 8), vocab_size 49152 (not 128256), max_position_embeddings 8192 (not 131072))"),
-])
+@pytest.mark.parametrize(
+    "case, config, says",
+    [
+        ("W3b garbage config.json", "this is {not json", "config.json is unreadable (JSONDecodeError"),
+        (
+            "W5 a GPT-2 in the slot",
+            {"architectures": ["GPT2LMHeadModel"], "n_layer": 2},
+            "holds another model than meta-llama/Llama-3.2-1B (architecture GPT2LMHeadModel); refusing to load it",
+        ),
+        (
+            "W7 SmolLM2 in the slot",
+            {
+                **LLAMA_1B,
+                "hidden_size": 576,
+                "num_hidden_layers": 30,
+                "num_attention_heads": 9,
+                "num_key_value_heads": 3,
+                "vocab_size": 49152,
+                "max_position_embeddings": 8192,
+            },
+            "(hidden_size 576 (not 2048), num_hidden_layers 30 (not 16), num_attention_heads 9 (not 32), "
+            "num_key_value_heads 3 (not 8), vocab_size 49152 (not 128256), max_position_embeddings 8192 (not 131072))",
+        ),
+    ],
+)
 def test_a_folder_holding_another_model_is_refused_with_one_line(models_dir, case, config, says):
     _folder(models_dir, "Llama-3.2-1B", config)
     with pytest.raises(WrongWeights) as e:
@@ -327,6 +377,7 @@ def test_a_folder_holding_another_model_is_refused_with_one_line(models_dir, cas
 
 
 # ---- a failed load is not retried (review note on C4b, U4) ---------------------------------------------
+
 
 def test_a_failed_model_load_fails_once_and_later_tests_get_the_first_error(monkeypatch):
     calls = []
@@ -342,8 +393,10 @@ def test_a_failed_model_load_fails_once_and_later_tests_get_the_first_error(monk
     for _ in range(3):
         with pytest.raises(ModelLoadFailed) as e:
             s.model("smollm2-135m")
-        assert str(e.value) == ("smollm2-135m failed to load earlier in this run, not retried: OSError: It looks "
-                                "like the config file at '/x' is not a valid JSON file.")
+        assert str(e.value) == (
+            "smollm2-135m failed to load earlier in this run, not retried: OSError: It looks "
+            "like the config file at '/x' is not a valid JSON file."
+        )
     assert calls == ["smollm2-135m"]
 
 
@@ -364,41 +417,53 @@ def test_absent_weights_are_looked_up_once(monkeypatch):
 
 # ---- determinism (D1, D2) -----------------------------------------------------------------------------
 
+
 def test_two_runs_give_identical_figures():
     """Review D1/D2: the same capture in two sessions is bit-identical (tiny model: the harness's determinism)."""
     from harness.capture.corpus import PromptSet
+    from harness.capture.progress import Progress
     from harness.capture.reads import PatternAtPairs, Run
 
     ids = np.random.default_rng(0).integers(3, 256, size=(12, 32))
     prompts = PromptSet(ids, np.repeat(np.arange(4), 3), ("a", "b", "c", "d"), "t")
     captured = []
     for _ in range(2):
-        s = Session(Settings(n_prompts=12, seq_len=32, n_pairs=1000), log=lambda *a: None, progress=False)
+        s = Session(
+            Settings(n_prompts=12, seq_len=32, n_pairs=1000), log=lambda *a: None, progress=Progress(enabled=False)
+        )
         captured.append(s.capture(s.model("tiny-llama"), Run(prompts), PatternAtPairs()).values)
     assert np.array_equal(captured[0], captured[1])
 
 
 # ---- results are never lost at the end of a run (U13) ---------------------------------------------------
 
-RECORD = {"test": "claims/t.py::test_T1_x[m]", "claim": "T1", "model": "m", "outcome": "passed", "verdict": "held",
-          "figures": [{"name": "ratio", "value": 2.0}], "seconds": 1.0}
+RECORD = {
+    "test": "claims/t.py::test_T1_x[m]",
+    "claim": "T1",
+    "model": "m",
+    "outcome": "passed",
+    "verdict": "held",
+    "figures": [{"name": "ratio", "value": 2.0}],
+    "seconds": 1.0,
+}
 
 
 def test_a_report_folder_that_became_unwritable_keeps_the_results_elsewhere(tmp_path, capsys):
     """The folder is checked at configure time (tests/test_plugin.py); should it fail by the end anyway, the
     results go to a temporary folder and one line says where."""
-    from harness.report.document import write_run
+    from harness.report.write import write_run
 
     out = write_run(Path("/proc/abspos-forbidden"), "run-x", [RECORD], Settings(), ["m"])
     assert json.loads((out / "results.json").read_text())["records"] == [RECORD]
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"abspos: could not write to /proc/abspos-forbidden (No such file or directory); results are in "
-                   f"{out}"]
+    assert err == [
+        f"abspos: could not write to /proc/abspos-forbidden (No such file or directory); results are in {out}"
+    ]
     shutil.rmtree(out)
 
 
 def test_a_report_that_fails_to_build_keeps_the_results(tmp_path, capsys, monkeypatch):
-    from harness.report import document as report
+    from harness.report import write as report
 
     monkeypatch.setattr(report, "build", lambda path: 1 / 0)
     out = report.write_run(tmp_path, "run-y", [RECORD], Settings(), ["m"])
@@ -408,17 +473,22 @@ def test_a_report_that_fails_to_build_keeps_the_results(tmp_path, capsys, monkey
 
 # ---- prompt sets the corpus can fill (U9) --------------------------------------------------------------
 
-@pytest.mark.parametrize("n_prompts, seq_len, expected", [
-    (16, 200, True),  # 4 per topic x (200 + longest 50) = 1000 <= 1000: whatever documents are drawn
-    (16, 201, None),  # 4 x 251 > 1000 >= 4 x 201: depends on the documents drawn
-    (16, 250, None),  # exactly full if no document is cut
-    (16, 251, False),  # 4 x 251 = 1004 > 1000 tokens: never
-    (20, 200, None),
-])
+
+@pytest.mark.parametrize(
+    "n_prompts, seq_len, expected",
+    [
+        (16, 200, True),  # 4 per topic x (200 + longest 50) = 1000 <= 1000: whatever documents are drawn
+        (16, 201, None),  # 4 x 251 > 1000 >= 4 x 201: depends on the documents drawn
+        (16, 250, None),  # exactly full if no document is cut
+        (16, 251, False),  # 4 x 251 = 1004 > 1000 tokens: never
+        (20, 200, None),
+    ],
+)
 def test_a_corpus_fills_a_prompt_set_by_its_token_budget(n_prompts, seq_len, expected):
     assert corpus.fits((1000, 50), n_prompts, seq_len) is expected
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", names("bundled"))
 @pytest.mark.parametrize("source", ["wiki", "bbc"])
 def test_the_registry_token_budgets_are_the_tokenizers_own(name, source):
@@ -427,8 +497,11 @@ def test_the_registry_token_budgets_are_the_tokenizers_own(name, source):
     from transformers import AutoTokenizer
 
     root = weights.cache_root() / "converted"
-    folders = [f for f in root.glob(f"{name}-*") if cache.problem(f, f.name.rsplit("-", 1)[1]) is None] \
-        if root.is_dir() else []
+    folders = (
+        [f for f in root.glob(f"{name}-*") if cache.problem(f, f.name.rsplit("-", 1)[1]) is None]
+        if root.is_dir()
+        else []
+    )
     if not folders:
         pytest.skip(f"{name} is not converted in {root} yet")
     tok = AutoTokenizer.from_pretrained(folders[0])
@@ -461,4 +534,5 @@ def test_the_corpus_message_names_the_options():
     with pytest.raises(corpus.CorpusTooSmall) as e:
         corpus.topic_prompts(Tok(), spec, 16, 1 << 20)
     assert "\n" not in str(e.value) and str(e.value).endswith(
-        "use fewer or shorter prompts (--n-prompts, --n-probe-prompts, --seq-len) or --corpus bbc")
+        "use fewer or shorter prompts (--n-prompts, --n-probe-prompts, --seq-len) or --corpus bbc"
+    )

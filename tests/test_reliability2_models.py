@@ -1,6 +1,6 @@
 """Reliability review 2, section B: a model is measured only if it is the model its config describes.
 
-Each case of /work/shared/reviews/reliability-2.md section B, and the test that holds it:
+Each case of the second reliability review (issue 25), section B, and the test that holds it:
 
 - config says 31 layers, weights hold 30 (a random layer 30; T9a recorded "held") ..... test_a_real_folder_with_a_layer_more_is_refused_by_the_claims,
                                                                                           test_a_config_and_weights_that_disagree_are_refused_in_one_line[layers 31]
@@ -34,7 +34,8 @@ import torch
 from harness import cli
 from harness.model import interventions as iv
 from harness.model import references, weights
-from harness.model.hooks import ATTN_IMPL, HookedModel, register_attention
+from harness.model.attention import ATTN_IMPL, register_attention
+from harness.model.hooks import HookedModel
 from harness.model.references import ReferenceError
 from harness.spec.claims import CLAIMS, Target
 from harness.spec.models import REGISTRY, WeightsUnavailable, WrongWeights, get_spec
@@ -74,13 +75,23 @@ def one_line(e: BaseException) -> str:
 
 
 # ---- config and weights disagree ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("edit, words", [
-    ({"num_hidden_layers": 31}, "missing from the checkpoint and would be random (first: model.layers.30."),
-    ({"num_hidden_layers": 29}, "not in the model its config describes (first: model.layers.29."),
-    ({"vocab_size": 49000}, "another shape than its config gives (first: model.embed_tokens.weight [49152, 576] in "
-                            "the checkpoint, [49000, 576] by the config)"),
-    ({"intermediate_size": 1600}, "another shape than its config gives (first: model.layers.0.mlp.down_proj.weight"),
-], ids=["layers 31", "layers 29", "vocab", "intermediate"])
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        ({"num_hidden_layers": 31}, "missing from the checkpoint and would be random (first: model.layers.30."),
+        ({"num_hidden_layers": 29}, "not in the model its config describes (first: model.layers.29."),
+        (
+            {"vocab_size": 49000},
+            "another shape than its config gives (first: model.embed_tokens.weight [49152, 576] in "
+            "the checkpoint, [49000, 576] by the config)",
+        ),
+        (
+            {"intermediate_size": 1600},
+            "another shape than its config gives (first: model.layers.0.mlp.down_proj.weight",
+        ),
+    ],
+    ids=["layers 31", "layers 29", "vocab", "intermediate"],
+)
 def test_a_config_and_weights_that_disagree_are_refused_in_one_line(tmp_path, smol, capfd, edit, words):
     """At load, from transformers' loading info, whatever the spec says (a paper or registry spec matching the edited
     config, a folder edited after its spec was derived); a layer count is refused at reference time already."""
@@ -99,14 +110,34 @@ def test_a_config_and_weights_that_disagree_are_refused_in_one_line(tmp_path, sm
     assert "LOAD REPORT" not in "".join(capfd.readouterr())  # transformers' many-line table is not printed either
 
 
+@pytest.mark.long
 def test_a_real_folder_with_a_layer_more_is_refused_by_the_claims(tmp_path, smol):
     """Through pytest: T9a on a SmolLM2 folder whose config says 31 layers is refused before collection with one line
     (exit 4), never a verdict or a baseline."""
     folder = edited_copy(smol, tmp_path / "smol-31", num_hidden_layers=31)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "claims", "--models", f"path:{folder}", "-k", "T9a",
-                           "--no-report", "-q", "-p", "no:cacheprovider", "--baseline-dir", str(tmp_path / "baselines")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "claims",
+            "--models",
+            f"path:{folder}",
+            "-k",
+            "T9a",
+            "--no-report",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--baseline-dir",
+            str(tmp_path / "baselines"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"},
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 4 and proc.stderr.strip().count("\n") == 0, out[-3000:]
     assert "config.json gives 31 layers but its weights hold 30" in proc.stderr and "collected" not in proc.stdout
@@ -142,10 +173,18 @@ ROPE_TYPES = {
     "linear": ({"factor": 2.0}, 1.0),
     "dynamic": ({"factor": 2.0}, 1.0),
     "yarn": ({"factor": 4.0, "original_max_position_embeddings": ORIGINAL}, 0.1 * math.log(4.0) + 1),
-    "longrope": ({"short_factor": [1.0] * (HEAD_DIM // 2), "long_factor": [2.0] * (HEAD_DIM // 2),
-                  "original_max_position_embeddings": ORIGINAL}, math.sqrt(1 + math.log(512 / ORIGINAL) / math.log(ORIGINAL))),
-    "llama3": ({"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                "original_max_position_embeddings": ORIGINAL}, 1.0),
+    "longrope": (
+        {
+            "short_factor": [1.0] * (HEAD_DIM // 2),
+            "long_factor": [2.0] * (HEAD_DIM // 2),
+            "original_max_position_embeddings": ORIGINAL,
+        },
+        math.sqrt(1 + math.log(512 / ORIGINAL) / math.log(ORIGINAL)),
+    ),
+    "llama3": (
+        {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": ORIGINAL},
+        1.0,
+    ),
 }
 
 
@@ -188,10 +227,11 @@ def test_identity_rope_keeps_the_models_attention_scaling(rope_type):
         run(model, n, {"blocks.0.attn.hook_rope": lambda cs, h: own.setdefault("cs", cs)})
         run(model, n, {"blocks.0.attn.hook_rope": lambda cs, h: ident.setdefault("cs", cs)}, iv.identity_rope(model))
         cos, sin = own["cs"]
-        assert torch.allclose(cos ** 2 + sin ** 2, torch.full_like(cos, scaling ** 2), rtol=1e-5)  # the model's own
+        assert torch.allclose(cos**2 + sin**2, torch.full_like(cos, scaling**2), rtol=1e-5)  # the model's own
         icos, isin = ident["cs"]
-        assert torch.all(isin == 0) and torch.allclose(icos, torch.full_like(icos, scaling), rtol=1e-6), \
+        assert torch.all(isin == 0) and torch.allclose(icos, torch.full_like(icos, scaling), rtol=1e-6), (
             f"{rope_type} at {n} tokens: identity cos {icos.flatten()[0].item()}, the model's scaling {scaling}"
+        )
 
 
 @pytest.mark.parametrize("rope_type", list(ROPE_TYPES))
@@ -201,18 +241,25 @@ def test_the_scrambled_query_keeps_every_norm(rope_type):
     model, scaling = rope_model(rope_type)
     for n in LENGTHS:
         before, after, rope = {}, {}, {}
-        run(model, n, {"blocks.0.attn.hook_q": lambda q, h: before.setdefault("q", q.clone()),
-                       "blocks.0.attn.hook_rope": lambda cs, h: rope.setdefault("cs", cs)})
+        run(
+            model,
+            n,
+            {
+                "blocks.0.attn.hook_q": lambda q, h: before.setdefault("q", q.clone()),
+                "blocks.0.attn.hook_rope": lambda cs, h: rope.setdefault("cs", cs),
+            },
+        )
         run(model, n, {"blocks.0.attn.hook_q": lambda q, h: after.setdefault("q", q.clone())}, iv.scrambled_rope(model))
         q, q2 = before["q"], after["q"]
         assert not torch.allclose(q, q2)
-        assert torch.allclose(q2.norm(dim=-1), q.norm(dim=-1), rtol=1e-5), \
+        assert torch.allclose(q2.norm(dim=-1), q.norm(dim=-1), rtol=1e-5), (
             f"{rope_type} at {n} tokens: norms x{(q2.norm(dim=-1) / q.norm(dim=-1)).mean().item():.4f}"
+        )
         cos, sin = rope["cs"]
         half = HEAD_DIM // 2
         extra = (scaling,) if scaling != 1.0 else ()  # the scaling the model's cos/sin carry, divided out
         out = iv.band_permuted_query(q, cos.unsqueeze(1), sin.unsqueeze(1), iv.band_permutation(half), *extra)
-        band = lambda t: (t[..., :half] ** 2 + t[..., half:] ** 2).sqrt()  # noqa: E731
+        band = lambda t: (t[..., :half] ** 2 + t[..., half:] ** 2).sqrt()
         assert torch.allclose(band(out), band(q), rtol=1e-4, atol=1e-6)
 
 
@@ -222,8 +269,12 @@ def test_rope_ablations_are_na_on_an_unverified_rope_variant():
         assert test.why_not(Target(dataclasses.replace(TINY, rope=rope))) is None
     why = test.why_not(Target(dataclasses.replace(TINY, name="x", rope="proportional")))
     assert why is not None and "verified faithful" in why and "\n" not in why
-    assert CLAIMS["T6"].tests["test_T6_bidirectional_attention_reduces_leakage"].why_not(
-        Target(dataclasses.replace(TINY, rope="proportional"))) is None  # the bidirectional ablation does not touch RoPE
+    assert (
+        CLAIMS["T6"]
+        .tests["test_T6_bidirectional_attention_reduces_leakage"]
+        .why_not(Target(dataclasses.replace(TINY, rope="proportional")))
+        is None
+    )  # the bidirectional ablation does not touch RoPE
 
 
 # ---- custom code ----------------------------------------------------------------------------------------------------
@@ -232,13 +283,23 @@ def custom_code_folder(tmp_path: Path, smol: Path) -> tuple[Path, Path]:
     folder, marker = tmp_path / "custom", tmp_path / "EXECUTED"
     folder.mkdir()
     code = f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
-    (folder / "configuration_evil.py").write_text(code + "from transformers import LlamaConfig\n\n\n"
-                                                  "class EvilConfig(LlamaConfig):\n    model_type = 'evil_llama'\n")
+    (folder / "configuration_evil.py").write_text(
+        code + "from transformers import LlamaConfig\n\n\n"
+        "class EvilConfig(LlamaConfig):\n    model_type = 'evil_llama'\n"
+    )
     (folder / "modeling_evil.py").write_text(code)
-    (folder / "config.json").write_text(json.dumps({
-        "model_type": "evil_llama", "architectures": ["EvilForCausalLM"],
-        "auto_map": {"AutoConfig": "configuration_evil.EvilConfig",
-                     "AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"}}))
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "evil_llama",
+                "architectures": ["EvilForCausalLM"],
+                "auto_map": {
+                    "AutoConfig": "configuration_evil.EvilConfig",
+                    "AutoModelForCausalLM": "modeling_evil.EvilForCausalLM",
+                },
+            }
+        )
+    )
     for f in TOKENIZER:
         (folder / f).symlink_to(smol / f)
     return folder, marker

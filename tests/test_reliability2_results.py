@@ -1,4 +1,4 @@
-"""Reliability review 2 (../shared/reviews/reliability-2.md), section A (issue 25, part 1): results are never lost,
+"""Reliability review 2 (issue 25), section A (issue 25, part 1): results are never lost,
 and a partial run says it is partial.
 
 Case -> test (each failed on d85fd79, before the fix, except where said):
@@ -60,15 +60,35 @@ def run_options(tmp_path: Path, *extra: str) -> list[str]:
     """A real claims run: T9a (a few seconds), then T10 (sixteen lengths up to 512 tokens) and T12 (far longer), at
     small settings (their baselines under tmp). Under -n 2 the three share two workers, so whichever finishes first,
     another has not."""
-    return ["--models", MODEL, "-k", "T9a or T10 or T12", "-v", "-p", "no:cacheprovider", "--report-dir",
-            str(tmp_path / "reports"), "--baseline-dir", str(tmp_path / "baselines"), "--n-prompts", "12",
-            "--seq-len", "32", "--n-probe-prompts", "20", *extra]
+    return [
+        "--models",
+        MODEL,
+        "-k",
+        "T9a or T10 or T12",
+        "-v",
+        "-p",
+        "no:cacheprovider",
+        "--report-dir",
+        str(tmp_path / "reports"),
+        "--baseline-dir",
+        str(tmp_path / "baselines"),
+        "--n-prompts",
+        "12",
+        "--seq-len",
+        "32",
+        "--n-probe-prompts",
+        "20",
+        *extra,
+    ]
 
 
 def children(pid: int) -> list[int]:
     try:
-        return [int(c) for t in os.listdir(f"/proc/{pid}/task")
-                for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+        return [
+            int(c)
+            for t in os.listdir(f"/proc/{pid}/task")
+            for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()
+        ]
     except OSError:
         return []
 
@@ -106,8 +126,14 @@ def stop_after_first_result(argv: list[str], sig: int, target=None, timeout: flo
     """Start ``argv``; when its output first shows a test's outcome, send ``sig`` to ``target(pid)`` (default: the
     process itself). Returns its exit code, its output, the processes under it when the signal went, and those of
     them still running 15 s after it ended (then killed, so no test leaves a process behind)."""
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     tree: list[int] = []
     watchdog = threading.Timer(timeout, lambda: kill_all([proc.pid, *descendants(proc.pid)]))
     watchdog.start()
@@ -138,6 +164,8 @@ def only_run(reports: Path) -> Path:
 
 # ---- signals ---------------------------------------------------------------------------------------------
 
+
+@pytest.mark.long
 @LINUX
 @pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadgroup"]], ids=["one process", "-n 2"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -162,6 +190,7 @@ def test_a_signal_keeps_what_finished_and_marks_the_run_interrupted(tmp_path, si
         assert len(r["tree"]) >= 2 and r["survivors"] == [], "an xdist worker outlived its controller"
 
 
+@pytest.mark.long
 @LINUX
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_the_run_command_passes_a_signal_on_and_waits_for_its_pytest(tmp_path, sig):
@@ -175,6 +204,7 @@ def test_the_run_command_passes_a_signal_on_and_waits_for_its_pytest(tmp_path, s
     assert results["interrupted"] == {"by": sig.name, "not_run": [T10, T12]}
 
 
+@pytest.mark.long
 @LINUX
 def test_an_interrupted_verify_keeps_what_finished(tmp_path, monkeypatch):
     """A notebook's interrupt (SIGINT to this process alone) once the first test has finished: its pytest writes
@@ -196,9 +226,21 @@ def test_an_interrupted_verify_keeps_what_finished(tmp_path, monkeypatch):
     before = set(descendants(os.getpid()))
     monkeypatch.setattr(sys, "stdout", Watch())
     with pytest.raises(KeyboardInterrupt) as e:
-        verify(MODEL, n_prompts=12, seq_len=32, report_dir=tmp_path / "reports",
-               extra_args=["-k", "T9a or T10 or T12", "-v", "-p", "no:cacheprovider", "--baseline-dir",
-                           str(tmp_path / "baselines")])
+        verify(
+            MODEL,
+            n_prompts=12,
+            seq_len=32,
+            report_dir=tmp_path / "reports",
+            extra_args=[
+                "-k",
+                "T9a or T10 or T12",
+                "-v",
+                "-p",
+                "no:cacheprovider",
+                "--baseline-dir",
+                str(tmp_path / "baselines"),
+            ],
+        )
     monkeypatch.undo()
     survivors = [p for p in set(descendants(os.getpid())) - before if not gone([p])]
     kill_all(survivors)
@@ -208,7 +250,8 @@ def test_an_interrupted_verify_keeps_what_finished(tmp_path, monkeypatch):
     assert results["interrupted"] == {"by": "SIGINT", "not_run": [T10, T12]}
     assert isinstance(e.value, RunInterrupted) and e.value.by == "SIGINT"
     assert [(v["test"], v["verdict"]) for v in e.value.verdicts] == [
-        ("test_T9a_position0_state_is_identical_across_prompts", "held")]
+        ("test_T9a_position0_state_is_identical_across_prompts", "held")
+    ]
 
 
 def test_sighup_and_a_repeated_stop_end_a_run_like_ctrl_c():
@@ -236,10 +279,10 @@ def test_sighup_and_a_repeated_stop_end_a_run_like_ctrl_c():
 
 # ---- runs at the same time ----------------------------------------------------------------------------------
 
-FROZEN_CLOCK = '''import time
+FROZEN_CLOCK = """import time
 _strftime = time.strftime
 time.strftime = lambda fmt, t=None: _strftime(fmt, (2026, 1, 1, 12, 0, 0, 3, 1, -1))  # every run: the same second
-'''
+"""
 
 
 def frozen_clock(tmp_path: Path) -> dict:
@@ -248,12 +291,38 @@ def frozen_clock(tmp_path: Path) -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
 
 
+@pytest.mark.long
 def test_three_runs_started_in_one_second_keep_three_complete_result_sets(tmp_path):
     env, reports = frozen_clock(tmp_path), tmp_path / "reports"
-    procs = [subprocess.Popen([PY, "-m", "pytest", "claims", "--models", MODEL, "-k", "causal_denominator",
-                               "-p", "frozenclock", "-p", "no:cacheprovider", "-q", "--seed", str(seed),
-                               "--report-dir", str(reports)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for seed in range(3)]
+    procs = [
+        subprocess.Popen(
+            [
+                PY,
+                "-m",
+                "pytest",
+                "claims",
+                "--models",
+                MODEL,
+                "-k",
+                "causal_denominator",
+                "-p",
+                "frozenclock",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--seed",
+                str(seed),
+                "--report-dir",
+                str(reports),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for seed in range(3)
+    ]
     outs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     runs = sorted(p for p in reports.iterdir() if p.is_dir() and not p.is_symlink())
@@ -267,9 +336,11 @@ def test_three_runs_started_in_one_second_keep_three_complete_result_sets(tmp_pa
     assert seeds == {0, 1, 2}
     assert (reports / "latest").resolve() in [r.resolve() for r in runs]
     assert sorted(re.search(r"abspos report: (\S+)", o).group(1) for o in outs) == sorted(
-        str(r / "report.md") for r in runs)
+        str(r / "report.md") for r in runs
+    )
 
 
+@pytest.mark.long
 def test_verify_calls_sharing_a_report_dir_each_return_their_own_run(tmp_path, monkeypatch):
     from harness import verify
 
@@ -280,9 +351,15 @@ def test_verify_calls_sharing_a_report_dir_each_return_their_own_run(tmp_path, m
 
     def one(seed):
         try:
-            got[seed] = verify(MODEL, "EQ3", seed=seed, report_dir=tmp_path / "reports", quiet=True,
-                               extra_args=["-k", "causal_denominator", "-p", "frozenclock", "-p", "no:cacheprovider"])
-        except Exception as e:  # noqa: BLE001 - reported below
+            got[seed] = verify(
+                MODEL,
+                "EQ3",
+                seed=seed,
+                report_dir=tmp_path / "reports",
+                quiet=True,
+                extra_args=["-k", "causal_denominator", "-p", "frozenclock", "-p", "no:cacheprovider"],
+            )
+        except Exception as e:
             errors.append(e)
 
     threads = [threading.Thread(target=one, args=(s,)) for s in (1, 2)]
@@ -296,6 +373,7 @@ def test_verify_calls_sharing_a_report_dir_each_return_their_own_run(tmp_path, m
 
 
 # ---- full disk, and writes that fail midway -------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def file_size_limit(n: int):
@@ -325,6 +403,7 @@ def leftovers(folder: Path) -> list[str]:
     return [p.name for p in folder.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".")]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("how", ["file size limit", "full tmpfs"])
 def test_a_full_disk_at_the_end_of_a_run_is_one_line_and_no_truncated_file(tmp_path, how):
     """results.json (2 KB) fits, report.html (7 KB) does not: the results are kept, no truncated report is
@@ -336,9 +415,28 @@ def test_a_full_disk_at_the_end_of_a_run_is_one_line_and_no_truncated_file(tmp_p
         (reports / "latest").symlink_to("run-old")
         hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
         limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (5_000, hard))) if how == "file size limit" else None
-        r = subprocess.run([PY, "-m", "pytest", "claims", "--models", MODEL, "-k", "causal_denominator", "-q",
-                            "-p", "no:cacheprovider", "--report-dir", str(reports)], cwd=ROOT, capture_output=True,
-                           text=True, preexec_fn=limit, timeout=300)
+        r = subprocess.run(
+            [
+                PY,
+                "-m",
+                "pytest",
+                "claims",
+                "--models",
+                MODEL,
+                "-k",
+                "causal_denominator",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--report-dir",
+                str(reports),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            preexec_fn=limit,
+            timeout=300,
+        )
         out = r.stdout + r.stderr
         assert r.returncode == 0, out[-3000:]
         new = [p for p in reports.iterdir() if p.name.startswith("run-") and p.name != "run-old"]
@@ -355,16 +453,33 @@ def test_a_full_disk_at_the_end_of_a_run_is_one_line_and_no_truncated_file(tmp_p
         assert f"abspos results: {new[0] / 'results.json'} (no report: see the line above)" in said
 
 
-RECORD = {"test": f"claims/t.py::test_T9a_x[{MODEL}]", "claim": "T9a", "model": MODEL, "outcome": "failed",
-          "verdict": "not held", "check": "test_T9a_x: c", "reason": "r", "figures": [{"name": "v", "value": 1.0}],
-          "seconds": 1.0}
+RECORD = {
+    "test": f"claims/t.py::test_T9a_x[{MODEL}]",
+    "claim": "T9a",
+    "model": MODEL,
+    "outcome": "failed",
+    "verdict": "not held",
+    "check": "test_T9a_x: c",
+    "reason": "r",
+    "figures": [{"name": "v", "value": 1.0}],
+    "seconds": 1.0,
+}
 
 
 def results_file(folder: Path, seed: int, reason: str = "r") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"results-{seed}.json"
-    path.write_text(json.dumps({"run": f"run-{seed}", "settings": {"seed": seed}, "models": [MODEL], "versions": {},
-                                "records": [{**RECORD, "reason": reason}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "run": f"run-{seed}",
+                "settings": {"seed": seed},
+                "models": [MODEL],
+                "versions": {},
+                "records": [{**RECORD, "reason": reason}],
+            }
+        )
+    )
     return path
 
 
@@ -389,22 +504,25 @@ def stability_case(tmp_path: Path, monkeypatch):
 
     path, runs = tmp_path / "stability.json", [str(results_file(tmp_path / "in", s)) for s in range(3)]
     path.write_text("{}\n")
-    monkeypatch.setattr(stability, "STABILITY", path)
-    return path, lambda: stability.main(["record", *runs])
+    return path, lambda: stability.record(runs, path)
 
 
 def report_case(tmp_path: Path):
-    from harness.report.document import write_run
+    from harness.report.write import write_run
     from harness.spec.settings import Settings
 
     write_run(tmp_path / "reports", "run-old", [RECORD], Settings(), [MODEL])
-    return (tmp_path / "reports" / "latest" / "report.html",
-            lambda: write_run(tmp_path / "reports", "run-new", [RECORD], Settings(), [MODEL]))
+    return (
+        tmp_path / "reports" / "latest" / "report.html",
+        lambda: write_run(tmp_path / "reports", "run-new", [RECORD], Settings(), [MODEL]),
+    )
 
 
-@pytest.mark.parametrize("case, limit", [(baseline_case, 4096), (known_outcomes_case, 4096), (stability_case, 200),
-                                         (report_case, 3_000)],
-                         ids=["baseline", "known outcomes", "stability record", "report"])
+@pytest.mark.parametrize(
+    "case, limit",
+    [(baseline_case, 4096), (known_outcomes_case, 4096), (stability_case, 200), (report_case, 3_000)],
+    ids=["baseline", "known outcomes", "stability record", "report"],
+)
 def test_a_write_that_fails_midway_leaves_the_old_file_whole(tmp_path, monkeypatch, case, limit):
     """Each file is first written whole, then rewritten with more than the file-size limit allows: the write fails,
     the old file is left exactly as it was and no temporary file remains (the report: `latest` stays too)."""
@@ -422,11 +540,17 @@ def test_a_write_that_fails_midway_leaves_the_old_file_whole(tmp_path, monkeypat
 
 # ---- damaged inputs: one line at configure time, before anything is measured ----------------------------------
 
+
 def stability_record(entry: dict) -> str:
     from harness.spec.settings import Settings
 
-    return json.dumps({"settings": Settings(seq_len=64).verdict_key(), "seeds": [0, 1, 2],
-                       "tests": {"test_T9a_position0_state_is_identical_across_prompts": {MODEL: entry}}})
+    return json.dumps(
+        {
+            "settings": Settings(seq_len=64).verdict_key(),
+            "seeds": [0, 1, 2],
+            "tests": {"test_T9a_position0_state_is_identical_across_prompts": {MODEL: entry}},
+        }
+    )
 
 
 def damaged(tmp_path: Path, case: str) -> tuple[list[str], str, str]:
@@ -437,11 +561,22 @@ def damaged(tmp_path: Path, case: str) -> tuple[list[str], str, str]:
     baseline = Baselines(tmp_path / "b", Settings(seq_len=64).numbers_key(), "cpu", "float32").path(MODEL)
     if case.startswith("baseline"):
         baseline.parent.mkdir(parents=True)
-        baseline.write_text({"baseline []": "[]", "baseline tests []": '{"tests": []}',
-                             "baseline truncated": '{"tests": {"test_T9a_x": {"v": 1.'}[case])
-        return ["--baseline-dir", str(tmp_path / "b")], str(baseline), {
-            "baseline []": "not a JSON object", "baseline tests []": 'no "tests" object',
-            "baseline truncated": "not valid JSON"}[case]
+        baseline.write_text(
+            {
+                "baseline []": "[]",
+                "baseline tests []": '{"tests": []}',
+                "baseline truncated": '{"tests": {"test_T9a_x": {"v": 1.',
+            }[case]
+        )
+        return (
+            ["--baseline-dir", str(tmp_path / "b")],
+            str(baseline),
+            {
+                "baseline []": "not a JSON object",
+                "baseline tests []": 'no "tests" object',
+                "baseline truncated": "not valid JSON",
+            }[case],
+        )
     if case == "--baseline-dir /proc/nope":
         return ["--baseline-dir", "/proc/nope"], "/proc/nope", "not writable"
     if case == "--baseline-dir a file":
@@ -450,22 +585,54 @@ def damaged(tmp_path: Path, case: str) -> tuple[list[str], str, str]:
     if case.startswith("stability"):
         path = tmp_path / "stability.json"
         path.write_text(stability_record({"unstable": True}) if case == "stability without verdicts" else "garbage{")
-        return ["--stability-record", str(path)], str(path), (
-            'the entry for test_T9a_position0_state_is_identical_across_prompts on smollm2-135m has no "verdicts"'
-            if case == "stability without verdicts" else "not valid JSON")
+        return (
+            ["--stability-record", str(path)],
+            str(path),
+            (
+                'the entry for test_T9a_position0_state_is_identical_across_prompts on smollm2-135m has no "verdicts"'
+                if case == "stability without verdicts"
+                else "not valid JSON"
+            ),
+        )
     assert case == "known outcomes missing"
     return ["--known-outcomes", str(tmp_path / "nosuch.json")], str(tmp_path / "nosuch.json"), "no such file"
 
 
-@pytest.mark.parametrize("case", ["baseline []", "baseline tests []", "baseline truncated", "--baseline-dir /proc/nope",
-                                  "--baseline-dir a file", "stability without verdicts", "stability garbage",
-                                  "known outcomes missing"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "baseline []",
+        "baseline tests []",
+        "baseline truncated",
+        "--baseline-dir /proc/nope",
+        "--baseline-dir a file",
+        "stability without verdicts",
+        "stability garbage",
+        "known outcomes missing",
+    ],
+)
 def test_a_damaged_input_is_one_line_at_configure_time(tmp_path, capsys, case):
     """A usage error (exit 4) at configure time, one line naming the file and what is wrong with it; with
     --collect-only, so a run that got past configure measures nothing either way."""
     options, name, what = damaged(tmp_path, case)
-    code = pytest.main([str(ROOT / "claims"), "--models", MODEL, "-k", "T9a", "--seq-len", "64", "--co", "-q",
-                        "-p", "no:cacheprovider", "--report-dir", str(tmp_path / "reports"), *options])
+    code = pytest.main(
+        [
+            str(ROOT / "claims"),
+            "--models",
+            MODEL,
+            "-k",
+            "T9a",
+            "--seq-len",
+            "64",
+            "--co",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--report-dir",
+            str(tmp_path / "reports"),
+            *options,
+        ]
+    )
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == pytest.ExitCode.USAGE_ERROR, err
     assert len(err) == 1 and err[0].startswith("ERROR: ") and name in err[0] and what in err[0], err

@@ -1,4 +1,4 @@
-"""Reliability review 2 (../shared/reviews/reliability-2.md), sections C, D and "Also noticed" (issue 25, parts 3-4):
+"""Reliability review 2 (issue 25), sections C, D and "Also noticed" (issue 25, parts 3-4):
 every bad setting is one line before any work; what others read is safe to render; what the code needs is declared.
 
 Case -> test (each failed on d85fd79, before the fix):
@@ -30,6 +30,7 @@ Also noticed
   scipy, threadpoolctl, huggingface_hub not declared           test_every_package_the_harness_imports_is_declared
 (and from section A, the conversion cache on a full disk: one line, test_a_full_disk_during_conversion_is_one_line)
 """
+
 from __future__ import annotations
 
 import ast
@@ -48,7 +49,8 @@ import pytest
 
 import harness
 from harness import api, cli
-from harness.report import document as report
+from harness.report import cli as report_cli
+from harness.report import write
 
 ROOT = Path(harness.__file__).resolve().parents[1]  # the tree under test (its claims, plugin and pyproject)
 EXAMPLE = ROOT / "reports" / "example" / "results.json"
@@ -56,9 +58,14 @@ USAGE = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_claims(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "claims", "--no-report", "-p", "no:cacheprovider", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "claims", "--no-report", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def error_lines(r: subprocess.CompletedProcess) -> list[str]:
@@ -77,15 +84,24 @@ BAD = [  # (id, args, environment, what the one line says)
     ("threads-env-negative", [], {"ABSPOS_THREADS": "-2"}, "ABSPOS_THREADS='-2': must be a whole number"),
     ("device-meta", ["--device", "meta"], {}, "--device meta: the meta device holds shapes, not values"),
     ("n-perm-huge", ["--n-perm", str(10**12)], {}, "--n-perm 1000000000000: at most 1,000,000"),
-    ("n-pairs-huge", ["--n-pairs", str(10**7)], {},
-     "--n-pairs 10000000: more than any draw of this run can use: 8,256 causal (query, key) pairs exist at "
-     "--seq-len 128, 131,328 at the 512 tokens of T7's query bins"),
-    ("corpus-paper-model", ["--models", "llama-3.2-1b", "--n-prompts", "100000"], {},
-     "--n-prompts and --seq-len: 100000 prompts of 128 tokens need 3200000 tokens per topic; the 'wiki' corpus's "
-     "smallest topic makes at most"),
+    (
+        "n-pairs-huge",
+        ["--n-pairs", str(10**7)],
+        {},
+        "--n-pairs 10000000: more than any draw of this run can use: 8,256 causal (query, key) pairs exist at "
+        "--seq-len 128, 131,328 at the 512 tokens of T7's query bins",
+    ),
+    (
+        "corpus-paper-model",
+        ["--models", "llama-3.2-1b", "--n-prompts", "100000"],
+        {},
+        "--n-prompts and --seq-len: 100000 prompts of 128 tokens need 3200000 tokens per topic; the 'wiki' corpus's "
+        "smallest topic makes at most",
+    ),
 ]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("args, env, says", [pytest.param(a, e, s, id=i) for i, a, e, s in BAD])
 def test_a_bad_setting_is_one_line_before_any_work(args, env, says):
     """C: each of these crashed (INTERNALERROR, a traceback), failed in every test, or ran on a setting that cannot
@@ -115,7 +131,7 @@ def test_the_pairs_bound_is_where_the_draw_takes_every_pair(seq_len):
     """--n-pairs beyond the bound draws nothing new at any length the run draws pairs at (the bound at the longest,
     T7's 512 tokens or --seq-len); at the bound every causal pair is drawn, one fewer leaves one out."""
     from harness.spec.settings import Settings
-    from harness.stats.leakage import stratified_pairs
+    from harness.stats.pairs import stratified_pairs
 
     def causal_pairs(n):
         return n * (n + 1) // 2
@@ -137,7 +153,7 @@ def test_a_model_without_a_recorded_budget_is_checked_against_the_corpus():
     import dataclasses
 
     from harness.capture.corpus import topic_texts
-    from harness.run.context import corpus_problems
+    from harness.run.selection import corpus_problems
     from harness.spec.models import REGISTRY
     from harness.spec.settings import Settings
 
@@ -151,14 +167,28 @@ def test_a_model_without_a_recorded_budget_is_checked_against_the_corpus():
     assert recorded <= smallest and corpus_problems(Settings(n_prompts=fits - fits % 4), [local]) == []
 
 
+@pytest.mark.long
 def test_EQ7_runs_at_the_shortest_seq_len(tmp_path):
     """C: at --seq-len 16 (the documented minimum) EQ7 drew prompt lengths up to 24 and was a harness error."""
-    r = pytest_claims("--models", "smollm2-135m", "--seq-len", "16", "-k", "test_EQ7", "-q",
-                      "--baseline-dir", str(tmp_path), "--report-dir", str(tmp_path / "reports"), timeout=600)
+    r = pytest_claims(
+        "--models",
+        "smollm2-135m",
+        "--seq-len",
+        "16",
+        "-k",
+        "test_EQ7",
+        "-q",
+        "--baseline-dir",
+        str(tmp_path),
+        "--report-dir",
+        str(tmp_path / "reports"),
+        timeout=600,
+    )
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
 
 
 # ---- C. the command and the API -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("models", ["", ","])
 def test_the_run_command_refuses_naming_no_model(monkeypatch, capsys, models):
@@ -181,6 +211,7 @@ def test_verify_naming_no_model_raises_before_anything_runs(monkeypatch, models)
     assert ran == [] and e.value.returncode == USAGE and "\n" not in str(e.value)
 
 
+@pytest.mark.long
 def test_verify_passes_pytests_own_usage_line_through():
     """C: verify(seq_len="abc") raised RunFailed("rootdir: ..."), pytest's 'invalid int value' line discarded."""
     with pytest.raises(api.RunFailed) as e:
@@ -202,13 +233,14 @@ def test_the_models_command_refuses_a_seq_len_no_run_accepts(capsys):
 def test_compare_refuses_a_negative_or_non_finite_tolerance(capsys, option, value):
     """C: `report compare --rtol -1` listed every identical figure as moved."""
     with pytest.raises(SystemExit) as e:
-        report.main(["compare", str(EXAMPLE), str(EXAMPLE), option, value])
+        report_cli.main(["compare", str(EXAMPLE), str(EXAMPLE), option, value])
     assert e.value.code == 2
     out = capsys.readouterr()
     assert f"argument {option}: " in out.err and "moved" not in out.out
-    assert report.main(["compare", str(EXAMPLE), str(EXAMPLE), option, "0"]) == 0  # identical runs: nothing moved
+    assert report_cli.main(["compare", str(EXAMPLE), str(EXAMPLE), option, "0"]) == 0  # identical runs: nothing moved
 
 
+@pytest.mark.long
 def test_report_build_into_an_unwritable_folder_is_one_line(tmp_path, capsys):
     """C: `report build` into a read-only folder was an 18-line traceback. (Run as root here, where permissions do
     not stop a write: the report's own file is made a folder, which no user can write as a file.)"""
@@ -217,7 +249,7 @@ def test_report_build_into_an_unwritable_folder_is_one_line(tmp_path, capsys):
     if os.geteuid() != 0:
         os.chmod(tmp_path, 0o555)
     try:
-        assert report.main(["build", str(tmp_path)]) == 2
+        assert report_cli.main(["build", str(tmp_path)]) == 2
     finally:
         os.chmod(tmp_path, 0o755)
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
@@ -251,21 +283,39 @@ def hostile_results() -> dict:
     m = HOSTILE["model name"]
 
     def record(test, claim, outcome, figures, reason=""):
-        return {"test": f"claims/test_x.py::{test}[{m}]", "claim": claim, "model": m, "outcome": outcome,
-                "reason": reason, "seconds": 0.5, "figures": figures}
+        return {
+            "test": f"claims/test_x.py::{test}[{m}]",
+            "claim": claim,
+            "model": m,
+            "outcome": outcome,
+            "reason": reason,
+            "seconds": 0.5,
+            "figures": figures,
+        }
 
     figure = {"name": HOSTILE["figure name"], "value": 0.5, "paper": None, "ci": None, "note": HOSTILE["figure note"]}
-    t7 = {"name": "first_bin_share_of_causal_profile", "value": 0.5, "paper": None, "ci": [0.4, 0.6],
-          "note": HOSTILE["figure note"]}
-    return {"run": "run-hostile", "settings": {"n_prompts": 16, "seq_len": 128, "corpus": HOSTILE["setting"]},
-            "models": [m], "versions": {"transformers": "5.23.0", "torch": "2.13.0"},
-            "provenance": {"code": {"commit": "a" * 40, "dirty": False},
-                           "models": {m: {"source": HOSTILE["setting"], "caveat": HOSTILE["reason"]}}},
-            "records": [record("test_T7_leakage_concentrates_in_first_query_bin", "T7", "xfailed", [t7, figure],
-                               HOSTILE["reason"]),
-                        record("test_T9a_position0_state_is_identical_across_prompts", "T9a", "passed", [figure]),
-                        record("test_T2_without_bos_position0_is_a_saturated_default_sink", "T2", "skipped", [],
-                               HOSTILE["reason"])]}
+    t7 = {
+        "name": "first_bin_share_of_causal_profile",
+        "value": 0.5,
+        "paper": None,
+        "ci": [0.4, 0.6],
+        "note": HOSTILE["figure note"],
+    }
+    return {
+        "run": "run-hostile",
+        "settings": {"n_prompts": 16, "seq_len": 128, "corpus": HOSTILE["setting"]},
+        "models": [m],
+        "versions": {"transformers": "5.23.0", "torch": "2.13.0"},
+        "provenance": {
+            "code": {"commit": "a" * 40, "dirty": False},
+            "models": {m: {"source": HOSTILE["setting"], "caveat": HOSTILE["reason"]}},
+        },
+        "records": [
+            record("test_T7_leakage_concentrates_in_first_query_bin", "T7", "xfailed", [t7, figure], HOSTILE["reason"]),
+            record("test_T9a_position0_state_is_identical_across_prompts", "T9a", "passed", [figure]),
+            record("test_T2_without_bos_position0_is_a_saturated_default_sink", "T2", "skipped", [], HOSTILE["reason"]),
+        ],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -276,18 +326,25 @@ def hostile_outputs(tmp_path_factory) -> dict[str, str]:
     results = hostile_results()
     (folder / "a").mkdir()
     (folder / "a" / "results.json").write_text(json.dumps(results))
-    other = {**results, "run": "run-other", "models": ["base"],
-             "records": [{**r, "model": "base", "test": r["test"].replace(HOSTILE["model name"], "base")}
-                         for r in results["records"]]}
+    other = {
+        **results,
+        "run": "run-other",
+        "models": ["base"],
+        "records": [
+            {**r, "model": "base", "test": r["test"].replace(HOSTILE["model name"], "base")} for r in results["records"]
+        ],
+    }
     (folder / "b").mkdir()
     (folder / "b" / "results.json").write_text(json.dumps(other))
-    report.build(folder / "a" / "results.json")
+    write.build(folder / "a" / "results.json")
     from harness.report.side_by_side import side_by_side
 
     side_by_side(str(folder / "a"), str(folder / "b"), folder / "sbs")
-    return {"report.md": (folder / "a" / "report.md").read_text(),
-            "summary.md": (folder / "a" / "summary.md").read_text(),
-            "side_by_side.md": (folder / "sbs" / "side_by_side.md").read_text()}
+    return {
+        "report.md": (folder / "a" / "report.md").read_text(),
+        "summary.md": (folder / "a" / "summary.md").read_text(),
+        "side_by_side.md": (folder / "sbs" / "side_by_side.md").read_text(),
+    }
 
 
 TAG = re.compile(r"<\s*/?\s*(script|img|iframe|b)\b|<!--", re.I)
@@ -298,7 +355,7 @@ def test_markdown_outputs_neutralise_html(hostile_outputs, output):
     """D: the Markdown outputs copied raw HTML from a model or folder name, a figure note, a reason or a setting
     (to_markdown escaped only | and newlines); the HTML report escaped it."""
     md = hostile_outputs[output]
-    assert not TAG.search(md), TAG.search(md) and md[max(0, TAG.search(md).start() - 200):TAG.search(md).end() + 50]
+    assert not TAG.search(md), TAG.search(md) and md[max(0, TAG.search(md).start() - 200) : TAG.search(md).end() + 50]
     assert "&lt;script>alert('model')&lt;/script>" in md  # shown as written, not dropped
     if output == "report.md":  # every hostile text is there, each shown as typed (an entity in it too)
         assert all(v.replace("&", "&amp;").replace("<", "&lt;") in md for v in HOSTILE.values())
@@ -307,8 +364,15 @@ def test_markdown_outputs_neutralise_html(hostile_outputs, output):
 def test_markdown_escaping_leaves_the_renderers_own_markup_and_arrows():
     from harness.report.render import Link, to_markdown
 
-    md = to_markdown([("h2", "a <b>", "anchor"), ("p", ["x -> y >= 1 & z ", Link("<i>", "r.md#a")]),
-                      ("table", ["h<1>"], [["a|b<c"]]), ("details", "s<", [("p", "in <s>")])], Path("."))
+    md = to_markdown(
+        [
+            ("h2", "a <b>", "anchor"),
+            ("p", ["x -> y >= 1 & z ", Link("<i>", "r.md#a")]),
+            ("table", ["h<1>"], [["a|b<c"]]),
+            ("details", "s<", [("p", "in <s>")]),
+        ],
+        Path("."),
+    )
     assert '<a id="anchor"></a>' in md and "## a &lt;b>" in md
     assert "x -> y >= 1 &amp; z [&lt;i>](r.md#a)" in md
     assert "| h&lt;1> |" in md and "| a\\|b&lt;c |" in md
@@ -349,7 +413,8 @@ def test_a_full_disk_during_conversion_is_one_line(tmp_path):
         cache.ensure(tmp_path / "model", "f" * 16, convert, log=lambda *a: None, what="smollm2-135m")
     assert "no space left" in str(e.value) and "ABSPOS_CACHE" in str(e.value) and "\n" not in str(e.value)
     assert list(tmp_path.iterdir()) == [tmp_path / ".model.lock"] or not any(
-        p.name.startswith(".model.partial") for p in tmp_path.iterdir())
+        p.name.startswith(".model.partial") for p in tmp_path.iterdir()
+    )
 
 
 def test_sink_profiles_with_unread_keys_do_not_warn():
@@ -367,6 +432,7 @@ def test_sink_profiles_with_unread_keys_do_not_warn():
 
 
 # ---- Also noticed -------------------------------------------------------------------------------------------------
+
 
 def pyproject() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -388,11 +454,15 @@ def imported_packages(folder: Path) -> set[str]:
     """Top-level third-party modules the .py files under ``folder`` import (an import guarded by ``except
     ImportError`` is optional and not counted)."""
     out: set[str] = set()
-    for path in folder.glob("*.py"):
+    for path in folder.rglob("*.py"):
         tree = ast.parse(path.read_text())
-        optional = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try)
-                    and any("ImportError" in ast.unparse(h.type or ast.Name("")) for h in t.handlers)
-                    for s in t.body for n in ast.walk(s)}
+        optional = {
+            id(n)
+            for t in ast.walk(tree)
+            if isinstance(t, ast.Try) and any("ImportError" in ast.unparse(h.type or ast.Name("")) for h in t.handlers)
+            for s in t.body
+            for n in ast.walk(s)
+        }
         for node in ast.walk(tree):
             if id(node) in optional:
                 continue
@@ -405,8 +475,10 @@ def imported_packages(folder: Path) -> set[str]:
 
 def test_every_package_the_harness_imports_is_declared():
     """Also noticed: scipy, threadpoolctl and huggingface_hub were imported but not declared in pyproject."""
-    declared = {re.split(r"[<>=!~ \[;]", d, maxsplit=1)[0].lower().replace("_", "-")
-                for d in pyproject()["project"]["dependencies"]}
+    declared = {
+        re.split(r"[<>=!~ \[;]", d, maxsplit=1)[0].lower().replace("_", "-")
+        for d in pyproject()["project"]["dependencies"]
+    }
     wanted = {DISTRIBUTION.get(m, m).lower().replace("_", "-") for m in imported_packages(ROOT / "harness")}
     assert {"scipy", "threadpoolctl", "huggingface-hub"} <= wanted
     assert wanted - declared == set(), f"imported by harness/ but not declared: {sorted(wanted - declared)}"

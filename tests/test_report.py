@@ -1,21 +1,20 @@
 """The run report (harness/report/document.py, harness/report/plots.py) on synthetic results.json data: no models run."""
+
 from __future__ import annotations
 
 import html
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from harness.files import paths
-from harness.report import document as report  # noqa: E402
+from harness.report import cells, compare, write
+from harness.report import cli as report_cli
+from harness.spec.claims import CLAIMS
 
 pytest.importorskip("matplotlib")
-from harness.report import plots  # noqa: E402
+from harness.report import plots
 
 MODELS = ["smollm2-135m", "qwen-tiny"]
 
@@ -25,8 +24,15 @@ def fig(name, value, paper=None, ci=None, note=""):
 
 
 def rec(claim, test, model, outcome, figures, reason=""):
-    return {"test": f"claims/test_x.py::{test}[{model}]", "claim": claim, "model": model, "outcome": outcome,
-            "reason": reason, "seconds": 0.5, "figures": figures}
+    return {
+        "test": f"claims/test_x.py::{test}[{model}]",
+        "claim": claim,
+        "model": model,
+        "outcome": outcome,
+        "reason": reason,
+        "seconds": 0.5,
+        "figures": figures,
+    }
 
 
 def synthetic() -> dict:
@@ -34,44 +40,95 @@ def synthetic() -> dict:
     for k, m in enumerate(MODELS):
         s = 1 + k
         recs += [
-            rec("T7", "test_bin_profile", m, "passed", [
-                fig("delta_r2_by_bin_causal", [0.3 / s, 0.1, 0.05, 0.03, 0.02, 0.02, 0.01], paper=0.296),
-                fig("delta_r2_by_bin_bidirectional", [0.11 / s, 0.08, 0.05, 0.03, 0.02, 0.02, 0.01]),
-                fig("bin_edges", [1, 2, 4, 8, 16, 32, 64, 128])]),
-            rec("T8", "test_layer_ratio", m, "xfailed", [fig("layer_ratio", [0.2, None, 0.3 * s, 0.4, 0.5])],
-                reason="ratio grows with depth in this model"),
-            rec("T2", "test_bos_moved", m, "passed", [
-                fig("sink_at_8_default", 0.01), fig("sink_at_8_bos_moved", 0.9, paper=0.92)]),
-            rec("T3", "test_consistency", m, "passed", [
-                fig("sink_by_layer_head", [[0.1 * (i + j) / s for j in range(6)] for i in range(4)])]),
+            rec(
+                "T7",
+                "test_bin_profile",
+                m,
+                "passed",
+                [
+                    fig("delta_r2_by_bin_causal", [0.3 / s, 0.1, 0.05, 0.03, 0.02, 0.02, 0.01], paper=0.296),
+                    fig("delta_r2_by_bin_bidirectional", [0.11 / s, 0.08, 0.05, 0.03, 0.02, 0.02, 0.01]),
+                    fig("bin_edges", [1, 2, 4, 8, 16, 32, 64, 128]),
+                ],
+            ),
+            rec(
+                "T8",
+                "test_layer_ratio",
+                m,
+                "xfailed",
+                [fig("layer_ratio", [0.2, None, 0.3 * s, 0.4, 0.5])],
+                reason="ratio grows with depth in this model",
+            ),
+            rec(
+                "T2",
+                "test_bos_moved",
+                m,
+                "passed",
+                [fig("sink_at_8_default", 0.01), fig("sink_at_8_bos_moved", 0.9, paper=0.92)],
+            ),
+            rec(
+                "T3",
+                "test_consistency",
+                m,
+                "passed",
+                [fig("sink_by_layer_head", [[0.1 * (i + j) / s for j in range(6)] for i in range(4)])],
+            ),
             rec("T2", "test_random_token", m, "skipped", [], reason="weights unavailable"),
-            rec("T10", "test_length_scaling", m, "failed", [
-                fig("lengths", [16, 32, 64, 128, 256]), fig("delta_r2_by_length", [0.05, 0.05, 0.03, 0.015, 0.008]),
-                fig("power_law_prediction", [0.06, 0.042, 0.029, 0.02, 0.014]),
-                fig("piecewise_prediction", [0.05, 0.05, 0.03, 0.015, 0.0075])],
-                reason="AssertionError: piecewise | power"),
-            rec("T6", "test_ablations", m, "passed", [
-                fig("mean_delta_causal", 0.0143, paper=0.0143, ci=[0.0137, 0.0149]),
-                fig("mean_delta_bidirectional", 0.0051, ci=[0.004, 0.006]), fig("mean_delta_identity_rope", 0.04),
-                fig("bidirectional_over_causal", 0.123456789, note="bi / baseline")]),
+            rec(
+                "T10",
+                "test_length_scaling",
+                m,
+                "failed",
+                [
+                    fig("lengths", [16, 32, 64, 128, 256]),
+                    fig("delta_r2_by_length", [0.05, 0.05, 0.03, 0.015, 0.008]),
+                    fig("power_law_prediction", [0.06, 0.042, 0.029, 0.02, 0.014]),
+                    fig("piecewise_prediction", [0.05, 0.05, 0.03, 0.015, 0.0075]),
+                ],
+                reason="AssertionError: piecewise | power",
+            ),
+            rec(
+                "T6",
+                "test_ablations",
+                m,
+                "passed",
+                [
+                    fig("mean_delta_causal", 0.0143, paper=0.0143, ci=[0.0137, 0.0149]),
+                    fig("mean_delta_bidirectional", 0.0051, ci=[0.004, 0.006]),
+                    fig("mean_delta_identity_rope", 0.04),
+                    fig("bidirectional_over_causal", 0.123456789, note="bi / baseline"),
+                ],
+            ),
         ]
-    return {"run": "run-synthetic", "settings": {"n_prompts": 8, "seq_len": 128}, "models": MODELS,
-            "versions": {"python": "3.11", "torch": "2.x"}, "records": recs}
+    return {
+        "run": "run-synthetic",
+        "settings": {"n_prompts": 8, "seq_len": 128},
+        "models": MODELS,
+        "versions": {"python": "3.11", "torch": "2.x"},
+        "records": recs,
+    }
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("run")
     (d / "results.json").write_text(json.dumps(synthetic()))
-    md_path = report.build(d / "results.json")
+    md_path = write.build(d / "results.json")
     return d, md_path.read_text(), (d / "report.html").read_text()
 
 
 def test_build_writes_all_figure_kinds(built):
     d, md, _ = built
     pngs = sorted(p.name for p in (d / "figures").glob("*.png"))
-    for kind in ("T7_bin_profile", "T8_layer_ratio", "T2_sink_bars", "T10_length_scaling",
-                 "T3_sink_heatmap_smollm2-135m", "T3_sink_heatmap_qwen-tiny", "T6_ablations_qwen-tiny"):
+    for kind in (
+        "T7_bin_profile",
+        "T8_layer_ratio",
+        "T2_sink_bars",
+        "T10_length_scaling",
+        "T3_sink_heatmap_smollm2-135m",
+        "T3_sink_heatmap_qwen-tiny",
+        "T6_ablations_qwen-tiny",
+    ):
         assert f"{kind}.png" in pngs
         assert f"](figures/{kind}.png)" in md
     assert all((d / "figures" / p).read_bytes().startswith(b"\x89PNG") for p in pngs)
@@ -88,7 +145,7 @@ def test_html_is_self_contained(built):
 def test_markdown_tables_per_claim_and_verdicts(built):
     _, md, html = built
     for claim in ("T2", "T6", "T7", "T8", "T10"):
-        assert f"## {claim} — {report.claim_texts()[claim]}" in md
+        assert f"## {claim} — {cells.claim_texts()[claim]}" in md
     rows = {line.split(" | ")[2]: line for line in md.splitlines() if line.startswith("| smollm2-135m | test_")}
     assert rows["delta_r2_by_bin_causal"].endswith("| 0.296 | [0.3, 0.1, 0.05, 0.03, 0.02, 0.02, … (7)] |  | held |")
     assert "| [0.2, null, 0.3, 0.4, 0.5] |  | not held: ratio grows with depth" in rows["layer_ratio"]
@@ -97,7 +154,9 @@ def test_markdown_tables_per_claim_and_verdicts(built):
     assert "0.1235" in rows["bidirectional_over_causal (bi / baseline)"] and "[4×6 array" in rows["sink_by_layer_head"]
     assert "| test_random_token |  |  |  |  | skipped: weights unavailable |" in md
     assert "| claim | the paper says | smollm2-135m | qwen-tiny |" in md  # the claims × models matrix, with a legend
-    assert "| T8 | " + report.claim_texts()["T8"] + " | 1 not held |" in md and "Each cell counts the claim's tests" in md
+    assert (
+        "| T8 | " + cells.claim_texts()["T8"] + " | 1 not held |" in md and "Each cell counts the claim's tests" in md
+    )
     assert 'class="not">not held: ratio grows' in html and 'class="error">harness error' in html
 
 
@@ -105,7 +164,7 @@ def test_compare_identical_runs_pass(tmp_path, capsys):
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "results.json").write_text(json.dumps(synthetic()))
-    assert report.main(["compare", str(tmp_path / "a" / "results.json"), str(tmp_path / "b")]) == 0
+    assert report_cli.main(["compare", str(tmp_path / "a" / "results.json"), str(tmp_path / "b")]) == 0
     assert "0 change(s)" in capsys.readouterr().out
 
 
@@ -117,13 +176,13 @@ def test_compare_flags_perturbed_figure_and_outcome(tmp_path, capsys):
     new["records"][2]["figures"].append(fig("peak_layer", 3))
     (tmp_path / "old.json").write_text(json.dumps(old))
     (tmp_path / "new.json").write_text(json.dumps(new))
-    assert report.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
+    assert report_cli.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
     out = capsys.readouterr().out
     assert "| delta_r2_by_bin_bidirectional | [3] | 0.03 | 0.0303 | moved |" in out
     assert "delta_r2_by_bin_causal" not in out
     assert "| not held | held | verdict changed |" in out and "| peak_layer |  |  | 3 | figure only in new |" in out
-    assert len(report.diff(old, new)) == 3
-    assert report.diff(old, new, rtol=0.05) == report.diff(old, new)[1:]  # looser rtol: only outcome + new figure
+    assert len(compare.diff(old, new)) == 3
+    assert compare.diff(old, new, rtol=0.05) == compare.diff(old, new)[1:]  # looser rtol: only outcome + new figure
 
 
 def test_plots_skip_missing_data(tmp_path):
@@ -140,11 +199,25 @@ def test_plots_skip_missing_data(tmp_path):
 
 
 def test_build_without_figures_or_models(tmp_path):
-    res = {"run": "r", "settings": {}, "models": [], "versions": {},
-           "records": [{"test": "claims/t.py::test_eq2", "claim": "EQ2", "model": None, "outcome": "passed",
-                        "reason": "", "seconds": 0.1, "figures": []}]}
+    res = {
+        "run": "r",
+        "settings": {},
+        "models": [],
+        "versions": {},
+        "records": [
+            {
+                "test": "claims/t.py::test_eq2",
+                "claim": "EQ2",
+                "model": None,
+                "outcome": "passed",
+                "reason": "",
+                "seconds": 0.1,
+                "figures": [],
+            }
+        ],
+    }
     (tmp_path / "results.json").write_text(json.dumps(res))
-    md = report.build(tmp_path / "results.json").read_text()
+    md = write.build(tmp_path / "results.json").read_text()
     assert "| — | test_eq2 |  |  |  |  | held |" in md and "data:image" not in (tmp_path / "report.html").read_text()
 
 
@@ -159,16 +232,34 @@ BAD_INPUTS = {
     "missing": (lambda d: d / "nosuch.json", "no such file"),
     "folder without results.json": (lambda d: d, "results.json: no such file"),
     "empty": (lambda d: d / "results.json", "empty file", ""),
-    "truncated": (lambda d: d / "results.json", "not valid JSON (truncated? Unterminated string",
-                  json.dumps(synthetic(), indent=1)[:3000]),
+    "truncated": (
+        lambda d: d / "results.json",
+        "not valid JSON (truncated? Unterminated string",
+        json.dumps(synthetic(), indent=1)[:3000],
+    ),
     "list": (lambda d: d / "results.json", 'not a claims results.json (no "records" list)', "[1, 2, 3]"),
-    "pytest-json-report": (lambda d: d / "report.json", 'no "records" list',
-                           json.dumps({"created": 1.0, "exitcode": 0, "summary": {"passed": 1},
-                                       "tests": [{"nodeid": "t.py::test_a", "outcome": "passed"}]})),
-    "record without claim": (lambda d: d / "results.json", 'record 3, claims/test_x.py::test_consistency'
-                             '[smollm2-135m], has no "claim" string', _no_claim()),
-    "syrupy snapshot": (lambda d: d / "test_T6.json", 'no "records" list',
-                        json.dumps({"_tolerance": {"rtol": 1e-3, "atol": 1e-6}, "mean_delta_causal": 0.0143})),
+    "pytest-json-report": (
+        lambda d: d / "report.json",
+        'no "records" list',
+        json.dumps(
+            {
+                "created": 1.0,
+                "exitcode": 0,
+                "summary": {"passed": 1},
+                "tests": [{"nodeid": "t.py::test_a", "outcome": "passed"}],
+            }
+        ),
+    ),
+    "record without claim": (
+        lambda d: d / "results.json",
+        'record 3, claims/test_x.py::test_consistency[smollm2-135m], has no "claim" string',
+        _no_claim(),
+    ),
+    "syrupy snapshot": (
+        lambda d: d / "test_T6.json",
+        'no "records" list',
+        json.dumps({"_tolerance": {"rtol": 1e-3, "atol": 1e-6}, "mean_delta_causal": 0.0143}),
+    ),
 }
 
 
@@ -184,16 +275,16 @@ def test_unreadable_input_is_one_line_and_exit_2(tmp_path, capsys, case, cmd):
         bad.write_text(text[0])
     before = sorted((tmp_path / "bad").rglob("*"))
     argv = [{"BAD": str(bad), "good": str(tmp_path / "good")}.get(w, w) for w in cmd.split()]
-    assert report.main(argv) == 2
+    assert report_cli.main(argv) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.endswith("\n") and len(err.splitlines()) == 1
-    assert err.startswith(f"harness.report.document: {bad}") and says in err
+    assert err.startswith(f"harness.report: {bad}") and says in err
     assert sorted((tmp_path / "bad").rglob("*")) == before  # no report.md, report.html or figures/
 
 
 def test_usage_error_exits_2():
     with pytest.raises(SystemExit) as e:
-        report.main(["compare", "only-one.json"])
+        report_cli.main(["compare", "only-one.json"])
     assert e.value.code == 2
 
 
@@ -202,12 +293,12 @@ def test_compare_says_when_settings_or_models_differ(tmp_path, capsys):
     new["settings"] = {"n_prompts": 16, "seq_len": 128, "seed": 3}
     (tmp_path / "old.json").write_text(json.dumps(old))
     (tmp_path / "new.json").write_text(json.dumps(new))
-    assert report.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 0  # nothing moved
+    assert report_cli.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 0  # nothing moved
     lines = capsys.readouterr().out.splitlines()
     assert "0 change(s)" in lines[0] and lines[1].startswith("settings differ: n_prompts 8 -> 16, seed (unset) -> 3 (")
     new["models"], new["records"] = MODELS[:1], [r for r in new["records"] if r["model"] == MODELS[0]]
     (tmp_path / "new.json").write_text(json.dumps(new))
-    assert report.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
+    assert report_cli.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("settings differ: n_prompts 8 -> 16, seed (unset) -> 3")
     assert lines[2].startswith("models differ: smollm2-135m, qwen-tiny -> smollm2-135m (")
@@ -233,14 +324,13 @@ def test_the_report_leads_with_one_row_per_test_and_model_with_criterion_paper_a
     md = built[1] if which == "synthetic" else (paths.REPORTS / "example" / "report.md").read_text()
     rows = lead_rows(md)
     assert rows
-    for claim, criterion, model, paper, _measured, verdict, method in rows:
+    for claim, criterion, model, _paper, _measured, verdict, method in rows:
         assert criterion and verdict and model, (claim, criterion)
         assert re.fullmatch(rf"\[METHODS {re.escape(claim)}\]\([^)]*METHODS\.md#decision-{claim.lower()}\)", method)
     if which == "committed example":  # every claim test there has a registry criterion and the paper's number
-        from harness.spec.criteria import CRITERIA
-
-        assert {html.unescape(r[1].replace("\\|", "|")) for r in rows} <= {c.words(cid) for cid in report.CLAIMS for t, c in CRITERIA.items()
-                                         if t in report.CLAIMS[cid].tests}
+        assert {html.unescape(r[1].replace("\\|", "|")) for r in rows} <= {
+            c.words(cid) for cid in CLAIMS for c in CLAIMS[cid].claim_tests.values()
+        }
         assert all(r[3].startswith("paper") for r in rows)
         t6 = [r for r in rows if r[0] == "T6" and r[1].startswith("bidirectional")]
         assert t6 and all("paper, Llama-3.2-3B: 0.35" in r[3] for r in t6)
@@ -250,9 +340,16 @@ def test_a_run_records_its_provenance_and_the_report_shows_it(tmp_path):
     """Issue 15: commit and dirty flag, machine, versions, the pytest selection, each model's weights and caveat."""
     from harness.spec.settings import Settings
 
-    rec = {"test": "claims/t.py::test_T9a_position0_state_is_identical_across_prompts[smollm2-135m]", "claim": "T9a",
-           "model": "smollm2-135m", "outcome": "passed", "verdict": "held", "figures": [], "seconds": 1.0}
-    out = report.write_run(tmp_path, "run-p", [rec], Settings(), ["smollm2-135m"], ["claims", "-k", "T9a"])
+    rec = {
+        "test": "claims/t.py::test_T9a_position0_state_is_identical_across_prompts[smollm2-135m]",
+        "claim": "T9a",
+        "model": "smollm2-135m",
+        "outcome": "passed",
+        "verdict": "held",
+        "figures": [],
+        "seconds": 1.0,
+    }
+    out = write.write_run(tmp_path, "run-p", [rec], Settings(), ["smollm2-135m"], ["claims", "-k", "T9a"])
     p = json.loads((out / "results.json").read_text())["provenance"]
     assert len(p["code"]["commit"]) == 40 and isinstance(p["code"]["dirty"], bool)
     assert p["machine"]["cpu"] and p["selection"] == ["claims", "-k", "T9a"]

@@ -1,6 +1,7 @@
 """The committed example report (reports/example/results.json), rebuilt and opened in real headless Chromium: a
 screenshot of the whole page, no console or page errors, every image loaded. Skipped, with the reason, where no
 Chromium is installed (Debian: apt-get install -y chromium)."""
+
 from __future__ import annotations
 
 import html as htmllib
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+pytestmark = pytest.mark.long  # headless Chromium runs, a few seconds each
 
 EXAMPLE = ROOT / "reports" / "example" / "results.json"
 SCREENSHOT = ROOT / "scripts" / "screenshot_report.sh"
@@ -56,9 +57,18 @@ def find_chromium() -> str:
 
 
 def chrome_flags(profile: Path) -> list[str]:
-    return ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", "--hide-scrollbars"]
+    return [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--hide-scrollbars",
+    ]
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -76,7 +86,7 @@ def chromium() -> str:
 def example_report(chromium, tmp_path_factory) -> Path:
     """report.html built from the committed example results.json in a fresh folder (figures drawn anew)."""
     pytest.importorskip("matplotlib")
-    from harness.report.document import build
+    from harness.report.write import build
 
     run = tmp_path_factory.mktemp("example-run")
     shutil.copy(EXAMPLE, run / "results.json")
@@ -94,16 +104,26 @@ def page_check(chromium, example_report, tmp_path_factory) -> dict:
     head = re.search(r"<head[^>]*>", page, re.I)
     assert head, "report.html has no <head>"
     probed = work / "report.html"  # beside a copy of the figures, so relative links would resolve as they do
-    probed.write_text(page[:head.end()] + PROBE + page[head.end():], encoding="utf-8")
+    probed.write_text(page[: head.end()] + PROBE + page[head.end() :], encoding="utf-8")
     if (example_report.parent / "figures").is_dir():
         shutil.copytree(example_report.parent / "figures", work / "figures")
     proc = subprocess.run(
-        [chromium, *chrome_flags(work / "profile"), f"--window-size={WIDTH},200", "--virtual-time-budget=5000",
-         "--dump-dom", probed.as_uri()],
-        capture_output=True, text=True, timeout=TIMEOUT)
+        [
+            chromium,
+            *chrome_flags(work / "profile"),
+            f"--window-size={WIDTH},200",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            probed.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     found = re.search(r'<pre id="abspos-check">(.*?)</pre>', proc.stdout, re.S)
-    assert found, (f"the page's check never ran (chromium exit {proc.returncode}); chromium said:\n"
-                   + "\n".join(proc.stderr.splitlines()[-10:]))
+    assert found, f"the page's check never ran (chromium exit {proc.returncode}); chromium said:\n" + "\n".join(
+        proc.stderr.splitlines()[-10:]
+    )
     return json.loads(htmllib.unescape(found.group(1)))
 
 
@@ -118,15 +138,25 @@ def test_every_image_in_the_report_loads(page_check, example_report):
     assert len(images) == example_report.read_text(encoding="utf-8").count("<img"), "not every <img> was counted"
     broken = [im for im in images if not (im["complete"] and im["width"] > 0 and im["height"] > 0)]
     assert not broken, f"{len(broken)} of {len(images)} images did not load: " + ", ".join(
-        repr(im["alt"]) for im in broken)
+        repr(im["alt"]) for im in broken
+    )
 
 
 def test_screenshot_captures_the_whole_page(chromium, example_report, page_check, tmp_path):
     out = tmp_path / "shot" / "report.png"
-    env = {**os.environ, "PATH": os.pathsep.join([str(Path(chromium).parent), str(Path(sys.executable).parent),
-                                                  os.environ.get("PATH", "")])}
-    proc = subprocess.run(["bash", str(SCREENSHOT), str(example_report), str(out)],
-                          capture_output=True, text=True, timeout=3 * TIMEOUT, env=env)
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join(
+            [str(Path(chromium).parent), str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+        ),
+    }
+    proc = subprocess.run(
+        ["bash", str(SCREENSHOT), str(example_report), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=3 * TIMEOUT,
+        env=env,
+    )
     assert proc.returncode == 0, f"screenshot_report.sh exit {proc.returncode}:\n{proc.stdout}{proc.stderr}"
     assert out.is_file() and out.stat().st_size > 0
     width, height = png_size(out)

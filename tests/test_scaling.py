@@ -1,16 +1,12 @@
 """Tests of the length-scaling fits (harness/stats/scaling.py, claim T10) on synthetic curves."""
-from __future__ import annotations
 
-import sys
-from pathlib import Path
+from __future__ import annotations
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.stats.scaling import (
     MSE_FLOOR,
@@ -83,8 +79,8 @@ def test_continuous_breakpoint_is_the_exact_optimum():
         u, v = np.log(L16), np.log(y)
         x = np.maximum(u[None, :] - np.linspace(u.min(), u.max(), 20001)[:, None], 0)  # [T, n] hinge
         xc, vc = x - x.mean(1, keepdims=True), v - v.mean()
-        sxx = (xc ** 2).sum(1)
-        rss = (vc ** 2).sum() - np.divide((xc @ vc) ** 2, sxx, out=np.zeros_like(sxx), where=sxx > 0)
+        sxx = (xc**2).sum(1)
+        rss = (vc**2).sum() - np.divide((xc @ vc) ** 2, sxx, out=np.zeros_like(sxx), where=sxx > 0)
         assert fit_piecewise(L16, y).rss <= rss.min() + 1e-12
 
 

@@ -1,19 +1,38 @@
 """Verdicts under several seeds: a verdict that flips is unstable, shown with its range (harness/outcome/stability.py)."""
+
 import json
 
 import pytest
 
 from harness.outcome import stability
-from harness.report import document as report
+from harness.report import write as report
 from harness.spec.settings import Settings
 
 
 def run(seed: int, verdict: str, value: float, **settings) -> dict:
-    return {"settings": Settings(seed=seed, **settings).as_dict(), "records": [
-        {"test": "claims/t.py::test_T6_x[m1]", "claim": "T6", "model": "m1", "outcome": "passed", "verdict": verdict,
-         "reason": "", "figures": [{"name": "ratio", "value": value}, {"name": "edges", "value": [1, 2]}]},
-        {"test": "claims/t.py::test_T7_y[m1]", "claim": "T7", "model": "m1", "outcome": "passed", "verdict": "held",
-         "reason": "", "figures": [{"name": "share", "value": 0.7 + seed / 100}]}]}
+    return {
+        "settings": Settings(seed=seed, **settings).as_dict(),
+        "records": [
+            {
+                "test": "claims/t.py::test_T6_x[m1]",
+                "claim": "T6",
+                "model": "m1",
+                "outcome": "passed",
+                "verdict": verdict,
+                "reason": "",
+                "figures": [{"name": "ratio", "value": value}, {"name": "edges", "value": [1, 2]}],
+            },
+            {
+                "test": "claims/t.py::test_T7_y[m1]",
+                "claim": "T7",
+                "model": "m1",
+                "outcome": "passed",
+                "verdict": "held",
+                "reason": "",
+                "figures": [{"name": "share", "value": 0.7 + seed / 100}],
+            },
+        ],
+    }
 
 
 def test_a_verdict_that_flips_between_seeds_is_unstable_with_its_range():
@@ -23,19 +42,27 @@ def test_a_verdict_that_flips_between_seeds_is_unstable_with_its_range():
     assert flip["ranges"] == {"ratio": [0.40, 0.50]}
     assert not steady["unstable"] and steady["ranges"] == {}
     assert stability.describe(flip) == "held at seeds 0, 2; not held at seed 1 (range across seeds: ratio 0.4–0.5)"
-    assert stability.methods_list(data).splitlines()[-1] == \
-        "- `test_T6_x` on m1: held at seeds 0, 2; not held at seed 1 (range across seeds: ratio 0.4–0.5)"
+    assert (
+        stability.methods_list(data).splitlines()[-1]
+        == "- `test_T6_x` on m1: held at seeds 0, 2; not held at seed 1 (range across seeds: ratio 0.4–0.5)"
+    )
     key = Settings().verdict_key()
     assert stability.unstable(data, "test_T6_x", "m1", key) is flip
     assert stability.unstable(data, "test_T7_y", "m1", key) is None
     assert stability.unstable(data, "test_T6_x", "m1", {**key, "seq_len": 512}) is None  # other settings
 
 
-@pytest.mark.parametrize("runs, says", [
-    ([run(0, "held", 1), run(1, "held", 1)], "need at least three runs with distinct seeds"),
-    ([run(0, "held", 1), run(1, "held", 1), run(1, "held", 1)], "need at least three runs with distinct seeds"),
-    ([run(0, "held", 1), run(1, "held", 1), run(2, "held", 1, seq_len=256)], "the runs differ in more than the seed"),
-])
+@pytest.mark.parametrize(
+    "runs, says",
+    [
+        ([run(0, "held", 1), run(1, "held", 1)], "need at least three runs with distinct seeds"),
+        ([run(0, "held", 1), run(1, "held", 1), run(1, "held", 1)], "need at least three runs with distinct seeds"),
+        (
+            [run(0, "held", 1), run(1, "held", 1), run(2, "held", 1, seq_len=256)],
+            "the runs differ in more than the seed",
+        ),
+    ],
+)
 def test_stability_needs_three_seeds_at_otherwise_equal_settings(runs, says):
     with pytest.raises(ValueError, match=says):
         stability.combine(runs)
@@ -55,5 +82,6 @@ def test_methods_lists_the_unstable_verdicts_of_the_stability_record():
 
     text = METHODS.read_text()
     block = text.split("<!-- stability:begin -->", 1)[1].split("<!-- stability:end -->", 1)[0]
-    assert block.strip() == stability.methods_list(stability.load()).strip(), \
-        "METHODS.md's unstable list differs from fixtures/stability.json: paste `python -m harness.stability methods`"
+    assert block.strip() == stability.methods_list(stability.load()).strip(), (
+        "METHODS.md's unstable list differs from fixtures/stability.json: paste `abspos-claims stability methods`"
+    )

@@ -1,19 +1,18 @@
 """Forward-pass booking (what a run spent where) and the nightly runtime estimate built on it."""
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from benchmarks import bench_nightly
 from harness.capture import forward as cap
-from harness.model.hooks import HookedModel, register_attention
+from harness.capture.progress import Progress
+from harness.capture.workload import Workload
+from harness.model.attention import register_attention
+from harness.model.hooks import HookedModel
 from harness.model.weights import random_init_model
 from harness.report.document import time_accounting
 from harness.spec.models import get_spec
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import bench_nightly  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -26,18 +25,21 @@ def tiny():
 def test_capture_books_tokens_times_layers_run(tiny):
     ids = np.random.default_rng(0).integers(3, 250, size=(3, 16))
     read = {"blocks.0.hook_resid_post": cap.norms}
-    s0, lt0, _ = cap.WORKLOAD.totals()
-    cap.capture(tiny, ids, read, batch_size=2)
-    s1, lt1, _ = cap.WORKLOAD.totals()
+    work = Workload()
+    s0, lt0, _ = work.totals()
+    cap.capture(tiny, ids, read, batch_size=2, workload=work)
+    s1, lt1, _ = work.totals()
     assert lt1 - lt0 == 3 * 16 * tiny.n_layers and s1 > s0
-    cap.capture(tiny, ids, read, batch_size=2, stop_after=0)  # only layer 0 runs
-    assert cap.WORKLOAD.totals()[1] - lt1 == 3 * 16 * 1
-    assert cap.WORKLOAD.layer_tokens["tiny-llama"] >= 3 * 16 * (tiny.n_layers + 1)
+    cap.capture(tiny, ids, read, batch_size=2, stop_after=0, workload=work)  # only layer 0 runs
+    assert work.totals()[1] - lt1 == 3 * 16 * 1
+    assert work.layer_tokens["tiny-llama"] == 3 * 16 * (tiny.n_layers + 1)
+    cap.capture(tiny, ids, read, batch_size=2)  # no workload handed: booked nowhere
+    assert work.totals()[1] == 3 * 16 * (tiny.n_layers + 1)
 
 
 def test_the_floor_counts_each_prompt_once_per_condition_and_depth():
     """The floor: a prompt under one condition and depth once, whether run again alone or inside a larger set."""
-    w = cap.Workload()
+    w = Workload()
     ids = np.arange(64).reshape(8, 8)
     w.add("m", 1.0, 8 * 8 * 2, ids, "causal", 2)
     w.add("m", 1.0, 4 * 8 * 2, ids[:4], "causal", 2)  # rows of the first pass: nothing new
@@ -48,10 +50,20 @@ def test_the_floor_counts_each_prompt_once_per_condition_and_depth():
 
 
 RECORDS = [
-    {"model": "gemma3-270m", "seconds": 10.0, "forward_seconds": 4.0, "layer_tokens": 1000,
-     "shape": {"layers": 18, "heads": 4}},
-    {"model": "gemma3-270m", "seconds": 2.0, "forward_seconds": 0.0, "layer_tokens": 0,
-     "shape": {"layers": 18, "heads": 4}},
+    {
+        "model": "gemma3-270m",
+        "seconds": 10.0,
+        "forward_seconds": 4.0,
+        "layer_tokens": 1000,
+        "shape": {"layers": 18, "heads": 4},
+    },
+    {
+        "model": "gemma3-270m",
+        "seconds": 2.0,
+        "forward_seconds": 0.0,
+        "layer_tokens": 0,
+        "shape": {"layers": 18, "heads": 4},
+    },
     {"model": "smollm2-135m", "seconds": 3.0, "forward_seconds": 0.0, "layer_tokens": 0},
     {"model": None, "seconds": 0.01, "forward_seconds": 0.0, "layer_tokens": 0},  # a skip: no row
 ]
@@ -84,15 +96,14 @@ def test_random_init_model_is_built_in_its_dtype_and_restores_the_default(dtype)
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_progress_shows_long_captures_only_in_place_on_a_terminal_and_as_one_line_in_a_log(monkeypatch, tty):
-    from harness.capture import forward as capture
+    from harness.capture import progress
 
     lines, clock = [], iter([0.0, 0.5, 1.0, 0.0, 3.0, 6.0])  # a short capture (1 s), then a long one (6 s)
-    monkeypatch.setattr(capture.time, "time", lambda: next(clock))
-    monkeypatch.setattr(capture.Progress, "write", lines.append)
-    monkeypatch.setattr(capture.Progress, "tty", tty)
-    short = capture.Progress("m short", 16)
+    monkeypatch.setattr(progress.time, "time", lambda: next(clock))
+    shown = Progress(write=lines.append, tty=tty)
+    short = shown.start("m short", 16)
     short.update(8), short.update(16)
-    long = capture.Progress("m long", 16)
+    long = shown.start("m long", 16)
     long.update(8), long.update(16)
     done = "[abspos] m long: 16 prompts in 6.0s"
     if tty:

@@ -92,8 +92,9 @@ def _encode(tokenizer, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def topic_prompts(tokenizer, spec: ModelSpec, n_prompts: int, seq_len: int, seed: int = 0,
-                  source: str = "wiki") -> PromptSet:
+def topic_prompts(
+    tokenizer, spec: ModelSpec, n_prompts: int, seq_len: int, seed: int = 0, source: str = "wiki"
+) -> PromptSet:
     """n_prompts prompts balanced across four topics, each exactly seq_len tokens, made by joining
     shuffled documents of one topic; no document is used twice within a set."""
     texts = topic_texts(source)
@@ -112,9 +113,11 @@ def topic_prompts(tokenizer, spec: ModelSpec, n_prompts: int, seq_len: int, seed
             ids: list[int] = []
             while len(ids) < body:
                 if cursor >= len(order):
-                    raise CorpusTooSmall(f"topic {topic!r} of the {source!r} corpus ran out of text for {n_prompts} "
-                                         f"prompts of {seq_len} tokens: use fewer or shorter prompts (--n-prompts, "
-                                         f"--n-probe-prompts, --seq-len) or --corpus bbc")
+                    raise CorpusTooSmall(
+                        f"topic {topic!r} of the {source!r} corpus ran out of text for {n_prompts} "
+                        f"prompts of {seq_len} tokens: use fewer or shorter prompts (--n-prompts, "
+                        f"--n-probe-prompts, --seq-len) or --corpus bbc"
+                    )
                 ids += _encode(tokenizer, texts[topic][order[cursor]]) + sep
                 cursor += 1
             rows.append(bos + ids[:body])

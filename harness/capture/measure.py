@@ -1,5 +1,5 @@
 """From captures to the paper's leakage figures: the glue between a Session's cached forward passes and
-the pure statistics of ``harness.stats.leakage``. Every function returns numbers for all heads at once.
+the pure statistics of ``harness.stats`` (leakage, pairs, nulls, intervals). Every function returns numbers for all heads at once.
 
 ``Leakage(session, model)`` is one model's view: its topic prompts, the shared stratified pairs and the
 bootstrap weights over prompts; each target's per-prompt sufficient statistics (``PromptStats``) are
@@ -13,7 +13,9 @@ import numpy as np
 
 from harness.capture.reads import PatternAtPairs, Read, Run
 from harness.model.edits import Edit
+from harness.stats import intervals, nulls
 from harness.stats import leakage as lk
+from harness.stats.pairs import PairSet
 
 WEIGHT = PatternAtPairs()  # post-softmax weights (the paper's target); ScoresAtPairs() for the logits
 
@@ -30,27 +32,31 @@ def head_mean(stats: lk.PromptStats, weights: np.ndarray | None = None) -> np.nd
     return lk.fit_from_stats(stats, weights).delta.mean(axis=-1)
 
 
-def mean_delta(pairs: lk.PairSet, Y: np.ndarray) -> float:
+def mean_delta(pairs: PairSet, Y: np.ndarray) -> float:
     """Head-mean ΔR² of a target [prompts, pairs, heads]."""
     return head_mean(lk.prompt_stats(pairs, Y))
 
 
 def prompt_ci(session, samples) -> np.ndarray:
-    """95% bootstrap CI over the session's prompts (the expanded percentile interval, ``leakage.percentile_ci``)
-    of bootstrap rows [n_boot, ...] drawn with ``leakage.bootstrap_weights`` over ``n_prompts`` prompts."""
-    return lk.percentile_ci(samples, n=session.settings.n_prompts)
+    """95% bootstrap CI over the session's prompts (the expanded percentile interval, ``intervals.percentile_ci``)
+    of bootstrap rows [n_boot, ...] drawn with ``intervals.bootstrap_weights`` over ``n_prompts`` prompts."""
+    return intervals.percentile_ci(samples, n=session.settings.n_prompts)
 
 
-def significance(stats: lk.PromptStats, pairs: lk.PairSet, Y: np.ndarray, n_perm: int, seed: int,
-                 q: float = 0.05) -> dict:
+def significance(stats: lk.PromptStats, pairs: PairSet, Y: np.ndarray, n_perm: int, seed: int, q: float = 0.05) -> dict:
     """ΔR² per head with its prompt-level sign-flip p-value and the Benjamini–Hochberg decision (§4, Table 5),
     and, reported beside them, the paper's within-offset permutation p-values (rows pooled across prompts)."""
     delta = lk.fit_from_stats(stats, np.ones((1, stats.a.shape[0]))).delta[0]
     residue = 1e-9 * stats.a.shape[0] * np.abs(pairs.i_tilde).sum() * stats.scale  # |Σ a_p| below: no effect
-    p = lk.signflip_pvalues(stats.a, n_perm, seed, atol=residue)
-    p_pooled = lk.permutation_pvalues(delta, lk.permutation_null(pairs, Y, n_perm, seed))
-    return {"delta": delta, "p": p, "significant": lk.benjamini_hochberg(p, q),
-            "p_within_offset": p_pooled, "significant_within_offset": lk.benjamini_hochberg(p_pooled, q)}
+    p = nulls.signflip_pvalues(stats.a, n_perm, seed, atol=residue)
+    p_pooled = nulls.permutation_pvalues(delta, nulls.permutation_null(pairs, Y, n_perm, seed))
+    return {
+        "delta": delta,
+        "p": p,
+        "significant": nulls.benjamini_hochberg(p, q),
+        "p_within_offset": p_pooled,
+        "significant_within_offset": nulls.benjamini_hochberg(p_pooled, q),
+    }
 
 
 def depth_slope(values: np.ndarray) -> np.ndarray:
@@ -71,7 +77,7 @@ class Leakage:
         self.session, self.model = session, model
         self.prompts = session.prompts(model, kind, seq_len=seq_len)
         self.pairs = session.pairs(self.prompts.seq_len)
-        self.weights = lk.bootstrap_weights(len(self.prompts), s.n_boot, s.seed)
+        self.weights = intervals.bootstrap_weights(len(self.prompts), s.n_boot, s.seed)
 
     def run(self, *edits: Edit) -> Run:
         return Run(self.prompts, edits)
@@ -82,6 +88,7 @@ class Leakage:
 
     def stats(self, *edits: Edit, read: Read = WEIGHT, bin: tuple[int, int] | None = None) -> lk.PromptStats:
         """Per-prompt sufficient statistics of the target, on all pairs or on the queries in [lo, hi)."""
+
         def compute():
             Y = self.target(*edits, read=read)
             if bin is None:
@@ -96,13 +103,14 @@ class Leakage:
 
     def mean_delta_with_ci(self, *edits: Edit) -> tuple[float, tuple[float, float]]:
         """Head-mean ΔR² and its bootstrap CI over prompts."""
-        return head_mean(self.stats(*edits)), lk.mean_ci(self.mean_delta_boot(*edits), n=len(self.prompts))
+        return head_mean(self.stats(*edits)), intervals.mean_ci(self.mean_delta_boot(*edits), n=len(self.prompts))
 
     def mean_delta_boot(self, *edits: Edit) -> np.ndarray:
         """Head-mean ΔR² per bootstrap row [n_boot]: the same prompt resamples for every edit, so ratios and
         differences between conditions row by row are paired."""
-        return self.session.memo(self.model, ("mean delta boot", self.run(*edits)),
-                                 lambda: head_mean(self.stats(*edits), self.weights))
+        return self.session.memo(
+            self.model, ("mean delta boot", self.run(*edits)), lambda: head_mean(self.stats(*edits), self.weights)
+        )
 
     def _fit(self, stats: lk.PromptStats, boot: bool) -> np.ndarray:
         """ΔR² per head: [1, heads] for the plain fit, [n_boot, heads] with the bootstrap weights."""
@@ -110,8 +118,13 @@ class Leakage:
 
     def bin_profile(self, *edits: Edit, edges: np.ndarray, boot: bool = False) -> np.ndarray:
         """Head-mean ΔR² per query bin: [n_bins] or, with ``boot``, [n_boot, n_bins]."""
-        prof = np.stack([self._fit(self.stats(*edits, bin=(int(lo), int(hi))), boot).mean(axis=-1)
-                         for lo, hi in zip(edges[:-1], edges[1:])], axis=-1)
+        prof = np.stack(
+            [
+                self._fit(self.stats(*edits, bin=(int(lo), int(hi))), boot).mean(axis=-1)
+                for lo, hi in zip(edges[:-1], edges[1:])
+            ],
+            axis=-1,
+        )
         return prof if boot else prof[0]
 
     def layer_means(self, *edits: Edit, boot: bool = False) -> np.ndarray:

@@ -36,7 +36,7 @@ class PatternAtPairs(Read):
     point = "attn.hook_pattern"
 
     def reader(self, seq_len, pairs):
-        return cap.pattern_at_pairs(pairs.i, pairs.j)
+        return cap.PairReader(pairs.i, pairs.j)
 
 
 @dataclass(frozen=True)

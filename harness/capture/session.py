@@ -16,13 +16,16 @@ import numpy as np
 from harness.capture import corpus
 from harness.capture import forward as cap
 from harness.capture.plan import Plan
+from harness.capture.progress import Progress
 from harness.capture.reads import Capture, Read, Run
+from harness.capture.workload import Workload
 from harness.model import devices
 from harness.model.hooks import HookedModel
+from harness.model.points import hook_name
 from harness.model.weights import load_pretrained, random_init_model
 from harness.spec.models import WeightsUnavailable, get_spec
 from harness.spec.settings import Settings
-from harness.stats.leakage import PairSet, stratified_pairs, uniform_pairs
+from harness.stats.pairs import PairSet, stratified_pairs, uniform_pairs
 
 
 class ModelLoadFailed(RuntimeError):
@@ -30,19 +33,33 @@ class ModelLoadFailed(RuntimeError):
 
 
 @dataclass
+class PlannedPasses:
+    """One model's planned passes in a session: the prompt keys of the root sets whose pass ran, and whether one
+    failed (then each test captures its own reads for the rest of the session). Kept when the model is released: a
+    model loaded again (T13's ladder) captures only what is asked, not the plan again."""
+
+    done: set[str] = field(default_factory=set)
+    failed: bool = False
+
+
+@dataclass
 class Session:
     settings: Settings = field(default_factory=Settings)
     log: object = print  # progress (quiet under CI)
     notice: object = print  # one-off lines a user must see even under CI: a model converted, a cache repaired
-    progress: bool = True  # a status line per captured batch
-    plan: Plan = field(default_factory=Plan)  # what the selected tests read of each unedited pass (harness.capture.plan)
+    progress: Progress = field(default_factory=Progress)  # where the captures' status lines go (capture.progress)
+    workload: Workload = field(default_factory=Workload)  # where each forward pass is booked (capture.workload)
+    plan: Plan = field(
+        default_factory=Plan
+    )  # what the selected tests read of each unedited pass (harness.capture.plan)
 
     def __post_init__(self):
         self._models: dict[str, HookedModel] = {}
         self._failed: dict[str, Exception] = {}  # the first error of a model that did not load
         self._cache: dict[tuple, Capture] = {}
         self._prompts: dict[tuple, corpus.PromptSet] = {}
-        self._derived: dict[tuple, object] = {}
+        self._derived: dict[tuple, object] = {}  # memo: (model, what) -> result
+        self._planned: dict[str, PlannedPasses] = {}  # model -> its planned passes (kept on release)
 
     # ---- models ---------------------------------------------------------------------------------
     def model(self, name: str) -> HookedModel:
@@ -52,8 +69,10 @@ class Session:
             first = self._failed[name]
             if isinstance(first, WeightsUnavailable):
                 raise first
-            raise ModelLoadFailed(f"{name} failed to load earlier in this run, not retried: "
-                                  f"{type(first).__name__}: {(str(first).strip().splitlines() or [''])[0]}")
+            raise ModelLoadFailed(
+                f"{name} failed to load earlier in this run, not retried: "
+                f"{type(first).__name__}: {(str(first).strip().splitlines() or [''])[0]}"
+            )
         if name not in self._models:
             spec = get_spec(name)
             s = self.settings
@@ -67,7 +86,7 @@ class Session:
                 self._failed[name] = e
                 raise
             self._models[name] = HookedModel(hf, spec, tok)
-            cap.WORKLOAD.load_seconds += time.perf_counter() - t0
+            self.workload.load_seconds += time.perf_counter() - t0
         return self._models[name]
 
     def release(self, model: HookedModel | str) -> None:
@@ -76,12 +95,13 @@ class Session:
         name = model if isinstance(model, str) else model.spec.name
         self._models.pop(name, None)
         for cache in (self._cache, self._derived, self._prompts):
-            for key in [k for k in cache if k[0] == name and not (cache is self._derived and k[1] == "planned pass")]:
+            for key in [k for k in cache if k[0] == name]:
                 del cache[key]
 
     # ---- prompts --------------------------------------------------------------------------------
-    def prompts(self, model: HookedModel, kind: str = "topic", seq_len: int | None = None,
-                n_prompts: int | None = None) -> corpus.PromptSet:
+    def prompts(
+        self, model: HookedModel, kind: str = "topic", seq_len: int | None = None, n_prompts: int | None = None
+    ) -> corpus.PromptSet:
         s = self.settings
         key = (model.spec.name, kind, seq_len or s.seq_len, n_prompts or s.n_prompts)
         if key not in self._prompts:
@@ -133,10 +153,14 @@ class Session:
         if missing and not run.edits and run.layers is None:
             try:
                 self._planned_pass(model, run, missing)
-            except (RuntimeError, MemoryError) as e:  # the merged pass is larger than this test's own
-                self.notice(f"[abspos] {name}: the planned pass over {run.label} failed ({type(e).__name__}); "
-                            f"each test captures its own reads")
-                self._derived[(name, "planned pass", "failed")] = True
+            except (RuntimeError, MemoryError) as e:
+                if not devices.out_of_memory(e):  # expected: the merged pass is larger than this test's own
+                    raise
+                self.notice(
+                    f"[abspos] {name}: the planned pass over {run.label} failed ({type(e).__name__}); "
+                    f"each test captures its own reads"
+                )
+                self._planned.setdefault(name, PlannedPasses()).failed = True
             missing = [r for r in missing if keys[r] not in self._cache]
         if missing:
             self._cache.update({keys[r]: c for r, c in self._pass(model, run, {r: None for r in missing}).items()})
@@ -163,20 +187,29 @@ class Session:
         readers, layout = {}, {}
         for r, rows in reads.items():
             reader = r.reader(seq_len, self.pairs(seq_len, r.pairs) if r.pairs else None)
-            hooks = (["hook_embed"] if r.embed else []) + [f"blocks.{l}.{r.point}" for l in layers]
+            hooks = ([hook_name("hook_embed")] if r.embed else []) + [hook_name(r.point, l) for l in layers]
             layout[r] = [f"{r!r}|{h}" for h in hooks]
             readers.update({f"{r!r}|{h}": (h, reader, rows) for h in hooks})
         with contextlib.ExitStack() as stack:
             for edit in run.edits:
                 stack.enter_context(edit.apply(model))
-            raw = cap.capture(model, run.prompts.ids, readers, self.settings.batch_size, run.label,
-                              stop_after=None if run.layers is None else run.layers - 1, progress=self.progress,
-                              condition=run.edits)
+            raw = cap.capture(
+                model,
+                run.prompts.ids,
+                readers,
+                self.settings.batch_size,
+                run.label,
+                stop_after=None if run.layers is None else run.layers - 1,
+                progress=self.progress,
+                condition=run.edits,
+                workload=self.workload,
+            )
         return {r: Capture(np.stack([raw[k] for k in layout[r]], axis=1), r, layers, r.embed) for r in reads}
 
     # ---- the capture plan -----------------------------------------------------------------------
     def _planned_sets(self, model: HookedModel) -> dict[str, tuple[corpus.PromptSet, set]]:
         """{prompt key: (prompt set, reads wanted of its unedited pass)} of the selected tests on the model."""
+
         def resolve():
             sets: dict[str, tuple[corpus.PromptSet, set]] = {}
             for want in self.plan.of(model.spec.name):
@@ -194,15 +227,22 @@ class Session:
         """Run the planned pass ``run`` belongs to, once: over the largest planned set holding ``run``'s prompts as
         rows, reading every planned read of every planned set inside it (and ``missing``), each for its rows."""
         sets = self._planned_sets(model)
-        if run.prompt_key not in sets or (model.spec.name, "planned pass", "failed") in self._derived:
+        planned = self._planned.setdefault(model.spec.name, PlannedPasses())
+        if run.prompt_key not in sets or planned.failed:
             return
-        root = next(ps for ps, _ in sorted(sets.values(), key=lambda v: -len(v[0]))
-                    if ps.seq_len == run.prompts.seq_len and row_indices(ps, run.prompts) is not None)
-        done = (model.spec.name, "planned pass", Run(root).prompt_key)
-        if done in self._derived:
+        root = next(
+            ps
+            for ps, _ in sorted(sets.values(), key=lambda v: -len(v[0]))
+            if ps.seq_len == run.prompts.seq_len and row_indices(ps, run.prompts) is not None
+        )
+        done = Run(root).prompt_key
+        if done in planned.done:
             return
-        rows_in = {key: rows for key, (ps, _) in sets.items()  # prompt key -> its rows in the root set
-                   if ps.seq_len == root.seq_len and (rows := row_indices(root, ps)) is not None}
+        rows_in = {
+            key: rows
+            for key, (ps, _) in sets.items()  # prompt key -> its rows in the root set
+            if ps.seq_len == root.seq_len and (rows := row_indices(root, ps)) is not None
+        }
         want: dict[Read, set] = {}
         for key, rows in rows_in.items():
             for r in sets[key][1]:
@@ -211,13 +251,14 @@ class Session:
             want.setdefault(r, set()).update(rows_in[run.prompt_key].tolist())
         rows_of = {r: np.array(sorted(v)) for r, v in want.items()}
         values = self._pass(model, Run(root), {r: None if len(v) == len(root) else v for r, v in rows_of.items()})
-        self._derived[done] = True  # after success: a pass that failed (memory) leaves each test its own pass
+        planned.done.add(done)  # after success: a pass that failed (memory) leaves each test its own pass
         for key, rows in rows_in.items():
             ps, reads = sets[key]
             for r in reads | (set(missing) if key == run.prompt_key else set()):
                 c = values[r]
                 self._cache[(model.spec.name, Run(ps), r)] = Capture(
-                    c.values[np.searchsorted(rows_of[r], rows)], r, c.layers, c.embed)
+                    c.values[np.searchsorted(rows_of[r], rows)], r, c.layers, c.embed
+                )
 
 
 def row_indices(big: corpus.PromptSet, small: corpus.PromptSet) -> np.ndarray | None:

@@ -3,15 +3,22 @@ through here: written under a temporary name in the target's folder, flushed to 
 A reader, or ``latest``, never sees a half-written file; a write that fails (a full disk, a file-size limit, a
 read-only folder) removes its temporary file, leaves the old file as it was, and raises ``WriteError``, whose message
 is one line naming the file and why.
+
+Every JSON file the suite reads back (results.json, baselines, known outcomes, the stability record) is read by
+``read_json``: a missing, unreadable, non-UTF-8, empty or invalid file raises a ``JSONFileError`` (a ``ValueError``),
+whose message is one line naming the file and what is wrong with it; each kind of file words it through its own
+subclass.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import tempfile
 from pathlib import Path
+from typing import ClassVar, Self
 
 
 class WriteError(OSError):
@@ -75,3 +82,54 @@ def point_link(link, target: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise WriteError(link, e) from None
+
+
+class JSONFileError(ValueError):
+    """A JSON file that cannot be read, or (raised by its reader) is not what it should be; ``str()`` is one line:
+    the file, then what is wrong with it. Each kind of file subclasses it (``ResultsFileError``, ``StabilityError``,
+    ``BaselineError``, ``KnownOutcomesError``) to word ``read_json``'s problems its own way (``PHRASES``) and to
+    say what to do about a damaged file (``ADVICE``); constructed directly, it takes the whole message."""
+
+    #: How ``read_json`` words each problem after "<file>: " (``{what}``: the kind of file it was read as,
+    #: ``{detail}``: the system's or the JSON parser's own words): "missing" (no such file), "folder",
+    #: "unreadable" (any other OSError), "undecodable" (not UTF-8), "empty" (whitespace only), "invalid" (not JSON).
+    PHRASES: ClassVar[dict[str, str]] = {
+        "missing": "no such file",
+        "folder": "a folder, not a {what} file",
+        "unreadable": "cannot read it ({detail})",
+        "undecodable": "not UTF-8 text",
+        "empty": "empty file",
+        "invalid": "not valid JSON (truncated? {detail})",
+    }
+    #: What to do about the file, added ("; ADVICE") to the problems in ``ADVISED``; none by default.
+    ADVICE: ClassVar[str] = ""
+    ADVISED: ClassVar[frozenset[str]] = frozenset({"empty", "invalid"})
+
+    @classmethod
+    def of(cls, path, problem: str, what: str, detail: str = "") -> Self:
+        """The error for one of ``PHRASES``'s problems with the file at ``path``, worded by this class."""
+        text = cls.PHRASES[problem].format(what=what, detail=detail)
+        return cls(f"{path}: {text}" + (f"; {cls.ADVICE}" if cls.ADVICE and problem in cls.ADVISED else ""))
+
+
+def read_json(path, what: str, error: type[JSONFileError] = JSONFileError) -> object:
+    """The parsed JSON of the UTF-8 file at ``path``; a file that cannot be read or parsed raises ``error`` (a
+    ``JSONFileError`` subclass) with one line naming it and why. ``what`` names the kind of file ("baseline"). The
+    shape of what it parses to is the caller's to check."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise error.of(path, "missing", what, e.strerror or str(e)) from None
+    except IsADirectoryError as e:
+        raise error.of(path, "folder", what, e.strerror or str(e)) from None
+    except UnicodeDecodeError as e:
+        raise error.of(path, "undecodable", what, str(e)) from None
+    except OSError as e:
+        raise error.of(path, "unreadable", what, e.strerror or str(e)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise error.of(
+            path, "invalid" if text.strip() else "empty", what, f"{e.msg}: line {e.lineno} column {e.colno}"
+        ) from None

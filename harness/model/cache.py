@@ -115,8 +115,9 @@ def _share(folder: Path) -> None:
         p.chmod(0o644)
 
 
-def ensure(folder: Path, fingerprint: str, convert: Callable[[Path], None], log=print, what: str = "",
-           note: dict | None = None) -> Path:
+def ensure(
+    folder: Path, fingerprint: str, convert: Callable[[Path], None], log=print, what: str = "", note: dict | None = None
+) -> Path:
     """``folder``, converted by ``convert(into)`` unless it already holds the intact conversion of the source with
     ``fingerprint``. A damaged folder is converted again (one line says why); ``note`` goes into the marker."""
     why = problem(folder, fingerprint)
@@ -130,8 +131,10 @@ def ensure(folder: Path, fingerprint: str, convert: Callable[[Path], None], log=
                 raise PermissionError(13, "Permission denied")
             stack.enter_context(_locked(folder.parent / f".{folder.name}.lock"))
         except OSError as e:
-            raise CacheError(f"{what}: the cached conversion {folder} {why}, and {folder.parent} is not writable "
-                             f"here ({e.strerror or e}): set ABSPOS_CACHE to a folder of your own") from None
+            raise CacheError(
+                f"{what}: the cached conversion {folder} {why}, and {folder.parent} is not writable "
+                f"here ({e.strerror or e}): set ABSPOS_CACHE to a folder of your own"
+            ) from None
         why = problem(folder, fingerprint)  # another process may have converted it while this one waited
         if why is None:
             return folder
@@ -155,9 +158,11 @@ def ensure(folder: Path, fingerprint: str, convert: Callable[[Path], None], log=
         except BaseException as e:
             _remove(partial)
             if _no_space(e):
-                raise CacheError(f"{what}: no space left on the disk of {folder.parent} to convert it into (a few "
-                                 f"times the model's size in float32): free space there, or set ABSPOS_CACHE to a "
-                                 f"folder on another disk") from None
+                raise CacheError(
+                    f"{what}: no space left on the disk of {folder.parent} to convert it into (a few "
+                    f"times the model's size in float32): free space there, or set ABSPOS_CACHE to a "
+                    f"folder on another disk"
+                ) from None
             raise
         _remove(old)
         return folder
@@ -189,7 +194,8 @@ def no_progress_bars():
 def _no_space(e: BaseException) -> bool:
     """A write that failed for want of disk space (an OSError, or safetensors' error naming the OS's)."""
     return (isinstance(e, OSError) and e.errno == errno.ENOSPC) or any(
-        s in str(e) for s in ("No space left on device", "StorageFull", "code: 28"))
+        s in str(e) for s in ("No space left on device", "StorageFull", "code: 28")
+    )
 
 
 def _remove(path: Path) -> None:

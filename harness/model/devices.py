@@ -7,7 +7,9 @@
   ``device_map="auto"`` have to spread it?
 - ``to_stats``: any activation (bf16/fp16 on a GPU included) to a float64 numpy array on the CPU;
   statistics are always float64 whatever the weights' dtype.
-- ``thread_count`` / ``set_threads``: CPU threads per process = free cores / pytest-xdist workers.
+- ``out_of_memory``: whether an error says an allocation failed (on any device).
+
+CPU threads per process are the run's business: ``harness.run.threads``.
 """
 
 from __future__ import annotations
@@ -24,8 +26,15 @@ DTYPES: dict[str, torch.dtype] = {
     "float16": torch.float16,
     "float64": torch.float64,
 }
-_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16",
-            "fp64": "float64", "double": "float64", "float": "float32"}
+_ALIASES = {
+    "fp32": "float32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+    "fp64": "float64",
+    "double": "float64",
+    "float": "float32",
+}
 
 # Room on top of the weights for activations (full n x n attention patterns one layer at a time),
 # the CUDA context and allocator slack; a model needs weights * HEADROOM bytes free to sit on one GPU.
@@ -51,8 +60,10 @@ def resolve_device(requested: str, worker_id: str | None, n_gpus: int) -> str:
         except (RuntimeError, ValueError):
             raise DeviceError(f"--device {req}: not a torch device; expected cpu, cuda, cuda:<index> or mps") from None
         if kind == "meta":  # tensors without data: every measurement would fail (NotImplementedError) per test
-            raise DeviceError(f"--device {req}: the meta device holds shapes, not values, so nothing can be measured "
-                              f"on it; expected cpu, cuda, cuda:<index> or mps")
+            raise DeviceError(
+                f"--device {req}: the meta device holds shapes, not values, so nothing can be measured "
+                f"on it; expected cpu, cuda, cuda:<index> or mps"
+            )
         return req
     if n_gpus <= 0:
         raise DeviceError(
@@ -151,6 +162,14 @@ def free_bytes(device: str) -> int:
     return int(free)
 
 
+def out_of_memory(e: BaseException) -> bool:
+    """Whether ``e`` says an allocation failed: numpy's MemoryError, torch's OutOfMemoryError (CUDA), or the plain
+    RuntimeError torch's CPU allocator ("can't allocate memory") and the MPS backend ("out of memory") raise."""
+    if isinstance(e, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    return isinstance(e, RuntimeError) and any(s in str(e) for s in ("can't allocate memory", "out of memory"))
+
+
 def to_stats(x) -> np.ndarray:
     """An activation as a float64 numpy array on the CPU, whatever its dtype and device.
 
@@ -159,64 +178,3 @@ def to_stats(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().to(torch.float64).numpy()
     return np.asarray(x, dtype=np.float64)
-
-
-# ---- CPU threads ------------------------------------------------------------------------------------------------------
-_LIMITS: list = []  # the threadpoolctl limit in force (kept alive: dropping it would not restore anything)
-
-
-def busy_cores(interval: float = 0.25) -> float:
-    """Cores busy with other work right now (from /proc/stat over ``interval`` seconds; 0 where unreadable)."""
-    import time
-
-    mine = {f"cpu{c}" for c in os.sched_getaffinity(0)} if hasattr(os, "sched_getaffinity") else None
-
-    def sample():  # per CPU of this process's affinity: (idle + iowait, all) jiffies
-        with open("/proc/stat") as f:
-            rows = [line.split() for line in f if line.startswith("cpu") and line[3].isdigit()]
-        rows = [[int(v) for v in r[1:]] for r in rows if mine is None or r[0] in mine]
-        return sum(r[3] + r[4] for r in rows), sum(sum(r) for r in rows), len(rows)
-
-    try:
-        idle0, total0, cores = sample()
-        time.sleep(interval)
-        idle1, total1, _ = sample()
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return cores * (1 - (idle1 - idle0) / max(total1 - total0, 1))
-
-
-def thread_count(cores: int, busy: float, workers: int) -> int:
-    """Threads per process: the cores not busy with other work, shared by the pytest-xdist workers, at least one.
-    Two threads on a core another process keeps busy spin-wait: 1.6-13x slower than one (measured,
-    ../shared/reviews/performance.md)."""
-    return max(1, int(max(1.0, cores - round(busy)) // max(workers, 1)))
-
-
-def requested_threads(option: int | None, env: str | None) -> int:
-    """The threads asked for by ``--threads`` (``option``), else ``$ABSPOS_THREADS`` (``env``); 0: not asked (the free
-    cores decide). A negative count or a variable that is not a whole number is a DeviceError (one line)."""
-    if option:
-        if option < 0:
-            raise DeviceError(f"--threads {option}: must be a positive number of CPU threads per process (0 or "
-                              f"unset: the free cores divided by the xdist workers)")
-        return option
-    text = (env or "").strip()
-    if not text:
-        return 0
-    try:
-        n = int(text)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise DeviceError(f"ABSPOS_THREADS={env!r}: must be a whole number of CPU threads per process (0 or unset: "
-                          f"the free cores divided by the xdist workers)")
-    return n
-
-
-def set_threads(n: int) -> None:
-    """torch's intra-op threads and every BLAS/OpenMP pool (numpy's OpenBLAS, scikit-learn's) to ``n``."""
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(n)
-    _LIMITS[:] = [threadpool_limits(limits=n)]

@@ -12,6 +12,7 @@ from typing import Iterable
 import torch
 
 from harness.model.hooks import HookedModel, rotary_modules
+from harness.model.points import hook_name
 
 
 def bidirectional(model: HookedModel):
@@ -89,8 +90,9 @@ def band_permutation(n_bands: int, seed: int = 0) -> torch.Tensor:
         s += 1
 
 
-def band_permuted_query(q_rot: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, perm: torch.Tensor,
-                        scaling: float = 1.0) -> torch.Tensor:
+def band_permuted_query(
+    q_rot: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, perm: torch.Tensor, scaling: float = 1.0
+) -> torch.Tensor:
     """q' = R_P(i) R(i)^T q_rot: undo the model's rotation of a query and rotate it again with the frequency
     bands reassigned by ``perm`` (band b of the query turns by the angle of band p(b) at the same position).
 
@@ -134,7 +136,8 @@ def scrambled_rope(model: HookedModel, seed: int = 0):
         if cos.shape[-1] != d:
             raise NotImplementedError(
                 f"{hook}: cos/sin cover {cos.shape[-1]} of {d} head dimensions (partial rotary); "
-                "scrambled_rope only supports RoPE over the whole head")
+                "scrambled_rope only supports RoPE over the whole head"
+            )
         half = d // 2
         if not (torch.equal(cos[..., :half], cos[..., half:]) and torch.equal(sin[..., :half], sin[..., half:])):
             raise NotImplementedError(f"{hook}: cos/sin are not in transformers' rotate-half layout")
@@ -142,8 +145,9 @@ def scrambled_rope(model: HookedModel, seed: int = 0):
             perms[d] = band_permutation(half, seed)
         if cos.shape[-2] != q.shape[-2]:
             raise RuntimeError(f"{hook}: cos/sin for {cos.shape[-2]} positions, query has {q.shape[-2]}")
-        return band_permuted_query(q, cos.unsqueeze(1), sin.unsqueeze(1), perms[d],
-                                   rope_scaling_of(model, cos, sin)).to(q.dtype)
+        return band_permuted_query(
+            q, cos.unsqueeze(1), sin.unsqueeze(1), perms[d], rope_scaling_of(model, cos, sin)
+        ).to(q.dtype)
 
     mapping = {name: store for name in model.names("attn.hook_rope")}
     mapping.update({name: scramble for name in model.names("attn.hook_q")})
@@ -185,7 +189,7 @@ def zero_heads(model: HookedModel, heads: Iterable[tuple[int, int]]):
 
         return fn
 
-    return model.hooks({f"blocks.{l}.attn.hook_z": make(hs) for l, hs in by_layer.items()})
+    return model.hooks({hook_name("attn.hook_z", l): make(hs) for l, hs in by_layer.items()})
 
 
 def replace_embedding_at(model: HookedModel, position: int, vector: torch.Tensor):
@@ -199,8 +203,9 @@ def replace_embedding_at(model: HookedModel, position: int, vector: torch.Tensor
     return model.hooks({"hook_embed": fn})
 
 
-def replace_state_with_mid_mean(model: HookedModel, layers: Iterable[int], position: int = 0,
-                                mid: tuple[float, float] = (0.25, 0.75)):
+def replace_state_with_mid_mean(
+    model: HookedModel, layers: Iterable[int], position: int = 0, mid: tuple[float, float] = (0.25, 0.75)
+):
     """Replace the residual state at ``position`` after each layer in ``layers`` by the mean of the
     same prompt's states over mid-sequence positions [mid[0]*n, mid[1]*n) (paper §4 bi-replace-L*/all)."""
 
@@ -211,7 +216,7 @@ def replace_state_with_mid_mean(model: HookedModel, layers: Iterable[int], posit
         h[:, position] = h[:, lo:hi].mean(dim=1)
         return h
 
-    return model.hooks({f"blocks.{l}.hook_resid_post": fn for l in layers})
+    return model.hooks({hook_name("hook_resid_post", l): fn for l in layers})
 
 
 def _remove_directions(model: HookedModel, point: str, directions: dict, positions: slice):
@@ -229,7 +234,7 @@ def _remove_directions(model: HookedModel, point: str, directions: dict, positio
 
         return fn
 
-    return model.hooks({f"blocks.{l}.{point}": make(u) for l, u in units.items()})
+    return model.hooks({hook_name(point, l): make(u) for l, u in units.items()})
 
 
 def project_out_of_residual(model: HookedModel, directions: dict[int, torch.Tensor], positions: slice = slice(None)):

@@ -7,6 +7,8 @@ import importlib
 import numpy as np
 import torch
 
+from harness.model.points import hook_name
+
 
 def rotary_cos_sin(model, positions: torch.Tensor, layer_type: str | None = None):
     """(cos, sin) [1, P, d] from the model's own rotary module, in float64 to keep angle error small."""
@@ -30,7 +32,7 @@ def rotated_dot(model, q: np.ndarray, k: np.ndarray, i: int, j: int, hook_cos_si
     """q at position i and k at position j, each rotated by the model's RoPE, dotted (Eq. 2)."""
     cos, sin = rotary_cos_sin(model, torch.tensor([i, j]))
     if hook_cos_sin is not None:
-        cos, sin = hook_cos_sin((cos, sin), "hook_rotary")
+        cos, sin = hook_cos_sin((cos, sin), hook_name("hook_rotary"))
     qt = torch.as_tensor(q, dtype=torch.float64, device=cos.device).view(1, 1, 1, -1).expand(1, 1, 2, -1)
     kt = torch.as_tensor(k, dtype=torch.float64, device=cos.device).view(1, 1, 1, -1).expand(1, 1, 2, -1)
     qr, kr = apply_rotary(model, qt, kt, cos, sin)

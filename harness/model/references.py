@@ -17,12 +17,20 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.spec.models import REGISTRY, ModelSpec, WeightsUnavailable, WrongWeights
+from harness.spec.models import REGISTRY, ModelSpec, WeightsUnavailable, WrongWeights, register_model
 
 KINDS = ("hf", "path", "gguf")
 # model_type -> the family marker the paper's predictions are stated for (T8's Mistral rule, T13's ladders)
-FAMILY_OF = {"llama": "llama", "qwen2": "qwen", "qwen3": "qwen", "mistral": "mistral", "gemma": "gemma",
-             "gemma2": "gemma", "gemma3": "gemma", "gemma3_text": "gemma"}
+FAMILY_OF = {
+    "llama": "llama",
+    "qwen2": "qwen",
+    "qwen3": "qwen",
+    "mistral": "mistral",
+    "gemma": "gemma",
+    "gemma2": "gemma",
+    "gemma3": "gemma",
+    "gemma3_text": "gemma",
+}
 
 
 class ReferenceError(ValueError):
@@ -54,8 +62,10 @@ def parse(token: str) -> Reference | None:
     kind, sep, target = token.partition(":")
     if not sep or kind not in KINDS:
         if sep and re.fullmatch(r"[a-z]+", kind):
-            raise ReferenceError(f"{token}: unknown reference kind {kind!r}; use hf:<org>/<name>[@<revision>], "
-                                 f"path:<folder> or gguf:<file>")
+            raise ReferenceError(
+                f"{token}: unknown reference kind {kind!r}; use hf:<org>/<name>[@<revision>], "
+                f"path:<folder> or gguf:<file>"
+            )
         return None
     if not target:
         raise ReferenceError(f"{token}: nothing after '{kind}:'")
@@ -64,8 +74,10 @@ def parse(token: str) -> Reference | None:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
             raise ReferenceError(f"{token}: a Hugging Face reference is hf:<org>/<name>[@<revision>]")
         if any(part.startswith((".", "-")) or ".." in part for part in repo.split("/")):  # never outside the
-            raise ReferenceError(f"{token}: {repo!r} is not a Hugging Face id (no part starts with '.' or '-' or "
-                                 f"holds '..'); give a folder as path:<folder>")  # models folder or the HF cache
+            raise ReferenceError(
+                f"{token}: {repo!r} is not a Hugging Face id (no part starts with '.' or '-' or "
+                f"holds '..'); give a folder as path:<folder>"
+            )  # models folder or the HF cache
         return Reference("hf", repo, revision or None)
     path = Path(os.path.expanduser(target)).absolute()
     return Reference(kind, str(path))
@@ -78,20 +90,22 @@ def hf_folder(ref: Reference) -> Path:
     from harness.model.weights import has_weights
 
     root = os.environ.get("ABSPOS_MODELS_DIR")
-    folders = [Path(root) / sub for sub in (ref.target, ref.target.replace("/", "--"))] if root and not ref.revision \
-        else []
+    folders = (
+        [Path(root) / sub for sub in (ref.target, ref.target.replace("/", "--"))] if root and not ref.revision else []
+    )
     looked = [str(f) for f in folders]
     try:
         from huggingface_hub import snapshot_download
 
         folders.append(Path(snapshot_download(ref.target, revision=ref.revision, local_files_only=True)))
-    except Exception:  # noqa: BLE001 - any failure means "not cached"
+    except Exception:
         looked.append("the Hugging Face cache" + (f" at revision {ref.revision}" if ref.revision else ""))
     found = [f for f in folders if (f / "config.json").is_file()]
     if found:  # one with weights first: a config-only folder skips its tests, so only when nothing better exists
         return next((f for f in found if has_weights(f)), found[0])
-    how = f"`hf download {ref.target}" + (f" --revision {ref.revision}`" if ref.revision else
-                                                         f"` or put it in $ABSPOS_MODELS_DIR/{ref.target}")
+    how = f"`hf download {ref.target}" + (
+        f" --revision {ref.revision}`" if ref.revision else f"` or put it in $ABSPOS_MODELS_DIR/{ref.target}"
+    )
     raise ReferenceError(f"{ref}: not on this machine (looked in {', '.join(looked)}); download it with {how}")
 
 
@@ -105,13 +119,17 @@ def folder_of(ref: Reference, log=print) -> Path:
             raise ReferenceError(f"{ref}: no such file")
         return path.parent  # its config and tokenizer are read from the file; its weights converted when loaded
     if path.is_file():
-        raise ReferenceError(f"{ref}: is a file, not a folder (path: takes a model folder holding config.json, the "
-                             f"tokenizer and *.safetensors; a GGUF file is gguf:<file>)")
+        raise ReferenceError(
+            f"{ref}: is a file, not a folder (path: takes a model folder holding config.json, the "
+            f"tokenizer and *.safetensors; a GGUF file is gguf:<file>)"
+        )
     if not path.is_dir():
         raise ReferenceError(f"{ref}: no such folder" + (" (a link to nothing)" if path.is_symlink() else ""))
     if not (path / "config.json").is_file():
-        raise ReferenceError(f"{ref}: no config.json in the folder (a Hugging Face model folder holds config.json, "
-                             f"the tokenizer and *.safetensors)")
+        raise ReferenceError(
+            f"{ref}: no config.json in the folder (a Hugging Face model folder holds config.json, "
+            f"the tokenizer and *.safetensors)"
+        )
     return path
 
 
@@ -121,18 +139,14 @@ def gguf_file(ref: Reference) -> dict:
     return {"gguf_file": Path(ref.target).name} if ref.kind == "gguf" else {}
 
 
-def gguf_spec_of(path: Path) -> ModelSpec:
-    """The spec under which a GGUF file's conversion is found (weights.conversion_path): its name and file."""
-    ref = Reference("gguf", str(Path(path).absolute()))
-    return ModelSpec(ref.name, "", "local", "", str(ref), False, None, "", 0.0,
-                     gguf={"kind": "path", "file": str(Path(path).resolve())})
-
-
 def read_config(ref: Reference, folder: Path):
     from transformers import AutoConfig
 
-    what = "is not a GGUF file transformers can read" if ref.kind == "gguf" else \
-        f"has no readable model config ({folder / 'config.json'})"
+    what = (
+        "is not a GGUF file transformers can read"
+        if ref.kind == "gguf"
+        else f"has no readable model config ({folder / 'config.json'})"
+    )
     try:
         if ref.kind != "gguf":
             refuse_custom_code(ref, json.loads((folder / "config.json").read_text()))
@@ -140,7 +154,7 @@ def read_config(ref: Reference, folder: Path):
             return AutoConfig.from_pretrained(folder, trust_remote_code=False, **gguf_file(ref))
     except ReferenceError:
         raise
-    except Exception as e:  # noqa: BLE001 - any unreadable config is the same one line
+    except Exception as e:
         raise ReferenceError(f"{ref}: {what} ({type(e).__name__}: {(str(e).splitlines() or [''])[0]})") from None
 
 
@@ -156,9 +170,11 @@ def refuse_custom_code(ref: Reference, config) -> None:
     model_type, auto = config.get("model_type"), config.get("auto_map") or {}
     if model_type not in CONFIG_MAPPING:
         named = f" (its auto_map names {', '.join(f'{k} -> {v}' for k, v in list(auto.items())[:2])})" if auto else ""
-        raise ReferenceError(f"{ref}: model_type {model_type!r} is not one transformers implements, so only the "
-                             f"folder's own code could build it{named}; the harness never runs a model folder's code: "
-                             f"refusing it")
+        raise ReferenceError(
+            f"{ref}: model_type {model_type!r} is not one transformers implements, so only the "
+            f"folder's own code could build it{named}; the harness never runs a model folder's code: "
+            f"refusing it"
+        )
 
 
 def custom_code_note(folder: Path) -> str:
@@ -167,8 +183,11 @@ def custom_code_note(folder: Path) -> str:
         auto = json.loads((folder / "config.json").read_text()).get("auto_map")
     except (OSError, ValueError, AttributeError):
         return ""
-    return "; its config names custom code (auto_map), which is never run: measured with transformers' own class" \
-        if auto else ""
+    return (
+        "; its config names custom code (auto_map), which is never run: measured with transformers' own class"
+        if auto
+        else ""
+    )
 
 
 def _quiet():
@@ -188,8 +207,10 @@ def measurability_problems(config) -> list[str]:
     if getattr(config, "is_encoder_decoder", False):
         return [f"{config.model_type} is an encoder-decoder, not a decoder-only model"]
     if getattr(config, "text_config", None) is not None and getattr(config, "vision_config", None) is not None:
-        return [f"{config.model_type} is a multimodal model (its language model sits inside it); the harness measures "
-                f"a text-only decoder (give the text model's own folder)"]
+        return [
+            f"{config.model_type} is a multimodal model (its language model sits inside it); the harness measures "
+            f"a text-only decoder (give the text model's own folder)"
+        ]
     if type(config) not in AutoModelForCausalLM._model_mapping:
         return [f"{config.model_type} is not a causal (decoder-only) language model in transformers"]
     if not (getattr(config, "rope_parameters", None) or getattr(config, "rope_theta", None)):
@@ -198,29 +219,43 @@ def measurability_problems(config) -> list[str]:
     factors = [p.get("partial_rotary_factor") for p in ([params] + [v for v in params.values() if isinstance(v, dict)])]
     factors.append(getattr(config, "partial_rotary_factor", None))
     if any(f is not None and f < 1.0 for f in factors) or getattr(config, "qk_rope_head_dim", None):
-        return [f"{config.model_type} rotates only part of each head (partial rotary); the harness's RoPE "
-                f"interventions and per-head measurements assume every query and key dimension is rotated"]
+        return [
+            f"{config.model_type} rotates only part of each head (partial rotary); the harness's RoPE "
+            f"interventions and per-head measurements assume every query and key dimension is rotated"
+        ]
     if 0 in (getattr(config, "no_rope_layers", None) or []) or config.model_type in NOPE_LAYERS:
-        return [f"{config.model_type} leaves some layers without rotary position embedding (NoPE layers); the "
-                f"claims' RoPE ablations and per-layer analyses assume every layer rotates"]
+        return [
+            f"{config.model_type} leaves some layers without rotary position embedding (NoPE layers); the "
+            f"claims' RoPE ablations and per-layer analyses assume every layer rotates"
+        ]
     cls = AutoModelForCausalLM._model_mapping[type(config)]
     if not getattr(cls, "_supports_attention_backend", False):
-        return [f"{cls.__name__}'s attention does not go through transformers' attention interface (where the "
-                f"harness reads queries, keys, scores and patterns)"]
+        return [
+            f"{cls.__name__}'s attention does not go through transformers' attention interface (where the "
+            f"harness reads queries, keys, scores and patterns)"
+        ]
     try:
         with torch.device("meta"):  # the module tree without weights: instant even for an 8B model
             model = cls(config)
         problems = structure_problems(model)
         extra = sorted(attention_keywords(type(model.model.layers[0].self_attn)) - HANDLED) if not problems else []
-        return problems or ([f"its attention hands the attention function {', '.join(extra)}, which the harness's "
-                             f"attention does not implement (e.g. learned sink logits)"] if extra else [])
-    except Exception as e:  # noqa: BLE001 - a config transformers cannot build a model from
-        return [f"transformers cannot build {cls.__name__} from this config ({type(e).__name__}: "
-                f"{(str(e).splitlines() or [''])[0]})"]
+        return problems or (
+            [
+                f"its attention hands the attention function {', '.join(extra)}, which the harness's "
+                f"attention does not implement (e.g. learned sink logits)"
+            ]
+            if extra
+            else []
+        )
+    except Exception as e:
+        return [
+            f"transformers cannot build {cls.__name__} from this config ({type(e).__name__}: "
+            f"{(str(e).splitlines() or [''])[0]})"
+        ]
 
 
 NOPE_LAYERS = {"cohere2"}  # model types whose global layers skip RoPE without a no_rope_layers list
-HANDLED = {"dropout", "scaling", "sliding_window", "softcap"}  # what hooks.abspos_attention implements (the window
+HANDLED = {"dropout", "scaling", "sliding_window", "softcap"}  # what attention.abspos_attention implements (the window
 # arrives in the mask)
 
 
@@ -234,8 +269,13 @@ def attention_keywords(attention_cls) -> set[str]:
         tree = ast.parse(textwrap.dedent(inspect.getsource(attention_cls.forward)))
     except (OSError, TypeError, SyntaxError):
         return {"<source unavailable>"}
-    return {k.arg for node in ast.walk(tree) if isinstance(node, ast.Call)
-            and getattr(node.func, "id", None) == "attention_interface" for k in node.keywords if k.arg}
+    return {
+        k.arg
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "attention_interface"
+        for k in node.keywords
+        if k.arg
+    }
 
 
 def layer_count_problem(config, folder: Path) -> str | None:
@@ -255,18 +295,26 @@ def layer_count_problem(config, folder: Path) -> str | None:
             if f.is_file():
                 with safe_open(str(f), framework="pt") as st:
                     keys.update(st.keys())
-    except Exception:  # noqa: BLE001 - an unreadable file is the load's to report
+    except Exception:
         return None
-    cls = AutoModelForCausalLM._model_mapping[type(config)] if type(config) in AutoModelForCausalLM._model_mapping \
+    cls = (
+        AutoModelForCausalLM._model_mapping[type(config)]
+        if type(config) in AutoModelForCausalLM._model_mapping
         else None
+    )
     ignored = getattr(cls, "_keys_to_ignore_on_load_unexpected", None) or ()
     ignore = re.compile("|".join(f"({p})" for p in ignored)) if ignored else None
-    found = {int(m.group(1)) for k in keys if (m := re.search(r"(?:^|\.)layers\.(\d+)\.", k))
-             and not (ignore and ignore.search(k))}
+    found = {
+        int(m.group(1))
+        for k in keys
+        if (m := re.search(r"(?:^|\.)layers\.(\d+)\.", k)) and not (ignore and ignore.search(k))
+    }
     if not found or want is None or max(found) + 1 == want:
         return None
-    return (f"its config.json gives {want} layers but its weights hold {max(found) + 1} (layers.0 to "
-            f"layers.{max(found)}): {'a layer would be random' if want > max(found) + 1 else 'the model would be cut'}")
+    return (
+        f"its config.json gives {want} layers but its weights hold {max(found) + 1} (layers.0 to "
+        f"layers.{max(found)}): {'a layer would be random' if want > max(found) + 1 else 'the model would be cut'}"
+    )
 
 
 def rope_of(config) -> tuple[str, float]:
@@ -298,10 +346,12 @@ def bos_policy(tokenizer, ref: Reference) -> tuple[bool, int | None]:
     prepended token is refused: the claims' prompts put one token, or none, before the text."""
     text = "The cat sat on the mat."
     ids, plain = tokenizer(text)["input_ids"], tokenizer(text, add_special_tokens=False)["input_ids"]
-    k = next((k for k in range(len(ids) + 1) if ids[k:k + len(plain)] == plain), None)
+    k = next((k for k in range(len(ids) + 1) if ids[k : k + len(plain)] == plain), None)
     if k is None or k > 1:
-        raise ReferenceError(f"{ref}: its tokenizer adds {ids[:k] if k else ids} around a text's own tokens; the "
-                             f"claims' prompts support one prepended token (BOS) or none; refusing it")
+        raise ReferenceError(
+            f"{ref}: its tokenizer adds {ids[:k] if k else ids} around a text's own tokens; the "
+            f"claims' prompts support one prepended token (BOS) or none; refusing it"
+        )
     return (True, ids[0]) if k == 1 else (False, None)
 
 
@@ -320,28 +370,47 @@ def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
     try:
         with _quiet():
             tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **gguf_file(ref))
-    except Exception as e:  # noqa: BLE001
-        custom = " (its tokenizer is custom code, which the harness never runs)" if "trust_remote_code" in str(e) \
-            else ""
-        raise ReferenceError(f"{ref}: no usable tokenizer in {folder} ({type(e).__name__}){custom}; the claims' "
-                             f"prompts are tokenized text") from None
+    except Exception as e:
+        custom = (
+            " (its tokenizer is custom code, which the harness never runs)" if "trust_remote_code" in str(e) else ""
+        )
+        raise ReferenceError(
+            f"{ref}: no usable tokenizer in {folder} ({type(e).__name__}){custom}; the claims' "
+            f"prompts are tokenized text"
+        ) from None
     adds_bos, bos_id = bos_policy(tokenizer, ref)
     rope, theta = rope_of(config)
     text = getattr(config, "text_config", None) or config
-    shape = {k: getattr(text, k) for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                                            "num_key_value_heads", "vocab_size")}
+    shape = {
+        k: getattr(text, k)
+        for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")
+    }
     arch = (config.architectures or [type(config).__name__.replace("Config", "ForCausalLM")])[0]
     return ModelSpec(
-        name=ref.name, family=FAMILY_OF.get(config.model_type, config.model_type), group="local",
-        architecture=arch, source=str(ref), adds_bos=adds_bos, bos_token_id=bos_id, rope=rope, rope_theta=theta,
-        sliding_window=sliding_window_of(config), context=getattr(config, "max_position_embeddings", None),
+        name=ref.name,
+        family=FAMILY_OF.get(config.model_type, config.model_type),
+        group="local",
+        architecture=arch,
+        source=str(ref),
+        adds_bos=adds_bos,
+        bos_token_id=bos_id,
+        rope=rope,
+        rope_theta=theta,
+        sliding_window=sliding_window_of(config),
+        context=getattr(config, "max_position_embeddings", None),
         caveat="your model (not one the paper measured): judged at the paper's thresholds, with no paper values"
-               + ("" if config.model_type in FAMILY_OF else f"; its architecture ({config.model_type}) is outside the "
-                  f"four families the harness was validated on (Llama, Qwen2, Mistral, Gemma)")
-               + ("" if ref.kind == "gguf" else custom_code_note(folder)),
-        hub_id=ref.target if ref.kind == "hf" else None, config=shape,
+        + (
+            ""
+            if config.model_type in FAMILY_OF
+            else f"; its architecture ({config.model_type}) is outside the "
+            f"four families the harness was validated on (Llama, Qwen2, Mistral, Gemma)"
+        )
+        + ("" if ref.kind == "gguf" else custom_code_note(folder)),
+        hub_id=ref.target if ref.kind == "hf" else None,
+        config=shape,
         folder=None if ref.kind == "gguf" else str(folder),
-        gguf={"kind": "path", "file": str(Path(ref.target).resolve())} if ref.kind == "gguf" else {})
+        gguf={"kind": "path", "file": str(Path(ref.target).resolve())} if ref.kind == "gguf" else {},
+    )
 
 
 def paper_alias(ref: Reference) -> ModelSpec | None:
@@ -376,11 +445,20 @@ def register(token: str, log=print) -> str | None:
     spec = derive_spec(ref, folder)
     known = REGISTRY.get(spec.name)
     if known is not None and known.source != spec.source:
-        raise ReferenceError(f"{ref}: gives the model name {spec.name!r}, which {known.source} already has; "
-                             f"rename one of them")
-    REGISTRY[spec.name] = spec
+        raise ReferenceError(
+            f"{ref}: gives the model name {spec.name!r}, which {known.source} already has; rename one of them"
+        )
+    register_model(spec)
     return spec.name
 
 
-__all__ = ["KINDS", "Reference", "ReferenceError", "WeightsUnavailable", "WrongWeights", "derive_spec", "parse",
-           "register"]
+__all__ = [
+    "KINDS",
+    "Reference",
+    "ReferenceError",
+    "WeightsUnavailable",
+    "WrongWeights",
+    "derive_spec",
+    "parse",
+    "register",
+]

@@ -20,7 +20,6 @@ from unittest import mock
 import torch
 
 from harness.model import cache, devices
-from harness.model.hooks import ATTN_IMPL, register_attention
 from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
 
 
@@ -86,8 +85,9 @@ def conversion_path(spec: ModelSpec, gguf: Path | None = None) -> Path:
     """Where a bundled model's conversion lives: one folder per source and transformers version, so venvs sharing
     a cache never convert over each other."""
     gguf = gguf or bundled_gguf(spec)
-    bundled = next((b for b in BUNDLED if spec.gguf.get("kind") == "path" and _bundled_file(b) == gguf.resolve()),
-                   None)  # a bundled model's GGUF given by reference shares its conversion
+    bundled = next(
+        (b for b in BUNDLED if spec.gguf.get("kind") == "path" and _bundled_file(b) == gguf.resolve()), None
+    )  # a bundled model's GGUF given by reference shares its conversion
     if bundled is not None:
         return cache_root() / "converted" / f"{bundled.name}-{_fingerprint(gguf)}"
     return cache_root() / "converted" / f"{spec.name}-{_fingerprint(gguf, spec)}"
@@ -109,7 +109,9 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
     folder = conversion_path(spec, gguf)
     fingerprint = folder.name.rsplit("-", 1)[1]
     legacy = cache_root() / "converted" / spec.name
-    if spec.group == "bundled" and (legacy / cache.MARKER).is_file():  # the layout before manifests; never verified, so never used
+    if (
+        spec.group == "bundled" and (legacy / cache.MARKER).is_file()
+    ):  # the layout before manifests; never verified, so never used
         shutil.rmtree(legacy, ignore_errors=True)
         (legacy.parent / f".{spec.name}.lock").unlink(missing_ok=True)
 
@@ -119,12 +121,19 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
         t0 = time.time()
         log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
         with mock.patch.dict(os.environ, {"TQDM_DISABLE": "1"}):  # transformers' GGUF bar (tqdm.auto): the two
-            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name,  # lines here say it instead
-                                                trust_remote_code=False)
+            tok = AutoTokenizer.from_pretrained(
+                gguf.parent,
+                gguf_file=gguf.name,  # lines here say it instead
+                trust_remote_code=False,
+            )
             with _no_load_report():
                 model, info = AutoModelForCausalLM.from_pretrained(
-                    gguf.parent, gguf_file=gguf.name, trust_remote_code=False, output_loading_info=True,
-                    **{dtype_kwarg(): torch.float32})
+                    gguf.parent,
+                    gguf_file=gguf.name,
+                    trust_remote_code=False,
+                    output_loading_info=True,
+                    **{dtype_kwarg(): torch.float32},
+                )
         check_loading(spec, gguf, info)  # a tensor the file lacks would be saved as random init, then load clean
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
@@ -162,9 +171,12 @@ def check_weight_links(name: str, folder: Path) -> None:
     naming the link, never loaded into an OSError."""
     dangling = sorted(p for g in WEIGHT_FILES for p in folder.glob(g) if p.is_symlink() and not p.exists())
     if dangling and (folder / "config.json").is_file():
-        raise WeightsUnavailable(f"{name}: weights file {dangling[0]} is a link to {os.readlink(dangling[0])}, which "
-                                 f"does not exist" + (f" ({len(dangling) - 1} more such)" if len(dangling) > 1 else "")
-                                 + "; restore the target or the file")
+        raise WeightsUnavailable(
+            f"{name}: weights file {dangling[0]} is a link to {os.readlink(dangling[0])}, which "
+            f"does not exist"
+            + (f" ({len(dangling) - 1} more such)" if len(dangling) > 1 else "")
+            + "; restore the target or the file"
+        )
 
 
 def check_loading(spec: ModelSpec, source: Path, info: dict) -> None:
@@ -176,20 +188,28 @@ def check_loading(spec: ModelSpec, source: Path, info: dict) -> None:
     errors = [e for e in info.get("error_msgs") or () if e]
     wrong = []
     if missing:
-        wrong.append(f"{len(missing)} weight(s) its config describes are missing from the checkpoint and would be "
-                     f"random (first: {missing[0]})")
+        wrong.append(
+            f"{len(missing)} weight(s) its config describes are missing from the checkpoint and would be "
+            f"random (first: {missing[0]})"
+        )
     if unexpected:
-        wrong.append(f"{len(unexpected)} weight(s) in the checkpoint are not in the model its config describes "
-                     f"(first: {unexpected[0]})")
+        wrong.append(
+            f"{len(unexpected)} weight(s) in the checkpoint are not in the model its config describes "
+            f"(first: {unexpected[0]})"
+        )
     if mismatched:
         key, ckpt, model = mismatched[0]
-        wrong.append(f"{len(mismatched)} weight(s) have another shape than its config gives (first: {key} "
-                     f"{list(ckpt)} in the checkpoint, {list(model)} by the config)")
+        wrong.append(
+            f"{len(mismatched)} weight(s) have another shape than its config gives (first: {key} "
+            f"{list(ckpt)} in the checkpoint, {list(model)} by the config)"
+        )
     if errors:
         wrong.append(f"loading reported: {(errors[0].strip().splitlines() or [''])[0]}")
     if wrong:
-        raise WrongWeights(f"{spec.name}: {source} does not hold the model its config.json describes "
-                           f"({'; '.join(wrong)}); refusing to measure it")
+        raise WrongWeights(
+            f"{spec.name}: {source} does not hold the model its config.json describes "
+            f"({'; '.join(wrong)}); refusing to measure it"
+        )
 
 
 def _no_load_report():
@@ -226,8 +246,10 @@ def check_identity(spec: ModelSpec, folder: Path) -> None:
     want = {**{k: spec.config[k] for k in IDENTITY if k in spec.config}, "max_position_embeddings": spec.context}
     wrong += [f"{k} {config[k]} (not {v})" for k, v in want.items() if v is not None and config.get(k, v) != v]
     if wrong:
-        raise WrongWeights(f"{spec.name}: {folder} holds another model than {spec.hub_id or spec.source} "
-                           f"({', '.join(wrong)}); refusing to load it")
+        raise WrongWeights(
+            f"{spec.name}: {folder} holds another model than {spec.hub_id or spec.source} "
+            f"({', '.join(wrong)}); refusing to load it"
+        )
 
 
 def paper_folder(spec: ModelSpec) -> Path:
@@ -241,7 +263,7 @@ def paper_folder(spec: ModelSpec) -> Path:
         from huggingface_hub import snapshot_download
 
         candidates.append(Path(snapshot_download(spec.hub_id, local_files_only=True)))
-    except Exception:  # noqa: BLE001 - any failure means "not cached"
+    except Exception:
         pass
     for folder in candidates:
         if has_weights(folder):
@@ -267,8 +289,10 @@ def local_folder(spec: ModelSpec) -> Path:
     folder = Path(spec.folder)
     check_weight_links(spec.name, folder)
     if not has_weights(folder):
-        raise WeightsUnavailable(f"{spec.name}: {folder} has a config.json but no weights "
-                                 f"({' or '.join(WEIGHT_FILES)}); its tests are skipped")
+        raise WeightsUnavailable(
+            f"{spec.name}: {folder} has a config.json but no weights "
+            f"({' or '.join(WEIGHT_FILES)}); its tests are skipped"
+        )
     return folder
 
 
@@ -308,7 +332,7 @@ def random_init_model(spec: ModelSpec, seed: int = 0, dtype: torch.dtype | None 
 
 
 def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=print):
-    """(model, tokenizer) for a bundled or paper spec, with the harness's attention implementation.
+    """(model, tokenizer) for a bundled or paper spec (``HookedModel`` gives it the harness's attention).
 
     ``device`` "cuda" resolves to this xdist worker's GPU (``harness.model.devices.resolve_device``); a model
     larger than that GPU's free memory is spread by accelerate (``device_map="auto"``)."""
@@ -325,26 +349,29 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
         check_identity(spec, folder)  # the folder still holds the model its spec was derived from
     else:
         folder = paper_folder(spec)
-    register_attention()
-    kwargs = {dtype_kwarg(): dtype, "attn_implementation": ATTN_IMPL}
+    kwargs: dict[str, object] = {dtype_kwarg(): dtype}  # attention: set where the model is wrapped (HookedModel)
     if device.startswith("cuda"):
         size = devices.estimate_param_bytes(AutoConfig.from_pretrained(folder, trust_remote_code=False), dtype)
         free = devices.free_bytes(device)
         if devices.needs_device_map(size, free, n_gpus):
             kwargs["device_map"] = "auto"  # accelerate spreads a model too large for one GPU
-            log(f"[abspos] {spec.name}: {size / 2**30:.1f} GiB of weights, {free / 2**30:.1f} GiB free on "
-                f"{device}: loading with device_map='auto' over {n_gpus} GPU(s)")
+            log(
+                f"[abspos] {spec.name}: {size / 2**30:.1f} GiB of weights, {free / 2**30:.1f} GiB free on "
+                f"{device}: loading with device_map='auto' over {n_gpus} GPU(s)"
+            )
     try:  # nothing from the folder is executed; a checkpoint that is not the model its config describes is refused
         with _no_load_report():
-            model, info = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=False, output_loading_info=True,
-                                                               ignore_mismatched_sizes=True, **kwargs)
+            model, info = AutoModelForCausalLM.from_pretrained(
+                folder, trust_remote_code=False, output_loading_info=True, ignore_mismatched_sizes=True, **kwargs
+            )
     except torch.OutOfMemoryError:
         raise
     except (OSError, RuntimeError, ValueError) as e:  # transformers' many-line errors, as one line
         lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [""]
         first = lines[1] if len(lines) > 1 and lines[0].endswith(":") else lines[0]  # "Error(s) in ...:" then what
-        raise WrongWeights(f"{spec.name}: transformers cannot load {folder} ({type(e).__name__}: {first}); "
-                           f"refusing it") from None
+        raise WrongWeights(
+            f"{spec.name}: transformers cannot load {folder} ({type(e).__name__}: {first}); refusing it"
+        ) from None
     check_loading(spec, folder, info)
     if "device_map" not in kwargs:
         model = model.to(device)

@@ -6,7 +6,7 @@ It is accepted only when the same assertion fails again: a different failing ass
 (``KnownOutcomeMismatch``), a claim that now holds is a stale record (strict XPASS), and either fails the run.
 Entries are written from a run's results.json (``record``), never by hand:
 
-    python -m harness.known_outcomes record reports/latest/results.json
+    abspos-claims outcomes record reports/latest/results.json
 """
 
 from __future__ import annotations
@@ -14,44 +14,64 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, cast
 
-from harness.files.atomic import write_text
+from harness.files.atomic import JSONFileError, read_json, write_text
 from harness.files.paths import KNOWN_OUTCOMES
+from harness.outcome.nodeid import test_function
 
 PATH = KNOWN_OUTCOMES
 
 
+class KnownOutcomesError(JSONFileError):
+    """A known-outcomes file that cannot be used (a ``ValueError``); the message is one line naming the file and
+    what is wrong."""
+
+    #: As known outcomes have always worded them: a file the system or the decoder refuses is "not readable".
+    PHRASES = {
+        **JSONFileError.PHRASES,
+        "unreadable": "not readable as known outcomes ({detail})",
+        "undecodable": "not readable as known outcomes ({detail})",
+        "empty": JSONFileError.PHRASES["invalid"],
+    }
+    ADVICE = "re-record it: abspos-claims outcomes record RESULTS_JSON"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The known outcomes at ``path`` as parsed, unchecked ({} where there is none); a file that cannot be read or
+    parsed raises ``KnownOutcomesError``."""
+    return cast(dict[str, Any], read_json(path, "known-outcomes", KnownOutcomesError)) if path.exists() else {}
+
+
 @lru_cache(maxsize=4)
-def table(path: Path = PATH) -> dict:
-    return json.loads(Path(path).read_text()) if Path(path).exists() else {}
+def table(path: Path = PATH) -> dict[str, Any]:
+    return _read(Path(path))
 
 
 def validate(path: Path = PATH, required: bool = False) -> None:
-    """Raise ValueError (one line naming the file) unless every entry is {test: {model: [{"settings", "check",
-    "measured"}]}}; a missing file is no known outcomes, unless ``required`` (a path given on the command line)."""
+    """Raise ``KnownOutcomesError`` (a ValueError: one line naming the file) unless every entry is {test: {model:
+    [{"settings", "check", "measured"}]}}; a missing file is no known outcomes, unless ``required`` (a path given on
+    the command line)."""
     path = Path(path)
     if required and not path.exists():
-        raise ValueError(f"{path}: no such file (--known-outcomes names the recorded outcomes file; leave it out "
-                         f"for {PATH})")
-    if path.is_dir():
-        raise ValueError(f"{path}: a folder, not a known-outcomes file")
-    try:
-        data = table(path)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON (truncated? {e.msg}: line {e.lineno} column {e.colno}); re-record "
-                         f"it: python -m harness.known_outcomes record RESULTS_JSON") from None
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not readable as known outcomes ({getattr(e, 'strerror', None) or e})") from None
+        raise KnownOutcomesError(
+            f"{path}: no such file (--known-outcomes names the recorded outcomes file; leave it out for {PATH})"
+        )
+    data = table(path)  # a folder, an unreadable file or invalid JSON: KnownOutcomesError
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a known-outcomes file (not a JSON object of tests)")
+        raise KnownOutcomesError(f"{path}: not a known-outcomes file (not a JSON object of tests)")
     for test, per in data.items():
         ok = isinstance(per, dict) and all(
-            isinstance(es, list) and all(isinstance(e, dict) and {"settings", "check", "measured"} <= e.keys()
-                                         for e in es) for es in per.values())
+            isinstance(es, list)
+            and all(isinstance(e, dict) and {"settings", "check", "measured"} <= e.keys() for e in es)
+            for es in per.values()
+        )
         if not ok:
-            raise ValueError(f"{path}: the entry for {test} is not in the current format (a list of "
-                             f"{{settings, check, measured}} per model); re-record it from a run: "
-                             f"python -m harness.known_outcomes record RESULTS_JSON")
+            raise KnownOutcomesError(
+                f"{path}: the entry for {test} is not in the current format (a list of "
+                f"{{settings, check, measured}} per model); re-record it from a run: "
+                f"abspos-claims outcomes record RESULTS_JSON"
+            )
 
 
 def lookup(test_name: str, model: str | None, key: dict, path: Path = PATH) -> dict | None:
@@ -60,11 +80,6 @@ def lookup(test_name: str, model: str | None, key: dict, path: Path = PATH) -> d
         return None
     entries = table(path).get(test_name, {}).get(model, [])
     return next((e for e in entries if isinstance(e, dict) and e.get("settings") == key), None)
-
-
-def test_function(nodeid: str) -> str:
-    """The test function's name in a pytest node id: "claims/f.py::test_T5_x[smollm2-135m]" -> "test_T5_x"."""
-    return nodeid.split("::")[-1].split("[")[0]
 
 
 def local(model: str) -> bool:
@@ -82,7 +97,7 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
 
     results = load_results(results_json)
     key = Settings.from_dict(results.get("settings") or {}).verdict_key()
-    data = json.loads(path.read_text()) if path.exists() else {}
+    data = _read(path)
     changes = []
     for r in results["records"]:
         if not r.get("model") or r.get("verdict") not in ("not held", "held", "stale") or local(r["model"]):
@@ -102,17 +117,3 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
     write_text(path, json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     table.cache_clear()
     return changes
-
-
-if __name__ == "__main__":  # python -m harness.known_outcomes record reports/latest/results.json
-    import sys
-
-    if len(sys.argv) != 3 or sys.argv[1] != "record":
-        sys.exit("usage: python -m harness.known_outcomes record RESULTS_JSON")
-    from harness.outcome.results import ResultsFileError
-
-    try:
-        print("\n".join(record(Path(sys.argv[2]))) or "nothing to record")
-    except (ResultsFileError, OSError) as e:
-        print(f"harness.outcome.known_outcomes: {e}", file=sys.stderr)
-        sys.exit(2)

@@ -1,18 +1,58 @@
-"""Reading a run's results.json: one checked loader for every tool that reads one (report build and compare,
-known-outcome recording, the stability record). A missing, unreadable, empty, invalid or foreign file is a
-``ResultsFileError`` whose message is one line naming the file and what is wrong with it.
+"""A run's results.json: what one record of it holds (``Record``), and one checked loader for every tool that reads
+one (report build and compare, known-outcome recording, the stability record). A missing, unreadable, empty,
+invalid or foreign file is a ``ResultsFileError`` whose message is one line naming the file and what is wrong with it.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any, Required, TypedDict, cast
 
+from harness.files.atomic import JSONFileError, read_json
 from harness.outcome.verdict import VERDICTS
 
 
-class ResultsFileError(ValueError):
+class Figure(TypedDict, total=False):
+    """One number a claim test measured (``harness.outcome.figures.Figures.add``)."""
+
+    name: Required[str]  # as the claim's registry entry declares it ("mean_delta_causal")
+    value: Any  # a number (NaN for a non-finite one), or a list of them
+    paper: Any  # the paper's value for this model, if it reports one (else null)
+    ci: Any  # a confidence interval [low, high], if the test gives one (else null)
+    note: str  # a few words on how it was measured ("" if none)
+
+
+class Record(TypedDict, total=False):
+    """One claim test on one model: an element of results.json's "records" (written by ``harness.run.records``,
+    read by the reports, known-outcome recording, the stability record and the notebook API). A plain dict at run
+    time; ``_record_problem`` says which keys a file must have for it to be reported. Files written before
+    verdicts existed have no "verdict" (``verdict_of`` reads their "outcome")."""
+
+    test: Required[str]  # the pytest node id: "claims/test_s5_3_leakage.py::test_T5_...[smollm2-135m]"
+    claim: Required[str]  # the claim's id in the registry ("T5")
+    model: str | None  # the model, or None for a test across models (EQ3's softmax, T13 per family)
+    outcome: str  # pytest's outcome: "passed", "failed", "skipped" or "xfailed"
+    verdict: str  # "held", "not held", "stale", "harness error", "n/a" or "skipped" (of VERDICTS; never "unstable")
+    known_outcome: bool  # a recorded known outcome (fixtures/known_outcomes.json) expected it not to hold
+    check: str | None  # the failing assertion (``ClaimNotHeld.check``), None where none failed
+    reason: str  # the ClaimNotHeld message, the skip or n/a reason, or the error ("" when it held)
+    figures: Required[list[Figure]]  # the numbers it measured, in the order it recorded them
+    seconds: float  # its wall time, setup and call, less model loading
+    forward_seconds: float  # the part of it spent in the forward passes booked to it
+    layer_tokens: int  # the forward work booked to it: layers × tokens
+    floor_layer_tokens: int  # the least forward work its reads need (the capture plan's floor)
+    baseline: dict[str, str]  # {"status", "path"} of the recorded baseline it was compared with (no snapshot)
+    unstable: str  # where its verdict differs between seeds: ``stability.describe`` of the stability record's entry
+    shape: dict[str, int]  # {"layers", "heads"} of the model (the work scales with it: benchmarks/bench_nightly.py)
+    run: str  # a merged run's record: the label of the run it comes from (harness.report.merge)
+    merged: str  # a merged run's record judged at the merge (T13 across runs): how it was judged
+
+
+class ResultsFileError(JSONFileError):
     """A results.json that cannot be read as a claims run; the message is one line naming the file and why."""
+
+    #: As results.json files have always been described: a folder in the file's place is a file it cannot read.
+    PHRASES = {**JSONFileError.PHRASES, "folder": "cannot read it ({detail})"}
 
 
 def results_file(p) -> Path:
@@ -31,11 +71,12 @@ def _record_problem(r) -> str | None:
     if r.get("model") is not None and not isinstance(r["model"], str):
         return '"model" is not a string'
     if r.get("verdict") and (not isinstance(r["verdict"], str) or r["verdict"] not in VERDICTS):
-        return f'has an unknown verdict {r["verdict"]!r}'
+        return f"has an unknown verdict {r['verdict']!r}"
     if not r.get("verdict") and not isinstance(r.get("outcome"), str):
         return 'has no "outcome" string'
     if not isinstance(r.get("figures"), list) or not all(
-            isinstance(f, dict) and isinstance(f.get("name"), str) for f in r["figures"]):
+        isinstance(f, dict) and isinstance(f.get("name"), str) for f in r["figures"]
+    ):
         return 'has no "figures" list of objects with a "name"'
     if not all(isinstance(r.get(k) or 0, (int, float)) for k in ("seconds", "forward_seconds", "layer_tokens")):
         return "has a non-numeric time"
@@ -51,7 +92,7 @@ def schema_problem(results) -> str | None:
             return f'"{key}" is not a{" dict" if kind is dict else " list"}'
     if not all(isinstance(m, str) for m in results.get("models") or []):
         return '"models" is not a list of names'
-    info = results.get("interrupted")  # a partial run: {"by": "SIGTERM", "not_run": [node ids]} (harness.run.context)
+    info = results.get("interrupted")  # a partial run: {"by": "SIGTERM", "not_run": [node ids]} (harness.run.records)
     if info is not None and not (isinstance(info, dict) and isinstance(info.get("not_run", []), list)):
         return '"interrupted" is not an object with a "not_run" list'
     for i, r in enumerate(results["records"]):
@@ -61,25 +102,12 @@ def schema_problem(results) -> str | None:
     return None
 
 
-def load_results(p) -> dict:
-    """A run's results.json (a file, or a run folder holding one), checked to be a claims run; a missing,
-    unreadable, empty, invalid or foreign file raises ResultsFileError with one line naming it and why."""
+def load_results(p) -> dict[str, Any]:
+    """A run's results.json (a file, or a run folder holding one), checked to be a claims run ("records": a list
+    of ``Record``); a missing, unreadable, empty, invalid or foreign file raises ResultsFileError with one line
+    naming it and why."""
     path = results_file(p)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ResultsFileError(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise ResultsFileError(f"{path}: not UTF-8 text") from None
-    except OSError as e:
-        raise ResultsFileError(f"{path}: cannot read it ({e.strerror})") from None
-    if not text.strip():
-        raise ResultsFileError(f"{path}: empty file")
-    try:
-        results = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ResultsFileError(f"{path}: not valid JSON (truncated? {e.msg}: line {e.lineno} "
-                               f"column {e.colno})") from None
+    results = read_json(path, "results.json", ResultsFileError)
     if problem := schema_problem(results):
         raise ResultsFileError(f"{path}: not a claims results.json ({problem})")
-    return results
+    return cast(dict[str, Any], results)

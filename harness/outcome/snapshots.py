@@ -14,10 +14,11 @@ import hashlib
 import json
 import math
 from pathlib import Path
+from typing import Any, cast
 
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from harness.files.atomic import write_text
+from harness.files.atomic import JSONFileError, read_json, write_text
 
 RTOL = 1e-3  # CPU fp32 reruns agree far tighter; this flags real drift from a transformers/torch/harness change
 ATOL = 1e-6
@@ -69,14 +70,20 @@ def moved_figures(values: dict, stored: dict, rtol: float = RTOL, atol: float = 
         if list(la) == [""] and list(lb) == [""]:
             out.append(f"{name}: {_change(old, new)}")
             continue
-        bad = [k for k in dict.fromkeys([*la, *lb]) if k not in la or k not in lb or not close(lb[k], la[k], rtol, atol)]
+        bad = [
+            k for k in dict.fromkeys([*la, *lb]) if k not in la or k not in lb or not close(lb[k], la[k], rtol, atol)
+        ]
+
         def size(k):
             a, b = la.get(k), lb.get(k)
             num = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
             return abs(b - a) / (abs(a) or 1) if num and not (math.isnan(a) or math.isnan(b)) else math.inf
+
         worst = max(bad, key=size)
-        out.append(f"{name}: {len(bad)} of {max(len(la), len(lb))} elements moved, most {name}{worst}: "
-                   f"{_change(la.get(worst), lb.get(worst))}")
+        out.append(
+            f"{name}: {len(bad)} of {max(len(la), len(lb))} elements moved, most {name}{worst}: "
+            f"{_change(la.get(worst), lb.get(worst))}"
+        )
     return out
 
 
@@ -138,8 +145,11 @@ class Baselines:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers may share a model's file
-            data = load_baseline(path) if path.exists() else {
-                "settings": self.key, "device": self.device, "dtype": self.dtype, "tests": {}}
+            data: dict[str, Any] = (
+                load_baseline(path)
+                if path.exists()
+                else {"settings": self.key, "device": self.device, "dtype": self.dtype, "tests": {}}
+            )
             if test not in data["tests"] or update:
                 status = "re-recorded" if test in data["tests"] else "recorded"
                 data["tests"][test] = values
@@ -160,34 +170,44 @@ class Baselines:
             except BaselineError as e:
                 out.append(f"--baseline-dir: {e}")
             except OSError as e:
-                out.append(f"--baseline-dir: {getattr(e, 'filename', None) or self.root}: cannot read it "
-                           f"({e.strerror or e})")
+                out.append(
+                    f"--baseline-dir: {getattr(e, 'filename', None) or self.root}: cannot read it ({e.strerror or e})"
+                )
         return out
 
 
-class BaselineError(ValueError):
+class BaselineError(JSONFileError):
     """A baseline file that cannot be used; the message is one line naming the file and what is wrong."""
 
+    #: Any damage, a dangling link in its place included, is mended the same way: record the baseline afresh.
+    PHRASES = {
+        **JSONFileError.PHRASES,
+        "missing": JSONFileError.PHRASES["unreadable"],
+        "undecodable": JSONFileError.PHRASES["unreadable"],
+        "empty": JSONFileError.PHRASES["invalid"],
+    }
+    ADVICE = "delete it to record the baseline afresh"
+    ADVISED = frozenset({"missing", "unreadable", "undecodable", "empty", "invalid"})
 
-def load_baseline(path: Path) -> dict:
+
+def load_baseline(path: Path) -> dict[str, Any]:
     """A baseline file, checked: an object whose "tests" maps each test to an object of its figures."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except IsADirectoryError:
-        raise BaselineError(f"{path}: a folder, not a baseline file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BaselineError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e}); delete it to record "
-                            f"the baseline afresh") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise BaselineError(f"{path}: not valid JSON (truncated? {e.msg}: line {e.lineno} column {e.colno}); delete "
-                            f"it to record the baseline afresh") from None
-    problem = ("not a JSON object" if not isinstance(data, dict) else
-               'no "tests" object' if not isinstance(data.get("tests"), dict) else
-               next((f'the entry for {t} is not an object of figures' for t, v in data["tests"].items()
-                     if not isinstance(v, dict)), None))
+    data = read_json(path, "baseline", BaselineError)
+    problem = (
+        "not a JSON object"
+        if not isinstance(data, dict)
+        else 'no "tests" object'
+        if not isinstance(data.get("tests"), dict)
+        else next(
+            (
+                f"the entry for {t} is not an object of figures"
+                for t, v in data["tests"].items()
+                if not isinstance(v, dict)
+            ),
+            None,
+        )
+    )
     if problem:
-        raise BaselineError(f"{path}: not a baseline file ({problem}); delete it to record the baseline afresh")
-    return data
+        raise BaselineError(f"{path}: not a baseline file ({problem}); {BaselineError.ADVICE}")
+    return cast(dict[str, Any], data)

@@ -2,48 +2,55 @@
 
 Each seed redraws everything random (prompts, pairs, sign flips and permutations, bootstrap resamples;
 ``--seed``). A verdict that differs between seeds is **unstable**: the report shows it as such with the range
-of its figures, and METHODS.md lists it (``python -m harness.stability methods`` prints the list).
+of its figures, and METHODS.md lists it (``abspos-claims stability methods`` prints the list).
 
     bash scripts/stability.sh                      # three bundled runs (seeds 0, 1, 2), then:
-    python -m harness.stability record RUN_DIR RUN_DIR RUN_DIR [...]   # -> fixtures/stability.json
+    abspos-claims stability record RUN_DIR RUN_DIR RUN_DIR [...]   # -> fixtures/stability.json
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+from typing import Any, cast
 
-from harness.files.atomic import write_text
+from harness.files.atomic import JSONFileError, read_json, write_text
 from harness.files.paths import STABILITY
-from harness.outcome.known_outcomes import test_function
-from harness.outcome.results import load_results
+from harness.outcome.nodeid import test_function
+from harness.outcome.results import Record, load_results
 
 DECIDED = ("held", "not held")
 
 
-def _scalars(record: dict) -> dict:
-    return {f["name"]: f["value"] for f in record.get("figures") or []
-            if isinstance(f.get("value"), (int, float)) and not isinstance(f.get("value"), bool)}
+def _scalars(record: Record) -> dict[str, float]:
+    return {
+        f["name"]: f["value"]
+        for f in record.get("figures") or []
+        if isinstance(f.get("value"), (int, float)) and not isinstance(f.get("value"), bool)
+    }
 
 
-def combine(runs: list[dict]) -> dict:
+def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """{"settings", "seeds", "tests": {test: {model: {"verdicts": {seed: verdict}, "unstable", "ranges"}}}}.
     The runs must share every setting but the seed, and have at least three distinct seeds."""
     from harness.spec.settings import Settings
 
     settings = [Settings.from_dict(r.get("settings") or {}) for r in runs]
     if len({json.dumps(s.verdict_key(), sort_keys=True) for s in settings}) != 1:
-        raise ValueError("the runs differ in more than the seed: " + "; ".join(
-            s.describe(s.verdict_key()) for s in settings))
+        raise ValueError(
+            "the runs differ in more than the seed: " + "; ".join(s.describe(s.verdict_key()) for s in settings)
+        )
     seeds = [s.seed for s in settings]
     if len(set(seeds)) < 3 or len(set(seeds)) != len(seeds):
         raise ValueError(f"need at least three runs with distinct seeds, got seeds {seeds}")
     tests: dict = {}
     for seed, run in zip(seeds, runs):
+        r: Record
         for r in run["records"]:
             if r.get("model") and r.get("verdict") not in ("n/a", "skipped", None):
-                e = tests.setdefault(test_function(r["test"]), {}).setdefault(r["model"], {"verdicts": {}, "figures": {}})
+                e = tests.setdefault(test_function(r["test"]), {}).setdefault(
+                    r["model"], {"verdicts": {}, "figures": {}}
+                )
                 e["verdicts"][str(seed)] = "held" if r["verdict"] == "stale" else r["verdict"]
                 for name, v in _scalars(r).items():
                     e["figures"].setdefault(name, []).append(v)
@@ -56,8 +63,16 @@ def combine(runs: list[dict]) -> dict:
     return {"settings": settings[0].verdict_key(), "seeds": sorted(seeds), "tests": tests}
 
 
-class StabilityError(ValueError):
+class StabilityError(JSONFileError):
     """A stability record that cannot be used; the message is one line naming the file and what is wrong."""
+
+    #: As the stability record has always worded them: undecodable text is unreadable, an empty file invalid JSON.
+    PHRASES = {
+        **JSONFileError.PHRASES,
+        "undecodable": JSONFileError.PHRASES["unreadable"],
+        "empty": JSONFileError.PHRASES["invalid"],
+    }
+    ADVICE = "re-record it: abspos-claims stability record RUN RUN RUN"
 
 
 def _entry_problem(e) -> str | None:
@@ -69,7 +84,8 @@ def _entry_problem(e) -> str | None:
         return '"unstable" is not true or false'
     ranges = e.get("ranges", {})
     if not isinstance(ranges, dict) or not all(
-            isinstance(r, list) and len(r) == 2 and all(isinstance(x, (int, float)) for x in r) for r in ranges.values()):
+        isinstance(r, list) and len(r) == 2 and all(isinstance(x, (int, float)) for x in r) for r in ranges.values()
+    ):
         return '"ranges" is not an object of [low, high] pairs'
     if not isinstance(e.get("harness_error_seeds", []), list):
         return '"harness_error_seeds" is not a list'
@@ -97,29 +113,18 @@ def problem(data) -> str | None:
     return None
 
 
-def load(path: Path = STABILITY, required: bool = False) -> dict:
+def load(path: Path = STABILITY, required: bool = False) -> dict[str, Any]:
     """The stability record at ``path``, checked ({} where there is none, unless ``required``: a path given on
     the command line must exist); a damaged or wrong-shaped file raises ``StabilityError``, one line naming it."""
     path = Path(path)
     if not path.exists():
         if required:
-            raise StabilityError(f"{path}: no such file")
+            raise StabilityError.of(path, "missing", "stability record")
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except IsADirectoryError:
-        raise StabilityError(f"{path}: a folder, not a stability record file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise StabilityError(f"{path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise StabilityError(f"{path}: not valid JSON (truncated? {e.msg}: line {e.lineno} column {e.colno}); "
-                             f"re-record it: python -m harness.stability record RUN RUN RUN") from None
+    data = read_json(path, "stability record", StabilityError)
     if p := problem(data):
-        raise StabilityError(f"{path}: not a stability record ({p}); re-record it: python -m harness.stability "
-                             f"record RUN RUN RUN")
-    return data
+        raise StabilityError(f"{path}: not a stability record ({p}); {StabilityError.ADVICE}")
+    return cast(dict[str, Any], data)
 
 
 def unstable(data: dict, test: str, model: str, key: dict) -> dict | None:
@@ -144,39 +149,27 @@ def methods_list(data: dict) -> str:
     """The METHODS.md list of unstable verdicts."""
     if not data:
         return "- (no stability record: run `bash scripts/stability.sh`)\n"
-    rows = [f"- `{t}` on {m}: {describe(e)}" for t, per in sorted(data["tests"].items())
-            for m, e in sorted(per.items()) if e["unstable"]]
-    rows += [f"- `{t}` on {m}: a harness error at seed{'s' if len(e['harness_error_seeds']) > 1 else ''} "
-             f"{', '.join(e['harness_error_seeds'])} (no verdict there)" for t, per in sorted(data["tests"].items())
-             for m, e in sorted(per.items()) if e.get("harness_error_seeds")]
+    rows = [
+        f"- `{t}` on {m}: {describe(e)}"
+        for t, per in sorted(data["tests"].items())
+        for m, e in sorted(per.items())
+        if e["unstable"]
+    ]
+    rows += [
+        f"- `{t}` on {m}: a harness error at seed{'s' if len(e['harness_error_seeds']) > 1 else ''} "
+        f"{', '.join(e['harness_error_seeds'])} (no verdict there)"
+        for t, per in sorted(data["tests"].items())
+        for m, e in sorted(per.items())
+        if e.get("harness_error_seeds")
+    ]
     head = f"Seeds {', '.join(map(str, data['seeds']))}; every other setting at its default.\n\n"
     return head + ("\n".join(rows) if rows else "- none: every verdict is the same under every seed") + "\n"
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) >= 1 and argv[0] == "methods":
-        try:
-            print(methods_list(load()), end="")
-        except StabilityError as e:
-            print(f"stability: {e}", file=sys.stderr)
-            return 2
-        return 0
-    if len(argv) < 4 or argv[0] != "record":
-        print("usage: python -m harness.stability record RUN RUN RUN [...] | methods", file=sys.stderr)
-        return 2
-    try:
-        data = combine([load_results(p) for p in argv[1:]])
-    except (OSError, ValueError, KeyError) as e:
-        print(f"stability: {e}", file=sys.stderr)
-        return 2
-    try:
-        write_text(STABILITY, json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
-    except OSError as e:
-        print(f"stability: {e}", file=sys.stderr)
-        return 2
-    print(methods_list(data), end="")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+def record(runs: list, path: Path = STABILITY) -> dict:
+    """Combine the runs (results.json files or run folders, one per seed) and write the record to ``path``
+    (atomically); returns it. An unreadable run, or runs that cannot be combined, raise ValueError or OSError
+    (one line) before anything is written."""
+    data = combine([load_results(p) for p in runs])
+    write_text(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
+    return data

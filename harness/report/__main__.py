@@ -2,6 +2,6 @@
 
 import sys
 
-from harness.report.document import main
+from harness.report.cli import main
 
 sys.exit(main(sys.argv[1:]))

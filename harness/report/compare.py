@@ -46,23 +46,48 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
     for key in dict.fromkeys([*recs[0], *recs[1]]):
         a, b = recs[0].get(key), recs[1].get(key)
         if a is None or b is None:
-            rows.append([*key, "", "", "" if a is None else verdict_of(a), "" if b is None else verdict_of(b),
-                         "test only in " + ("new" if a is None else "old")])
+            rows.append(
+                [
+                    *key,
+                    "",
+                    "",
+                    "" if a is None else verdict_of(a),
+                    "" if b is None else verdict_of(b),
+                    "test only in " + ("new" if a is None else "old"),
+                ]
+            )
             continue
         if verdict_of(a) != verdict_of(b):
             rows.append([*key, "", "", verdict_of(a), verdict_of(b), "verdict changed"])
         fa, fb = _figures(a), _figures(b)
         for name in dict.fromkeys([*fa, *fb]):
             if name not in fa or name not in fb:
-                rows.append([*key, name, "", fmt(fa.get(name)), fmt(fb.get(name)),
-                             "figure only in " + ("new" if name not in fa else "old")])
+                rows.append(
+                    [
+                        *key,
+                        name,
+                        "",
+                        fmt(fa.get(name)),
+                        fmt(fb.get(name)),
+                        "figure only in " + ("new" if name not in fa else "old"),
+                    ]
+                )
                 continue
             la, lb = dict(leaves(fa[name])), dict(leaves(fb[name]))
             for idx in dict.fromkeys([*la, *lb]):
                 if idx not in la or idx not in lb or not close(la[idx], lb[idx], rtol, atol):
-                    rows.append([*key, name, idx, fmt(la.get(idx)) if idx in la else "—",
-                                 fmt(lb.get(idx)) if idx in lb else "—", "moved" if idx in la and idx in lb
-                                 else "element only in " + ("new" if idx not in la else "old")])
+                    rows.append(
+                        [
+                            *key,
+                            name,
+                            idx,
+                            fmt(la.get(idx)) if idx in la else "—",
+                            fmt(lb.get(idx)) if idx in lb else "—",
+                            "moved"
+                            if idx in la and idx in lb
+                            else "element only in " + ("new" if idx not in la else "old"),
+                        ]
+                    )
     return rows
 
 
@@ -73,12 +98,17 @@ def run_differences(old: dict, new: dict) -> list[str]:
     unset = "(unset)"
     keys = [k for k in dict.fromkeys([*a, *b]) if k not in a or k not in b or a[k] != b[k]]
     if keys:
-        lines.append("settings differ: " + ", ".join(f"{k} {a.get(k, unset)} -> {b.get(k, unset)}" for k in keys)
-                     + " (figures are not comparable across settings; changes are expected)")
+        lines.append(
+            "settings differ: "
+            + ", ".join(f"{k} {a.get(k, unset)} -> {b.get(k, unset)}" for k in keys)
+            + " (figures are not comparable across settings; changes are expected)"
+        )
     ma, mb = list(old.get("models") or []), list(new.get("models") or [])
     if ma != mb:
-        lines.append(f"models differ: {', '.join(ma) or '(none)'} -> {', '.join(mb) or '(none)'} "
-                     "(tests of a model in one run only are listed as such)")
+        lines.append(
+            f"models differ: {', '.join(ma) or '(none)'} -> {', '.join(mb) or '(none)'} "
+            "(tests of a model in one run only are listed as such)"
+        )
     return lines
 
 

@@ -17,12 +17,8 @@ an interrupted input run are warnings in the report. DIR gets results.json, repo
 figures/: the lead table, the claims x models matrix and the figures over all models, with a "Merged from" section
 (each model's run, machine, GPUs, versions, commit and weights fingerprint) and the warnings.
 
-T13 (the family ladder) needs several sizes of a family; in one-model runs it is not applicable in each. The merge
-judges it over the merged models' ladder with ``ladder_verdict`` (the same three checks as the test,
-claims/test_s5_9_scale.py, at the same threshold) from the figures it reads, which T6's
-``test_T6_bidirectional_attention_reduces_leakage`` records per model: the head-mean ΔR² of the same ``Leakage``,
-causal and bidirectional. Where a size lacks them, T13 is "skipped" with a reason saying what is missing; never a
-verdict it could not compute.
+T13 (the family ladder) is judged over the merged models' ladder, which no one-model input run could form
+(harness.report.ladder).
 """
 
 from __future__ import annotations
@@ -33,16 +29,17 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
+from harness.files.atomic import write_text
+from harness.model import references
+from harness.outcome.nodeid import parse
 from harness.outcome.results import ResultsFileError, load_results, results_file
+from harness.report.ladder import is_t13, t13_record
+from harness.report.write import build
+from harness.spec.models import REGISTRY, names
 
 #: Top-level keys of a results.json the merge rebuilds; any other key (``interrupted``, ...) is carried through.
 KNOWN_KEYS = ("run", "settings", "models", "versions", "provenance", "records", "merged")
 JOB_FILE = "job.json"
-T13_TEST = "test_T13_leakage_constant_and_residual_share_rises_with_scale"
-T6_TEST = "test_T6_bidirectional_attention_reduces_leakage"
-T13_FIGURES = ("mean_delta_causal", "mean_delta_bidirectional")  # read from T6's record of each size
 
 
 class MergeError(ResultsFileError):
@@ -50,6 +47,7 @@ class MergeError(ResultsFileError):
 
 
 # ---- inputs -----------------------------------------------------------------------------------------------
+
 
 def _job_status(path: Path) -> dict:
     try:
@@ -76,8 +74,14 @@ def read_input(arg) -> tuple[str, Path, dict]:
         job = _job_status(p)
         found = job.get("results")
         if found and not Path(found).exists():  # the job's folder moved (copied off the node): its run beside it
-            found = next((str(q) for q in (p.parent / "latest" / "results.json", p.parent / Path(found).parent.name
-                                           / "results.json") if q.exists()), found)
+            found = next(
+                (
+                    str(q)
+                    for q in (p.parent / "latest" / "results.json", p.parent / Path(found).parent.name / "results.json")
+                    if q.exists()
+                ),
+                found,
+            )
         if job.get("status") == "succeeded" and found and Path(found).exists():
             return "run", Path(found), load_results(found)
         return "job", p, job
@@ -87,6 +91,7 @@ def read_input(arg) -> tuple[str, Path, dict]:
 
 
 # ---- checks -----------------------------------------------------------------------------------------------
+
 
 def _code(results: dict) -> dict:
     return ((results.get("provenance") or {}).get("code")) or {}
@@ -108,14 +113,17 @@ def _settings_line(runs: list) -> str | None:
         b = r["results"].get("settings") or {}
         keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
         if keys:
-            out.append(", ".join(f"{k} {a.get(k, '(unset)')} in {runs[0]['label']} vs {b.get(k, '(unset)')} in "
-                                 f"{r['label']}" for k in keys))
+            out.append(
+                ", ".join(
+                    f"{k} {a.get(k, '(unset)')} in {runs[0]['label']} vs {b.get(k, '(unset)')} in {r['label']}"
+                    for k in keys
+                )
+            )
     return "settings differ: " + "; ".join(out) if out else None
 
 
 def _expand(models) -> list[str]:
-    from harness.spec.models import names
-
+    """Model names of --expect (or --models) tokens: the groups bundled, paper and all expanded."""
     out = []
     for m in models or []:
         for token in (t.strip() for t in str(m).split(",")):
@@ -131,99 +139,15 @@ def _expand(models) -> list[str]:
 def _model_name(token: str) -> str:
     """A --models token's name in a run (hf:org/name -> hf-org--name, path:/x/ft -> path-ft, as
     harness.model.references names it); registry names and anything unparsable unchanged."""
-    from harness.model.references import ReferenceError, parse
-
     try:
-        ref = parse(token)
-    except ReferenceError:
+        ref = references.parse(token)
+    except references.ReferenceError:
         return token
     return ref.name if ref is not None else token
 
 
-# ---- T13 across runs --------------------------------------------------------------------------------------
-
-def ladder_verdict(sizes: list[str], base, bi) -> dict:
-    """T13's verdict from each size's head-mean ΔR², causal (``base``) and bidirectional (``bi``), smallest size
-    first: the three checks of claims/test_s5_9_scale.py, in its order, with its messages and check names (the
-    harness's ``holds`` names a check by the test function and the condition's source).
-    Returns {"verdict", "check", "reason", "figures"}."""
-    from harness.outcome.verdict import _plain
-    from harness.spec.claims import claim
-    from harness.stats.scaling import composition_checks
-
-    share, checks = composition_checks(base, bi, claim("T13").threshold("constant"))
-    figures = [{"name": n, "value": _plain(v), "paper": None, "ci": None, "note": ""} for n, v in
-               (("models", list(sizes)), ("mean_delta_causal_by_size", np.asarray(base, dtype=float)),
-                ("residual_stream_share_by_size", share))]
-    for source, ok, message in checks:
-        if not ok:
-            return {"verdict": "not held", "check": f"{T13_TEST}: {source}", "reason": message, "figures": figures}
-    return {"verdict": "held", "check": None, "reason": "", "figures": figures}
-
-
-def _family_of(test: str) -> str:
-    return test.rpartition("[")[2].rstrip("]") if test.endswith("]") else ""
-
-
-def t13_record(test: str, kept: list[tuple[str, dict]], by_model_test: dict, models: list[str],
-               settings: dict, families: dict | None = None) -> tuple[dict, str | None]:
-    """The merged run's record of T13 on one family (``kept``: (run label, record) of each input run's), and a
-    note on how it was judged (None when it is what every input run said)."""
-    from harness.spec.claims import LADDER, Target, family_sizes
-    from harness.spec.models import REGISTRY
-
-    family, first = _family_of(test), dict(kept[0][1])
-    blank = {"known_outcome": False, "check": None, "figures": [], "seconds": 0.0, "forward_seconds": 0.0,
-             "layer_tokens": 0, "floor_layer_tokens": 0}
-    known = tuple(m for m in models if m in REGISTRY)
-    unknown = [m for m in models if m not in REGISTRY and (families or {}).get(m) in (family, None)]
-    seq_len = int(settings.get("seq_len") or 128)
-    why = LADDER.why_not(Target(None, family, known, seq_len))
-    if why is not None and not unknown:
-        if all(r.get("verdict") == "n/a" and r.get("reason") == why for _, r in kept):
-            return first, None
-        return {**first, **blank, "outcome": "skipped", "verdict": "n/a", "reason": why,
-                "merged": "applicability over the merged models"}, None
-    if unknown:
-        reason = (f"not judged across runs: the {family} family's ladder cannot be formed at merge time, which has "
-                  f"no registry spec for models given by reference ({', '.join(unknown)}); T13 needs the family's "
-                  f"sizes in one run")
-        return {**first, **blank, "outcome": "skipped", "verdict": "skipped", "reason": reason,
-                "merged": "not judged"}, reason
-    sizes = family_sizes(family, known)
-    judged = [(label, r) for label, r in kept
-              if r.get("verdict") not in ("n/a", "skipped") and (r.get("figures") or [{}])[0].get("value") == sizes]
-    if judged:  # one input run measured the whole ladder itself
-        return dict(judged[0][1]), None
-    values, missing, sources = {}, [], []
-    for m in sizes:
-        rec = next((r for (model, t), r in by_model_test.items() if model == m and t.split("::")[-1].startswith(
-            f"{T6_TEST}[")), None)
-        figs = {f.get("name"): f.get("value") for f in (rec or {}).get("figures") or []}
-        if rec is None or not all(isinstance(figs.get(n), (int, float)) for n in T13_FIGURES):
-            missing.append(m)
-        else:
-            values[m] = [float(figs[n]) for n in T13_FIGURES]
-            sources.append(f"{m} ({rec.get('run')})")
-    if missing:
-        reason = (f"not judged across runs: the {family} ladder ({', '.join(sizes)}) was measured in separate runs, "
-                  f"and T13 needs each size's head-mean ΔR² causal and bidirectional, which {T6_TEST} records; "
-                  f"absent for {', '.join(missing)}: run T6 on {'it' if len(missing) == 1 else 'them'} too, or the "
-                  f"ladder in one run")
-        return {**first, **blank, "outcome": "skipped", "verdict": "skipped", "reason": reason,
-                "merged": "not judged"}, reason
-    v = ladder_verdict(sizes, [values[m][0] for m in sizes], [values[m][1] for m in sizes])
-    note = (f"judged at merge over {', '.join(sizes)} from T6's mean_delta_causal and mean_delta_bidirectional "
-            f"(the figures T13 measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}")
-    return {**first, **blank, "outcome": "passed" if v["verdict"] == "held" else "failed", **v, "merged": note}, note
-
-
-# ---- the merge --------------------------------------------------------------------------------------------
-
 def _order(models: list[str]) -> list[str]:
     """Registry models in the registry's order (as a run selecting them lists them), then the others as given."""
-    from harness.spec.models import REGISTRY
-
     rank = {m: i for i, m in enumerate(REGISTRY)}
     return sorted(models, key=lambda m: (0, rank[m], 0) if m in rank else (1, 0, models.index(m)))
 
@@ -233,9 +157,50 @@ def _joined(values) -> str | None:
     return " / ".join(vals) if vals else None
 
 
+# ---- the merge --------------------------------------------------------------------------------------------
+
+
 def merge(inputs, allow_mixed: bool = False, expect=None, run_id: str | None = None) -> dict:
     """The merged results (a results.json dict with a ``merged`` section). Raises MergeError (one line) for runs
     that cannot be merged, ResultsFileError for an unreadable input."""
+    runs, jobs = read_inputs(inputs)
+    warnings = run_warnings(runs, allow_mixed)
+    owner = model_owners(runs)
+    failed = failed_models(jobs, expect, owner, warnings)
+    records, notes = merged_records(runs, owner, warnings)
+    merged = {
+        "run": run_id or time.strftime("merged-%Y%m%d-%H%M%S"),
+        "settings": dict(runs[0]["results"].get("settings") or {}) if runs else {},
+        "models": _order(list(owner)) + [f["model"] for f in failed],
+        "versions": _merged_versions(runs),
+        "provenance": _merged_provenance(runs, owner),
+        **carried(runs),
+    }
+    merged["records"] = sorted(records, key=lambda x: (x["claim"], x.get("model") or "", x["test"]))
+    merged["merged"] = {
+        "runs": [
+            {
+                "run": r["label"],
+                "path": str(r["path"]),
+                "models": r["models"],
+                **{k: v for k, v in r["results"].items() if k not in ("records", "models", "provenance", "run")},
+                "code": _code(r["results"]),
+                "machine": (r["results"].get("provenance") or {}).get("machine"),
+                "selection": (r["results"].get("provenance") or {}).get("selection"),
+            }
+            for r in runs
+        ],
+        "failed": failed,
+        "warnings": warnings,
+        "notes": notes,
+        "allow_mixed": bool(allow_mixed),
+    }
+    return merged
+
+
+def read_inputs(inputs) -> tuple[list[dict], list[dict]]:
+    """The runs ({"label", "path", "results"}, each labelled uniquely) and the job statuses ({"path", ...}) among the
+    inputs; the same run twice, or nothing at all, is a MergeError."""
     runs, jobs = [], []
     for arg in inputs:
         kind, path, data = read_input(arg)
@@ -250,34 +215,58 @@ def merge(inputs, allow_mixed: bool = False, expect=None, run_id: str | None = N
         runs.append({"label": label, "path": path, "results": data})
     if not runs and not jobs:
         raise MergeError("nothing to merge: give the runs' results.json files or run folders")
-    warnings: list[str] = []
+    return runs, jobs
 
-    # settings and commits: refused unless --allow-mixed; versions, machines, dirty trees: warnings
-    mixed = [line for line in (
-        _settings_line(runs) if runs else None,
-        _differ(runs, lambda r: _code(r["results"]).get("commit"), "code commits",
-                lambda c: f"commit {c[:12]}" if c else "an unknown commit") if runs else None) if line]
+
+def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
+    """Settings and commits that differ: refused (MergeError) unless ``allow_mixed``, then warnings; versions,
+    uncommitted changes and interrupted runs: warnings."""
+    warnings: list[str] = []
+    mixed = [
+        line
+        for line in (
+            _settings_line(runs) if runs else None,
+            _differ(
+                runs,
+                lambda r: _code(r["results"]).get("commit"),
+                "code commits",
+                lambda c: f"commit {c[:12]}" if c else "an unknown commit",
+            )
+            if runs
+            else None,
+        )
+        if line
+    ]
     if mixed and not allow_mixed:
-        raise MergeError("; ".join(mixed) + " (figures of runs made differently are not one run; merge runs of the "
-                                            "same settings and commit, or pass --allow-mixed)")
+        raise MergeError(
+            "; ".join(mixed) + " (figures of runs made differently are not one run; merge runs of the "
+            "same settings and commit, or pass --allow-mixed)"
+        )
     warnings += [f"mixed runs merged (--allow-mixed): {line}" for line in mixed]
     first_versions = (runs[0]["results"].get("versions") or {}) if runs else {}
-    diff_keys = sorted({k for r in runs for k, x in (r["results"].get("versions") or {}).items()
-                        if x != first_versions.get(k)} | {k for r in runs for k in first_versions
-                                                           if k not in (r["results"].get("versions") or {})})
+    diff_keys = sorted(
+        {k for r in runs for k, x in (r["results"].get("versions") or {}).items() if x != first_versions.get(k)}
+        | {k for r in runs for k in first_versions if k not in (r["results"].get("versions") or {})}
+    )
     if diff_keys:
-        warnings.append(f"library versions differ between the runs ({', '.join(diff_keys)}): each model's "
-                        f"versions are in the table below")
+        warnings.append(
+            f"library versions differ between the runs ({', '.join(diff_keys)}): each model's "
+            f"versions are in the table below"
+        )
     dirty = [r["label"] for r in runs if _code(r["results"]).get("dirty")]
     if dirty:
-        warnings.append(f"run(s) {', '.join(dirty)} had uncommitted changes: their code may differ beyond the "
-                        f"commit")
+        warnings.append(f"run(s) {', '.join(dirty)} had uncommitted changes: their code may differ beyond the commit")
     for r in runs:
         if r["results"].get("interrupted"):
-            warnings.append(f"run {r['label']} was interrupted ({_brief(r['results']['interrupted'])}): its models "
-                            f"may lack tests")
+            warnings.append(
+                f"run {r['label']} was interrupted ({_brief(r['results']['interrupted'])}): its models may lack tests"
+            )
+    return warnings
 
-    # models: each in one run
+
+def model_owners(runs: list) -> dict[str, dict]:
+    """{model: the run that measured it} (each run's ``models`` set); a model measured in two runs is a MergeError
+    naming both."""
     owner: dict[str, dict] = {}
     for r in runs:
         res = r["results"]
@@ -286,30 +275,60 @@ def merge(inputs, allow_mixed: bool = False, expect=None, run_id: str | None = N
         for m in ms:
             if m in owner:
                 a, b = owner[m], r
-                tests = {x["test"] for x in a["results"]["records"] if x.get("model") == m} & \
-                        {x["test"] for x in b["results"]["records"] if x.get("model") == m}
-                raise MergeError(f"{m} measured in two runs: {a['label']} ({a['path']}) and {b['label']} ({b['path']})"
-                                 + (f", {len(tests)} test(s) in both (e.g. {sorted(tests)[0].split('::')[-1]})"
-                                    if tests else "") + "; merge one run per model (leave one of them out)")
+                tests = {x["test"] for x in a["results"]["records"] if x.get("model") == m} & {
+                    x["test"] for x in b["results"]["records"] if x.get("model") == m
+                }
+                raise MergeError(
+                    f"{m} measured in two runs: {a['label']} ({a['path']}) and {b['label']} ({b['path']})"
+                    + (f", {len(tests)} test(s) in both (e.g. {parse(sorted(tests)[0]).test})" if tests else "")
+                    + "; merge one run per model (leave one of them out)"
+                )
             owner[m] = r
+    return owner
 
+
+def failed_models(jobs: list, expect, owner: dict, warnings: list[str]) -> list[dict]:
+    """The models without results: a job that ended without them, a model ``expect``ed that no input has; each
+    also a warning (appended to ``warnings``), as is a failed job whose model another run measured."""
     failed = []
     for j in jobs:
         m = _model_name(j["model"])
         if m in owner:
-            warnings.append(f"a job for {m} ended without results ({_brief(j.get('reason'))}), but run "
-                            f"{owner[m]['label']} has them: that run is used")
+            warnings.append(
+                f"a job for {m} ended without results ({_brief(j.get('reason'))}), but run "
+                f"{owner[m]['label']} has them: that run is used"
+            )
             continue
-        failed.append({"model": m, "status": j.get("status") or "failed", "reason": _brief(j.get("reason")) or
-                       "the job wrote no results", "job": j.get("job"), "source": str(j["path"])})
+        failed.append(
+            {
+                "model": m,
+                "status": j.get("status") or "failed",
+                "reason": _brief(j.get("reason")) or "the job wrote no results",
+                "job": j.get("job"),
+                "source": str(j["path"]),
+            }
+        )
     for m in [_model_name(x) for x in _expand(expect)]:
         if m not in owner and all(f["model"] != m for f in failed):
-            failed.append({"model": m, "status": "missing", "reason": "no run of it among the inputs (its job "
-                           "failed before writing results, was cancelled, or never ran)", "job": None, "source": None})
+            failed.append(
+                {
+                    "model": m,
+                    "status": "missing",
+                    "reason": "no run of it among the inputs (its job "
+                    "failed before writing results, was cancelled, or never ran)",
+                    "job": None,
+                    "source": None,
+                }
+            )
     for f in failed:
         warnings.append(f"{f['model']}: {f['status']}: {f['reason']}")
+    return failed
 
-    # records: each model's from its run; model-free ones (EQ3's softmax, T13 per family) once
+
+def merged_records(runs: list, owner: dict, warnings: list[str]) -> tuple[list[dict], list[str]]:
+    """Each model's records from its run; model-free ones (EQ3's softmax, T13 per family) once: T13 judged over the
+    merged ladder (harness.report.ladder, with a note on how), any other from the first run (a warning when the
+    runs' verdicts differ). Returns (records, notes)."""
     records, by_model_test, free = [], {}, defaultdict(list)
     for r in runs:
         for x in r["results"]["records"]:
@@ -319,47 +338,47 @@ def merge(inputs, allow_mixed: bool = False, expect=None, run_id: str | None = N
                 by_model_test[(x["model"], x["test"])] = x
             else:
                 free[x["test"]].append((r["label"], x))
-    models = _order(list(owner)) + [f["model"] for f in failed]
     settings = dict(runs[0]["results"].get("settings") or {}) if runs else {}
-    families = {m: ((((r["results"].get("provenance") or {}).get("models") or {}).get(m) or {}).get("derived")
-                    or {}).get("family") for m, r in owner.items()}  # a reference's, from its derived spec
+    families = {
+        m: ((((r["results"].get("provenance") or {}).get("models") or {}).get(m) or {}).get("derived") or {}).get(
+            "family"
+        )
+        for m, r in owner.items()
+    }  # a reference's, from its derived spec
     notes = []
     for test, kept in free.items():
-        if test.split("::")[-1].startswith(f"{T13_TEST}["):
+        if is_t13(test):
             rec, note = t13_record(test, kept, by_model_test, list(owner), settings, families)
             rec["run"] = rec.get("run") or kept[0][0]
             records.append(rec)
             if note:
-                notes.append(f"T13 [{_family_of(test)}]: {note}")
+                notes.append(f"T13 [{parse(test).param}]: {note}")
             continue
         verdicts = {label: x.get("verdict") for label, x in kept}
         if len(set(verdicts.values())) > 1:
-            warnings.append(f"{test.split('::')[-1]} (no model) differs between runs: "
-                            + "; ".join(f"{v} in {label}" for label, v in verdicts.items())
-                            + f"; the report shows {kept[0][0]}'s")
+            warnings.append(
+                f"{parse(test).test} (no model) differs between runs: "
+                + "; ".join(f"{v} in {label}" for label, v in verdicts.items())
+                + f"; the report shows {kept[0][0]}'s"
+            )
         records.append(kept[0][1])
+    return records, notes
 
-    merged = {"run": run_id or time.strftime("merged-%Y%m%d-%H%M%S"), "settings": settings, "models": models,
-              "versions": _merged_versions(runs), "provenance": _merged_provenance(runs, owner)}
-    extra = {}
+
+def carried(runs: list) -> dict:
+    """The input runs' other top-level keys (``interrupted``, ...): one value when every run agrees, else per run
+    ({run: value}); ``interrupted`` always per interrupted run."""
+    extra, out = {}, {}
     for r in runs:
         for k, v in r["results"].items():
             if k not in KNOWN_KEYS:
                 extra.setdefault(k, {})[r["label"]] = v
-    for k, per in extra.items():  # carried through: one value when every run agrees, else per run
+    for k, per in extra.items():
         vals = list(per.values())
-        merged[k] = vals[0] if len(vals) == len(runs) and all(v == vals[0] for v in vals) else per
+        out[k] = vals[0] if len(vals) == len(runs) and all(v == vals[0] for v in vals) else per
     if any(r["results"].get("interrupted") for r in runs):
-        merged["interrupted"] = {r["label"]: r["results"]["interrupted"] for r in runs
-                                 if r["results"].get("interrupted")}
-    merged["records"] = sorted(records, key=lambda x: (x["claim"], x.get("model") or "", x["test"]))
-    merged["merged"] = {
-        "runs": [{"run": r["label"], "path": str(r["path"]), "models": r["models"],
-                  **{k: v for k, v in r["results"].items() if k not in ("records", "models", "provenance", "run")},
-                  "code": _code(r["results"]), "machine": (r["results"].get("provenance") or {}).get("machine"),
-                  "selection": (r["results"].get("provenance") or {}).get("selection")} for r in runs],
-        "failed": failed, "warnings": warnings, "notes": notes, "allow_mixed": bool(allow_mixed)}
-    return merged
+        out["interrupted"] = {r["label"]: r["results"]["interrupted"] for r in runs if r["results"].get("interrupted")}
+    return out
 
 
 def _brief(value) -> str:
@@ -378,8 +397,10 @@ def _merged_provenance(runs: list, owner: dict) -> dict:
     provs = [r["results"].get("provenance") or {} for r in runs]
     codes, machines = [p.get("code") or {} for p in provs], [p.get("machine") or {} for p in provs]
     commits = list(dict.fromkeys(c.get("commit") for c in codes))
-    code = {"commit": commits[0] if len(commits) == 1 else None,
-            "dirty": any(c.get("dirty") for c in codes) if codes else None}
+    code = {
+        "commit": commits[0] if len(commits) == 1 else None,
+        "dirty": any(c.get("dirty") for c in codes) if codes else None,
+    }
     if len(commits) > 1:
         code["commits"] = commits
     machine = {k: _joined(m.get(k) for m in machines) for k in ("cpu", "platform", "cuda", "cudnn")}
@@ -390,98 +411,23 @@ def _merged_provenance(runs: list, owner: dict) -> dict:
         p = r["results"].get("provenance") or {}
         if m in (p.get("models") or {}):
             weights[m] = p["models"][m]
-        per_model[m] = {"run": r["label"], "path": str(r["path"]), "machine": p.get("machine"), "code": p.get("code"),
-                        "versions": r["results"].get("versions"), "selection": p.get("selection"),
-                        "weights": (p.get("models") or {}).get(m)}
+        per_model[m] = {
+            "run": r["label"],
+            "path": str(r["path"]),
+            "machine": p.get("machine"),
+            "code": p.get("code"),
+            "versions": r["results"].get("versions"),
+            "selection": p.get("selection"),
+            "weights": (p.get("models") or {}).get(m),
+        }
     return {"code": code, "machine": machine, "selection": selection, "models": weights, "per_model": per_model}
-
-
-# ---- the report -------------------------------------------------------------------------------------------
-
-def merged_blocks(results: dict) -> list:
-    """The "Merged from" section: warnings first, each model's run and provenance, the failed models, T13."""
-    from harness.report.document import _fingerprint
-
-    info = results.get("merged") or {}
-    p = results.get("provenance") or {}
-    per = p.get("per_model") or {}
-    out = [("h2", f"Merged from {len(info.get('runs') or [])} runs", "merged"),
-           ("p", "This report merges runs made apart (one model per machine or job) as if one run had measured "
-                 "every model (python -m harness.report merge); each model's figures come from its own run, whose "
-                 "provenance is below.")]
-    out += [("p", f"Warning: {w}") for w in info.get("warnings") or []]
-    rows = []
-    for m in results.get("models") or []:
-        if m in per:
-            x = per[m]
-            host, code, vers = x.get("machine") or {}, x.get("code") or {}, x.get("versions") or {}
-            commit = (code.get("commit") or "unknown")[:12] + (" (uncommitted changes)" if code.get("dirty") else "")
-            rows.append([m, ("measured", "held"), x.get("run") or "", host.get("cpu") or "unknown",
-                         ", ".join(host.get("gpus") or []) or "none",
-                         ", ".join(f"{k} {vers[k]}" for k in ("torch", "transformers") if vers.get(k)) or "unknown",
-                         commit, _fingerprint(x.get("weights") or {})])
-    for f in info.get("failed") or []:
-        rows.append([f["model"], (f"{f['status']}: {f['reason']}", "error"), f.get("job") or "", "", "", "", "", ""])
-    out.append(("table", ["model", "status", "run or job", "CPU", "GPUs", "versions", "commit", "weights"], rows))
-    out += [("p", n) for n in info.get("notes") or []]
-    return out
-
-
-def document(results: dict, plots: list, base: Path | None) -> list:
-    """report.document with the "Merged from" section after the table of contents (so its warnings and failed
-    models come before any verdict)."""
-    from harness.report.document import document as run_document
-
-    blocks = run_document(results, plots, base)
-    toc = next(i for i, b in enumerate(blocks) if b[0] == "toc")
-    blocks[toc] = ("toc", [(f"Merged from {len(results['merged'].get('runs') or [])} runs", "merged"), *blocks[toc][1]])
-    return blocks[:toc + 1] + merged_blocks(results) + blocks[toc + 1:]
-
-
-def summary_markdown(results: dict) -> str:
-    from harness.report.document import summary_markdown as run_summary
-    from harness.report.render import to_markdown
-
-    info = results.get("merged") or {}
-    head = [("p", f"Merged from {len(info.get('runs') or [])} runs: "
-                  + "; ".join(r["run"] if r["run"].endswith(")") else
-                              f"{r['run']} ({', '.join(r.get('models') or []) or 'no model'})"
-                              for r in info.get("runs") or []))]
-    head += [("p", f"**Warning:** {w}") for w in info.get("warnings") or []]
-    return to_markdown(head, Path(".")) + "\n" + run_summary(results)
-
-
-def build(results_path) -> Path:
-    """report.build for a merged results.json: report.md, report.html, summary.md and figures/ next to it."""
-    import warnings
-
-    from harness.report.render import to_html, to_markdown
-
-    results_path = results_file(results_path)
-    results, base = load_results(results_path), results_path.parent
-    if "merged" not in results:
-        from harness.report.document import build as run_build
-
-        return run_build(results_path)
-    try:
-        from harness.report.plots import make_all
-        plots = make_all(results, base / "figures")
-    except ImportError as e:
-        warnings.warn(f"report figures skipped: {e}")
-        plots = []
-    blocks = document(results, plots, base)
-    (base / "report.html").write_text(to_html(blocks))
-    (base / "summary.md").write_text(summary_markdown(results))
-    out = base / "report.md"
-    out.write_text(to_markdown(blocks, base))
-    return out
 
 
 def write(merged: dict, out: Path) -> Path:
     """results.json into ``out`` (made if missing), then its report; returns report.md's path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(merged, indent=1, allow_nan=True))
+    write_text(out / "results.json", json.dumps(merged, indent=1, allow_nan=True))
     return build(out / "results.json")
 
 
@@ -492,8 +438,10 @@ def merge_command(runs, out, allow_mixed: bool = False, expect=None, run_id: str
     report = write(merged, Path(out))
     info = merged["merged"]
     failed = {f["model"] for f in info["failed"]}
-    lines = [f"merged {len(info['runs'])} runs ({', '.join(m for m in merged['models'] if m not in failed)}) into "
-             f"{report}" + (f"; without results: {', '.join(sorted(failed))}" if failed else "")]
+    lines = [
+        f"merged {len(info['runs'])} runs ({', '.join(m for m in merged['models'] if m not in failed)}) into "
+        f"{report}" + (f"; without results: {', '.join(sorted(failed))}" if failed else "")
+    ]
     lines += [f"warning: {w}" for w in info["warnings"]]
     return "\n".join(lines), 1 if info["failed"] else 0
 

@@ -20,20 +20,46 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from harness.spec.claims import CLAIMS, UndeclaredFigure
+from harness.spec.models import LLAMA_1B, LLAMA_3B, LLAMA_8B, MISTRAL, QWEN, display_name
 
 DPI = 150
 #: Font sizes in points (tick labels 9 pt: nothing below the 8 pt a slide or a HiDPI screen needs).
-RC = {"font.size": 9.5, "axes.titlesize": 10, "axes.labelsize": 9.5, "xtick.labelsize": 9,
-      "ytick.labelsize": 9, "legend.fontsize": 8.5, "figure.titlesize": 11, "figure.dpi": DPI,
-      "savefig.dpi": DPI}
+RC = {
+    "font.size": 9.5,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9.5,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 8.5,
+    "figure.titlesize": 11,
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+}
 CURVE_STYLES = ("o-", "s--", "^:", "d-.")
 FIT_STYLES = ("--", "-", ":", "-.")
-MODEL_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
-                "tab:olive", "tab:cyan", "tab:gray")
-#: The paper's models: display name, colour and marker of their reference marks.
-PAPER_MODELS = {"llama-3.2-1b": ("Llama-3.2-1B", "#7f2704", "v"), "llama-3.2-3b": ("Llama-3.2-3B", "#d94801", "^"),
-                "llama-3.1-8b": ("Llama-3.1-8B", "#fd8d3c", "<"), "qwen-2.5-3b": ("Qwen2.5-3B", "#54278f", "D"),
-                "mistral-7b-v0.3": ("Mistral-7B-v0.3", "#006d2c", "s")}
+MODEL_COLORS = (
+    "tab:blue",
+    "tab:orange",
+    "tab:green",
+    "tab:red",
+    "tab:purple",
+    "tab:brown",
+    "tab:pink",
+    "tab:olive",
+    "tab:cyan",
+    "tab:gray",
+)
+#: The paper's models: display name (harness/spec/models.py), colour and marker of their reference marks.
+PAPER_MODELS = {
+    m: (display_name(m), color, marker)
+    for m, color, marker in (
+        (LLAMA_1B, "#7f2704", "v"),
+        (LLAMA_3B, "#d94801", "^"),
+        (LLAMA_8B, "#fd8d3c", "<"),
+        (QWEN, "#54278f", "D"),
+        (MISTRAL, "#006d2c", "s"),
+    )
+}
 LOG_NOTE = "log scale"
 
 
@@ -55,6 +81,7 @@ class PaperRef(NamedTuple):
 
 
 # ---- small helpers ---------------------------------------------------------------------------------
+
 
 def val(figs: dict, name: str | None):
     f = figs.get(name) if name is not None else None
@@ -105,10 +132,12 @@ def ci_band(ci, n: int):
 
 def styled(fn):
     """Run a figure builder under the report's font sizes and resolution."""
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         with matplotlib.rc_context(RC):
             return fn(*args, **kwargs)
+
     return wrapper
 
 
@@ -123,7 +152,7 @@ def panels(n: int, w: float = 4.2, h: float = 3.3, rows_per: int = 1, sharey=Fal
     rows = math.ceil(n / cols)
     fig = new(w * cols + extra[0], h * rows * rows_per + extra[1])  # extra: room for a legend or colour bar
     axes = fig.subplots(rows * rows_per, cols, squeeze=False, sharey=sharey)
-    at = lambda i, k: axes[(i // cols) * rows_per + k, i % cols]  # noqa: E731
+    at = lambda i, k: axes[(i // cols) * rows_per + k, i % cols]
     for i in range(n, rows * cols):
         for k in range(rows_per):
             at(i, k).set_visible(False)
@@ -142,8 +171,9 @@ def add_title(fig: Figure, title: str | None, ax=None):
         fig.suptitle(text)
 
 
-def legend(fig: Figure, ax, outside: bool = False, handles=None, loc: str = "outside lower center", ncols: int = 2,
-            **kw):
+def legend(
+    fig: Figure, ax, outside: bool = False, handles=None, loc: str = "outside lower center", ncols: int = 2, **kw
+):
     """A legend that covers no data: below the axes (``loc``, an "outside" place) for busy plots, else
     loc="best" inside. Entries without a label, or repeating one, are left out."""
     if handles is None:
@@ -176,6 +206,7 @@ def save(fig: Figure | None, out: Path) -> Path | None:
 
 # ---- the paper's values as reference marks ---------------------------------------------------------
 
+
 def paper_label(model: str) -> str:
     """The paper's name for one of its models (the registry name when it is not one)."""
     return PAPER_MODELS.get(model, (model,))[0]
@@ -197,8 +228,11 @@ def paper_refs(claim: str, name: str | None) -> list[PaperRef]:
     except UndeclaredFigure:
         return []
     order = list(PAPER_MODELS) + [m for m in f.paper if m not in PAPER_MODELS]
-    return [PaperRef(m, f"paper, {paper_label(m)}", float(f.paper[m].value), float(f.paper[m].tolerance))
-            for m in order if m in f.paper]
+    return [
+        PaperRef(m, f"paper, {paper_label(m)}", float(f.paper[m].value), float(f.paper[m].tolerance))
+        for m in order
+        if m in f.paper
+    ]
 
 
 def refs_for(claim: str, name: str | None, model: str | None, fig: dict | None = None) -> list[PaperRef]:
@@ -224,9 +258,21 @@ def draw_refs(ax, refs: list[PaperRef], x: float, span: float, color=None, ms: f
     for k, r in enumerate(refs):
         c, marker = paper_style(r.model)
         label = (labels or {}).get(r.model, f"{r.label}: {r.value:.3g}")
-        ax.errorbar(x + (k + 0.5) * step, r.value, yerr=r.tolerance or None, fmt=marker, ms=ms, mfc=color or c,
-                    mec="black" if color else c, mew=0.8, ecolor=color or c, elinewidth=1, capsize=2, label=label,
-                    zorder=5)
+        ax.errorbar(
+            x + (k + 0.5) * step,
+            r.value,
+            yerr=r.tolerance or None,
+            fmt=marker,
+            ms=ms,
+            mfc=color or c,
+            mec="black" if color else c,
+            mew=0.8,
+            ecolor=color or c,
+            elinewidth=1,
+            capsize=2,
+            label=label,
+            zorder=5,
+        )
 
 
 def ref_labels(refs_per_item: list[list[PaperRef]]) -> dict:

@@ -80,11 +80,13 @@ from harness.report.plot_style import PaperRef as PaperRef
 from harness.report.plot_style import paper_label as paper_label
 from harness.report.plot_style import paper_refs as paper_refs
 from harness.spec.claims import CLAIMS, UndeclaredFigure
+from harness.stats.heads import decile_split
 
 #: The registry figure holding the paper's value for a plotted series (claim -> series -> figure name).
-PAPER_FROM = {"T7": {"delta_r2_by_bin_causal": "first_bin_causal",
-                     "delta_r2_by_bin_bidirectional": "first_bin_bidirectional"},
-              "T8": {"layer_ratio": "mean_layer_ratio"}}
+PAPER_FROM = {
+    "T7": {"delta_r2_by_bin_causal": "first_bin_causal", "delta_r2_by_bin_bidirectional": "first_bin_bidirectional"},
+    "T8": {"layer_ratio": "mean_layer_ratio"},
+}
 
 
 class LayerProfile(NamedTuple):
@@ -97,22 +99,28 @@ class LayerProfile(NamedTuple):
 LAYER_PROFILES = {
     "std_position1_by_layer": LayerProfile(
         "cross-prompt std of the position-1 residual state by layer",
-        "cross-prompt std at position 1\n(max over dimensions, residual units)", True),
+        "cross-prompt std at position 1\n(max over dimensions, residual units)",
+        True,
+    ),
     "norm_ratio_by_layer": LayerProfile(
         "position-0 residual norm over the typical mid-sequence norm by layer",
-        "‖h at position 0‖ / median mid-sequence ‖h‖\n(ratio)", False,
-        ("T9b", "norm_factor", "{v:g}× (claim: more than an order of magnitude)")),
+        "‖h at position 0‖ / median mid-sequence ‖h‖\n(ratio)",
+        False,
+        ("T9b", "norm_factor", "{v:g}× (claim: more than an order of magnitude)"),
+    ),
 }
-ABLATION_TITLES = {"T6": "mean ΔR² under each attention / RoPE ablation",
-                   "T9c": "first-bin bidirectional ΔR² after replacing the position-0 state",
-                   "T11": "mean ΔR² after targeted vs random-head ablations"}
+ABLATION_TITLES = {
+    "T6": "mean ΔR² under each attention / RoPE ablation",
+    "T9c": "first-bin bidirectional ΔR² after replacing the position-0 state",
+    "T11": "mean ΔR² after targeted vs random-head ablations",
+}
 
 # ---- bin profile (T7) -------------------------------------------------------------------------------
 
+
 @styled
 def bin_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
-    curves = [(k, label(k, "delta_r2_by_bin_"), s, c)
-              for k, s, c in zip(roles.get("", []), CURVE_STYLES, MODEL_COLORS)]
+    curves = [(k, label(k, "delta_r2_by_bin_"), s, c) for k, s, c in zip(roles.get("", []), CURVE_STYLES, MODEL_COLORS)]
     models = [m for m, f in by_model.items() if any(isinstance(val(f, k), list) for k, *_ in curves)]
     if not models:
         return None
@@ -145,10 +153,17 @@ def bin_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title: s
             draw_refs(ax, refs, -0.62, 0.42, color=color, ms=5, labels={r.model: "_paper" for r in refs})
             for r in refs:
                 per_model[(r.model, r.label)].append(f"{curve_label} {r.value:.3g}")
-        for k, ((pm, lab), vals) in enumerate(per_model.items()):  # legend proxies in black, values listed
+        for (pm, lab), vals in per_model.items():  # legend proxies in black, values listed
             c, marker = paper_style(pm)
-            ax.plot([], [], marker, color="white", mec="black", ls="none",
-                    label=f"{lab.replace('paper,', 'paper first bin,')} (± tolerance): {', '.join(vals)}")
+            ax.plot(
+                [],
+                [],
+                marker,
+                color="white",
+                mec="black",
+                ls="none",
+                label=f"{lab.replace('paper,', 'paper first bin,')} (± tolerance): {', '.join(vals)}",
+            )
         _bin_ticks(ax, edges, n)
         ax.set(title=m, xlabel="query position bin (tokens)")
         if col == 0:
@@ -197,6 +212,7 @@ def bin_profile(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
 
 # ---- layer-wise ratio (T8) -------------------------------------------------------------------------
 
+
 @styled
 def layer_ratio_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
     name = next(iter(roles.get("", [])), None)
@@ -213,11 +229,14 @@ def layer_ratio_figure(by_model: dict, roles: dict, *, claim: str = "", title: s
     ref_name = PAPER_FROM.get(claim, {}).get(name)
     models = list(series)
     refs = {r.model: r for m in models for r in refs_for(claim, ref_name, m)}
-    for k, r in enumerate(refs.values()):
+    for r in refs.values():
         c, _ = paper_style(r.model)
         ax.axhline(r.value, color=c, lw=1.2, ls="--", label=f"{r.label} mean: {r.value:.2f}")
-    ax.set(xlabel="layer (relative depth 0–1)", xlim=(-0.02, 1.02),
-           ylabel=f"ΔR²(bidirectional) / ΔR²(causal)\n(ratio, {note})")
+    ax.set(
+        xlabel="layer (relative depth 0–1)",
+        xlim=(-0.02, 1.02),
+        ylabel=f"ΔR²(bidirectional) / ΔR²(causal)\n(ratio, {note})",
+    )
     legend(fig, ax, outside=True)
     add_title(fig, title)
     return fig
@@ -229,10 +248,13 @@ def layer_ratio(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
 
 # ---- per-layer arrays (T9a, T9b) --------------------------------------------------------------------
 
+
 @styled
 def layer_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
-    name = next((n for n in roles.get("", []) if any(isinstance(val(f, n), list) and val(f, n)
-                                                      for f in by_model.values())), None)
+    name = next(
+        (n for n in roles.get("", []) if any(isinstance(val(f, n), list) and val(f, n) for f in by_model.values())),
+        None,
+    )
     if name is None:
         return None
     spec = LAYER_PROFILES.get(name, LayerProfile(label(name), label(name), False))
@@ -255,9 +277,11 @@ def layer_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title:
     zeros = {m: val(f, n) for m, f in by_model.items() for n in roles.get("zero", []) if scalar(val(f, n))}
     if zeros:
         at0 = [m for m, v in zeros.items() if v == 0]
-        text = (f"position 0: cross-prompt std exactly 0 at every layer (all {len(at0)} models)"
-                if len(at0) == len(zeros) else
-                "position 0 max std: " + ", ".join(f"{m} {v:.3g}" for m, v in zeros.items()))
+        text = (
+            f"position 0: cross-prompt std exactly 0 at every layer (all {len(at0)} models)"
+            if len(at0) == len(zeros)
+            else "position 0 max std: " + ", ".join(f"{m} {v:.3g}" for m, v in zeros.items())
+        )
         ax.plot([], [], ls="none", label=text)
     xl = "layer (relative depth 0–1; 0 = embedding output)" if spec.embedding_first else "layer (relative depth 0–1)"
     ax.set(xlabel=xl, xlim=(-0.02, 1.02), ylabel=f"{spec.ylabel} ({note})")
@@ -272,6 +296,7 @@ def layer_profile(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
 
 # ---- rank-1 MLP ablation (T12) ----------------------------------------------------------------------
 
+
 @styled
 def norm_removed_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
     name = next(iter(roles.get("", [])), None)
@@ -282,9 +307,14 @@ def norm_removed_figure(by_model: dict, roles: dict, *, claim: str = "", title: 
         floor = CLAIMS[claim].threshold("min_norm_removed") if claim in CLAIMS else None
     except KeyError:
         floor = None
-    acc = {m: (first(by_model[m], roles.get("before", []), scalar)[1],
-               first(by_model[m], roles.get("after", []))[1],
-               first(by_model[m], roles.get("chance", []), scalar)[1]) for m in series}
+    acc = {
+        m: (
+            first(by_model[m], roles.get("before", []), scalar)[1],
+            first(by_model[m], roles.get("after", []))[1],
+            first(by_model[m], roles.get("chance", []), scalar)[1],
+        )
+        for m in series
+    }
     with_acc = any(b is not None or a is not None for b, a, _ in acc.values())
     fig = new(11.5 if with_acc else 7.5, 5.0)
     axes = fig.subplots(1, 2 if with_acc else 1, squeeze=False, width_ratios=[3, 2] if with_acc else None)[0]
@@ -311,8 +341,9 @@ def norm_removed_figure(by_model: dict, roles: dict, *, claim: str = "", title: 
             ax.plot([], [], "*", ms=12, color="white", mec="black", ls="none", label="ablated layer")
         ax.set(xlabel="layer (relative depth 0–1)", xlim=(-0.02, 1.02))
     if floor is not None:
-        ax.axhline(floor, color="black", lw=1, ls="--", label=f"{floor:g}: App. B's smallest per-layer value "
-                                                               f"(claim minimum)")
+        ax.axhline(
+            floor, color="black", lw=1, ls="--", label=f"{floor:g}: App. B's smallest per-layer value (claim minimum)"
+        )
     ax.set(ylabel="fraction of MLP output norm removed\n(fraction, 0–1)", ylim=(0, None))
     if with_acc:
         a2 = axes[1]
@@ -323,16 +354,18 @@ def norm_removed_figure(by_model: dict, roles: dict, *, claim: str = "", title: 
             if after.size:
                 a2.bar(xs, after, 0.8, color=color, alpha=0.85, label="_after")
             if scalar(before):
-                a2.hlines(before, xs[0] - 0.45, xs[-1] + 0.45, color="black", lw=2,
-                          label="before (no ablation)")
+                a2.hlines(before, xs[0] - 0.45, xs[-1] + 0.45, color="black", lw=2, label="before (no ablation)")
             if scalar(chance):
                 a2.hlines(chance, xs[0] - 0.45, xs[-1] + 0.45, color="grey", lw=1.2, ls=":", label="chance")
             lay = ablated.get(m, [])
             ticks += [(x, f"{int(lay[i])}" if i < len(lay) and np.isfinite(lay[i]) else "") for i, x in enumerate(xs)]
             pos += len(xs) + 1
         a2.set_xticks([t[0] for t in ticks], [t[1] for t in ticks])
-        a2.set(xlabel="ablated layer (index), grouped by model", ylim=(0, 1.05),
-               ylabel="topic-probe accuracy at the target\n(fraction correct)")
+        a2.set(
+            xlabel="ablated layer (index), grouped by model",
+            ylim=(0, 1.05),
+            ylabel="topic-probe accuracy at the target\n(fraction correct)",
+        )
         handles = [h for a in axes for h in a.get_legend_handles_labels()[0]]
         handles.append(Patch(facecolor="lightgrey", label="accuracy after ablating that layer (bar, model's colour)"))
         legend(fig, ax, outside=True, handles=handles, ncols=3)
@@ -348,6 +381,7 @@ def norm_removed(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
 
 
 # ---- sink vs probe accuracy (T1) --------------------------------------------------------------------
+
 
 def _grid(v) -> np.ndarray | None:
     if not (isinstance(v, list) and v and all(isinstance(row, list) for row in v)):
@@ -371,21 +405,45 @@ def sink_vs_probe_figure(by_model: dict, roles: dict, *, claim: str = "", title:
     for col, (ax, (m, (sink, acc, chance))) in enumerate(zip(rows[0], cells.items())):
         cell_depth = np.repeat(depth(sink.shape[0])[:, None], sink.shape[1], axis=1)
         ok = np.isfinite(sink) & np.isfinite(acc) & (sink > 0)
-        sc = ax.scatter(sink[ok], acc[ok], c=cell_depth[ok], cmap="viridis", vmin=0, vmax=1, s=14, alpha=0.85,
-                        edgecolors="none", label="(layer, position) cell")
+        sc = ax.scatter(
+            sink[ok],
+            acc[ok],
+            c=cell_depth[ok],
+            cmap="viridis",
+            vmin=0,
+            vmax=1,
+            s=14,
+            alpha=0.85,
+            edgecolors="none",
+            label="(layer, position) cell",
+        )
         top = np.argsort(np.where(ok, sink, -np.inf).ravel())[::-1][:3]
-        ax.scatter(sink.ravel()[top], acc.ravel()[top], s=70, facecolors="none", edgecolors="red", lw=1.4,
-                   label="3 highest-sink cells")
+        ax.scatter(
+            sink.ravel()[top],
+            acc.ravel()[top],
+            s=70,
+            facecolors="none",
+            edgecolors="red",
+            lw=1.4,
+            label="3 highest-sink cells",
+        )
         if scalar(chance):
             ax.axhline(chance, color="black", lw=1, ls="--", label=f"chance ({chance:.2f})")
         ax.set_xscale("log")
-        ax.set(title=f"{m} ({sink.shape[0]} layers × {sink.shape[1]} positions)",
-               xlabel="sink magnitude (attention weight\nlater queries give the position; log scale)")
+        ax.set(
+            title=f"{m} ({sink.shape[0]} layers × {sink.shape[1]} positions)",
+            xlabel="sink magnitude (attention weight\nlater queries give the position; log scale)",
+        )
         if col == 0:
             ax.set_ylabel("topic-probe accuracy (fraction correct)")
-        hidden = [f"{n} {what}" for n, what in ((int((np.isnan(sink) & np.isfinite(acc)).sum()),
-                                                 "without a sink value (no later query)"),
-                                                (int((sink <= 0).sum()), "with sink ≤ 0")) if n]
+        hidden = [
+            f"{n} {what}"
+            for n, what in (
+                (int((np.isnan(sink) & np.isfinite(acc)).sum()), "without a sink value (no later query)"),
+                (int((sink <= 0).sum()), "with sink ≤ 0"),
+            )
+            if n
+        ]
         if hidden:
             ax.text(0.02, 0.02, "not shown: cells " + "; ".join(hidden), transform=ax.transAxes, fontsize=8)
     fig.colorbar(sc, ax=rows[0], label="layer (relative depth 0–1)", shrink=0.9)
@@ -400,17 +458,18 @@ def sink_vs_probe(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
 
 # ---- sink heatmap (T3) ------------------------------------------------------------------------------
 
+
 def top_decile(strength: np.ndarray, frac: float = 0.1) -> np.ndarray:
-    """Flat indices of the top ``frac`` of heads (ceil, at least 1; ties to the lower index), as
-    harness.stats.heads.decile_split picks them for T3."""
+    """Flat indices of the top ``frac`` of heads (ceil, at least 1; ties to the lower index): the top group of
+    harness.stats.heads.decile_split, which picks them for T3, with NaN heads ranked last."""
     s = np.nan_to_num(np.asarray(strength, dtype=float).ravel(), nan=-np.inf)
-    k = max(1, math.ceil(frac * s.size - 1e-9))
-    return np.argsort(-s, kind="stable")[:k]
+    return decile_split(s, frac)[0]
 
 
 @styled
-def sink_heatmap_figure(model: str, figs: dict, roles: dict, *, claim: str = "", title: str | None = None,
-                        vmax: float | None = None) -> Figure | None:
+def sink_heatmap_figure(
+    model: str, figs: dict, roles: dict, *, claim: str = "", title: str | None = None, vmax: float | None = None
+) -> Figure | None:
     grid = _grid(first(figs, roles.get(""), lambda v: _grid(v) is not None)[1])
     if grid is None:
         return None
@@ -419,13 +478,23 @@ def sink_heatmap_figure(model: str, figs: dict, roles: dict, *, claim: str = "",
     ax = fig.subplots()
     hi = vmax if vmax is not None and np.isfinite(vmax) and vmax > 0 else np.nanmax(grid)
     im = ax.imshow(grid, aspect="auto", origin="lower", cmap="viridis", interpolation="nearest", vmin=0, vmax=hi)
-    fig.colorbar(im, ax=ax, label="sink-reading strength per head\n(attention weight on position 0; "
-                                  "one scale across models)")
+    fig.colorbar(
+        im, ax=ax, label="sink-reading strength per head\n(attention weight on position 0; one scale across models)"
+    )
     if np.isfinite(grid).any() and grid.size >= 2:
         top = top_decile(grid)
         ly, hx = np.unravel_index(top, grid.shape)
-        ax.plot(hx, ly, "o", ms=4, mfc="none", mec="red", mew=1.2, ls="none",
-                label=f"top-decile heads ({len(top)}, the heads T3 compares)")
+        ax.plot(
+            hx,
+            ly,
+            "o",
+            ms=4,
+            mfc="none",
+            mec="red",
+            mew=1.2,
+            ls="none",
+            label=f"top-decile heads ({len(top)}, the heads T3 compares)",
+        )
         legend(fig, ax, outside=True)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -440,17 +509,23 @@ def sink_heatmap(model: str, figs: dict, roles: dict, out: Path, **kw) -> Path |
 
 def heatmap_vmax(by_model: dict, roles: dict) -> float | None:
     """The largest sink-reading strength over every model's heatmap: one colour scale across models."""
-    highs = [np.nanmax(g) for f in by_model.values()
-             if (g := _grid(first(f, roles.get(""), lambda v: _grid(v) is not None)[1])) is not None
-             and np.isfinite(g).any()]
+    highs = [
+        np.nanmax(g)
+        for f in by_model.values()
+        if (g := _grid(first(f, roles.get(""), lambda v: _grid(v) is not None)[1])) is not None and np.isfinite(g).any()
+    ]
     return float(max(highs)) if highs else None
 
 
 # ---- bars (T2 sink conditions, T6 / T9c / T11 ablations) ---------------------------------------------
 
-SINK_CONDITIONS = {"sink_at_8_bos_moved": "position 8, BOS moved to 8", "sink_at_8_default": "position 8, default",
-                   "sink_at_0_default": "position 0, default", "sink_at_0_random_token": "position 0, rare token at 0",
-                   "sink_at_0_no_bos": "position 0, no BOS"}
+SINK_CONDITIONS = {
+    "sink_at_8_bos_moved": "position 8, BOS moved to 8",
+    "sink_at_8_default": "position 8, default",
+    "sink_at_0_default": "position 0, default",
+    "sink_at_0_random_token": "position 0, rare token at 0",
+    "sink_at_0_no_bos": "position 0, no BOS",
+}
 
 
 @styled
@@ -476,8 +551,11 @@ def sink_bars_figure(by_model: dict, roles: dict, *, claim: str = "", title: str
         centres.append(((start + pos - 1) / 2, m))
         pos += 0.6
     ax.set_xticks([c for c, _ in centres], [m for _, m in centres])
-    ax.set(ylabel="peak sink magnitude\n(attention weight on the key, peak layer)", xlabel="model",
-           ylim=(0, max(1.05, ax.get_ylim()[1])))
+    ax.set(
+        ylabel="peak sink magnitude\n(attention weight on the key, peak layer)",
+        xlabel="model",
+        ylim=(0, max(1.05, ax.get_ylim()[1])),
+    )
     legend(fig, ax, outside=True)
     add_title(fig, title)
     return fig
@@ -488,8 +566,7 @@ def sink_bars(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
 
 
 @styled
-def ablation_bars_figure(claim: str, model: str, figs: dict, roles: dict, *, title: str | None = None
-                         ) -> Figure | None:
+def ablation_bars_figure(claim: str, model: str, figs: dict, roles: dict, *, title: str | None = None) -> Figure | None:
     items = [(n, f) for n, f in figs.items() if n in roles.get("", []) and scalar(f.get("value"))]
     if not items:
         return None
@@ -503,8 +580,16 @@ def ablation_bars_figure(claim: str, model: str, figs: dict, roles: dict, *, tit
     fig = new(max(6.0, 1.35 * len(items) + 1.5), 5.4 if any(refs) else 4.2)
     ax = fig.subplots()
     xs = np.arange(len(items), dtype=float)
-    ax.bar(xs, ys, 0.5, yerr=err, capsize=4, color="tab:blue", ecolor="black",
-           label="this run (95% CI)" if err.any() else "this run")
+    ax.bar(
+        xs,
+        ys,
+        0.5,
+        yerr=err,
+        capsize=4,
+        color="tab:blue",
+        ecolor="black",
+        label="this run (95% CI)" if err.any() else "this run",
+    )
     labels = ref_labels(refs)
     for x, r in zip(xs, refs):
         draw_refs(ax, r, x + 0.27, 0.42, labels=labels)
@@ -514,8 +599,10 @@ def ablation_bars_figure(claim: str, model: str, figs: dict, roles: dict, *, tit
     first_bin = all(n.startswith("first_bin") for n, _ in items)
     ranged = any("range" in (f.get("note") or "") for _, f in items)  # T11's random heads: min-max over draws
     bars_note = "; random heads: min–max over draws" if ranged else ""
-    ax.set(ylabel=("first-bin ΔR²" if first_bin else "mean ΔR²") + "\n(fraction of variance)",
-           xlabel="condition" + (f" (error bars: 95% CI{bars_note})" if err.any() else ""))
+    ax.set(
+        ylabel=("first-bin ΔR²" if first_bin else "mean ΔR²") + "\n(fraction of variance)",
+        xlabel="condition" + (f" (error bars: 95% CI{bars_note})" if err.any() else ""),
+    )
     if any(refs):  # a bar chart of this run alone needs no legend (one that would sit over a bar)
         legend(fig, ax, outside=True, ncols=1)
     add_title(fig, title or f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {model}")
@@ -528,6 +615,7 @@ def ablation_bars(claim: str, model: str, figs: dict, roles: dict, out: Path, **
 
 # ---- length scaling (T10) ---------------------------------------------------------------------------
 
+
 def fits_coincide(a, b, rtol: float = 1e-6) -> bool:
     """Whether two fitted curves are the same curve (the piecewise fit collapsed onto the power law)."""
     a, b = arr(a), arr(b)
@@ -537,10 +625,11 @@ def fits_coincide(a, b, rtol: float = 1e-6) -> bool:
 @styled
 def length_scaling_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
     x_name, y_name = next(iter(roles.get("x", [])), None), next(iter(roles.get("", [])), None)
-    fits = [(k, label(k).removesuffix(" prediction").replace("power law", "power-law"), s)
-            for k, s in zip(roles.get("fit", []), FIT_STYLES)]
-    models = [m for m, f in by_model.items()
-              if isinstance(val(f, x_name), list) and isinstance(val(f, y_name), list)]
+    fits = [
+        (k, label(k).removesuffix(" prediction").replace("power law", "power-law"), s)
+        for k, s in zip(roles.get("fit", []), FIT_STYLES)
+    ]
+    models = [m for m, f in by_model.items() if isinstance(val(f, x_name), list) and isinstance(val(f, y_name), list)]
     if not models:
         return None
     # which fitted curves coincide, per model: the second is then not drawn, and the legend says so
@@ -564,7 +653,9 @@ def length_scaling_figure(by_model: dict, roles: dict, *, claim: str = "", title
             y = val(f, key)
             if key in hidden or not (isinstance(y, list) and len(y) == len(x)):
                 continue
-            merged = [(text, pairs) for (k0, text), pairs in same.items() if k0 == key and any(mm == m for mm, _ in pairs)]
+            merged = [
+                (text, pairs) for (k0, text), pairs in same.items() if k0 == key and any(mm == m for mm, _ in pairs)
+            ]
             if merged:  # an invisible second line: say so in this line's legend entry (naming the models
                 text, pairs = merged[0]  # when not every model's fits coincide)
                 ms = sorted({mm for mm, _ in pairs})
@@ -577,8 +668,10 @@ def length_scaling_figure(by_model: dict, roles: dict, *, claim: str = "", title
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yscale("log", nonpositive="mask")
         aic = first(f, roles.get("aic", []), scalar)[1]
-        ax.set(title=m + (f"\nΔAIC(power − piecewise) = {aic:.2f}" if aic is not None else ""),
-               xlabel="sequence length (tokens, log₂ scale)")
+        ax.set(
+            title=m + (f"\nΔAIC(power − piecewise) = {aic:.2f}" if aic is not None else ""),
+            xlabel="sequence length (tokens, log₂ scale)",
+        )
         if col == 0:
             ax.set_ylabel("mean ΔR²\n(fraction of variance, log scale)")
     handles = [h for ax in rows[0] for h in ax.get_legend_handles_labels()[0]]
@@ -592,6 +685,7 @@ def length_scaling(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
 
 
 # ---- the report's set --------------------------------------------------------------------------------
+
 
 def _slug(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)) + ".png"
@@ -620,16 +714,15 @@ def plot_roles(claim: str, names) -> dict:
 
 
 #: Plot kinds drawn once per claim: title (after the claim id) and function.
-PER_CLAIM = {"bin_profile": ("per-query-bin ΔR², causal vs bidirectional, paper's first bin marked",
-                             bin_profile),
-             "layer_ratio": ("layer-wise ratio ΔR²(bidirectional)/ΔR²(causal) by relative depth", layer_ratio),
-             "layer_profile": (None, layer_profile),
-             "norm_removed": ("rank-1 MLP ablation: fraction of the MLP output norm removed and topic accuracy",
-                              norm_removed),
-             "sink_vs_probe": ("sink magnitude vs topic-probe accuracy per (layer, position) cell", sink_vs_probe),
-             "sink_bars": ("peak sink magnitude by anchor condition", sink_bars),
-             "length_scaling": ("mean ΔR² vs sequence length (log-log) with power-law and piecewise fits",
-                                length_scaling)}
+PER_CLAIM = {
+    "bin_profile": ("per-query-bin ΔR², causal vs bidirectional, paper's first bin marked", bin_profile),
+    "layer_ratio": ("layer-wise ratio ΔR²(bidirectional)/ΔR²(causal) by relative depth", layer_ratio),
+    "layer_profile": (None, layer_profile),
+    "norm_removed": ("rank-1 MLP ablation: fraction of the MLP output norm removed and topic accuracy", norm_removed),
+    "sink_vs_probe": ("sink magnitude vs topic-probe accuracy per (layer, position) cell", sink_vs_probe),
+    "sink_bars": ("peak sink magnitude by anchor condition", sink_bars),
+    "length_scaling": ("mean ΔR² vs sequence length (log-log) with power-law and piecewise fits", length_scaling),
+}
 
 
 def _claim_title(claim: str, kind: str, what: str | None, roles: dict, by_model: dict) -> str:
@@ -660,7 +753,7 @@ def make_all(results: dict, fig_dir: Path) -> list[Plot]:
         try:
             path = fn(*args, title=title, **kw)
         except Exception as e:  # a malformed figure must never cost the rest of the report
-            warnings.warn(f"plot {fn.__name__} for {cid}/{model} skipped: {e!r}")
+            warnings.warn(f"plot {fn.__name__} for {cid}/{model} skipped: {e!r}", stacklevel=2)
             return
         if path is not None:
             plots.append(Plot(cid, model, title, path))
@@ -670,15 +763,41 @@ def make_all(results: dict, fig_dir: Path) -> list[Plot]:
         kinds = plot_roles(claim, dict.fromkeys(n for figs in by_model.values() for n in figs))
         for kind, (what, fn) in PER_CLAIM.items():
             if kind in kinds:
-                add(claim, None, _claim_title(claim, kind, what, kinds[kind], by_model), fn, by_model, kinds[kind],
-                    d / _slug(claim, kind), claim=claim)
+                add(
+                    claim,
+                    None,
+                    _claim_title(claim, kind, what, kinds[kind], by_model),
+                    fn,
+                    by_model,
+                    kinds[kind],
+                    d / _slug(claim, kind),
+                    claim=claim,
+                )
         vmax = heatmap_vmax(by_model, kinds["sink_heatmap"]) if "sink_heatmap" in kinds else None
         for m, figs in by_model.items():
             if "sink_heatmap" in kinds:
-                add(claim, m, f"{claim} — sink-reading strength per head (attention weight on position 0) — {m}",
-                    sink_heatmap, m, figs,
-                    kinds["sink_heatmap"], d / _slug(claim, "sink_heatmap", m), claim=claim, vmax=vmax)
+                add(
+                    claim,
+                    m,
+                    f"{claim} — sink-reading strength per head (attention weight on position 0) — {m}",
+                    sink_heatmap,
+                    m,
+                    figs,
+                    kinds["sink_heatmap"],
+                    d / _slug(claim, "sink_heatmap", m),
+                    claim=claim,
+                    vmax=vmax,
+                )
             if "ablation_bars" in kinds:
-                add(claim, m, f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {m}", ablation_bars, claim, m,
-                    figs, kinds["ablation_bars"], d / _slug(claim, "ablations", m))
+                add(
+                    claim,
+                    m,
+                    f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {m}",
+                    ablation_bars,
+                    claim,
+                    m,
+                    figs,
+                    kinds["ablation_bars"],
+                    d / _slug(claim, "ablations", m),
+                )
     return plots

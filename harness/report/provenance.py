@@ -14,8 +14,19 @@ from importlib import metadata
 from harness.files.paths import ROOT
 from harness.spec.models import REGISTRY
 
-PACKAGES = ("torch", "transformers", "accelerate", "tokenizers", "safetensors", "huggingface_hub", "gguf", "numpy",
-            "scikit-learn", "syrupy", "pytest")
+PACKAGES = (
+    "torch",
+    "transformers",
+    "accelerate",
+    "tokenizers",
+    "safetensors",
+    "huggingface_hub",
+    "gguf",
+    "numpy",
+    "scikit-learn",
+    "syrupy",
+    "pytest",
+)
 
 
 def versions() -> dict:
@@ -55,10 +66,16 @@ def _cpu() -> str | None:
 def machine() -> dict:
     import torch
 
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() \
-        else []
-    return {"cpu": _cpu(), "platform": platform.platform(), "gpus": gpus, "cuda": torch.version.cuda,
-            "cudnn": torch.backends.cudnn.version() if gpus else None}
+    gpus = (
+        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    )
+    return {
+        "cpu": _cpu(),
+        "platform": platform.platform(),
+        "gpus": gpus,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if gpus else None,
+    }
 
 
 def weights_of(name: str) -> dict:
@@ -70,23 +87,37 @@ def weights_of(name: str) -> dict:
     from harness.model.weights import conversion_path, local_folder, paper_folder
 
     spec = REGISTRY[name]
-    out = {"source": spec.source, "caveat": spec.caveat or ("the paper's own checkpoint" if spec.group == "paper"
-                                                             else "")}
+    out = {
+        "source": spec.source,
+        "caveat": spec.caveat or ("the paper's own checkpoint" if spec.group == "paper" else ""),
+    }
     if spec.group == "local":
-        out["derived"] = {"family": spec.family, "architecture": spec.architecture, "adds_bos": spec.adds_bos,
-                          "bos_token_id": spec.bos_token_id, "rope": spec.rope, "rope_theta": spec.rope_theta,
-                          "sliding_window": spec.sliding_window, "context": spec.context, **spec.config}
+        out["derived"] = {
+            "family": spec.family,
+            "architecture": spec.architecture,
+            "adds_bos": spec.adds_bos,
+            "bos_token_id": spec.bos_token_id,
+            "rope": spec.rope,
+            "rope_theta": spec.rope_theta,
+            "sliding_window": spec.sliding_window,
+            "context": spec.context,
+            **spec.config,
+        }
     try:
         if spec.gguf:  # bundled, or a GGUF given by reference
             folder = conversion_path(spec)
             marker = json.loads((folder / cache.MARKER).read_text())
-            out.update(folder=str(folder), gguf=marker.get("gguf"),
-                       weights_sha256=marker["files"]["model.safetensors"]["sha256"])
+            out.update(
+                folder=str(folder),
+                gguf=marker.get("gguf"),
+                weights_sha256=marker["files"]["model.safetensors"]["sha256"],
+            )
         elif spec.group in ("paper", "local"):
             folder = paper_folder(spec) if spec.group == "paper" else local_folder(spec)
-            out.update(folder=str(folder), config_sha256=cache.sha256(folder / "config.json"),
-                       weights=_weight_files(folder))
-    except Exception:  # noqa: BLE001 - provenance is best effort; absent weights are said by the tests
+            out.update(
+                folder=str(folder), config_sha256=cache.sha256(folder / "config.json"), weights=_weight_files(folder)
+            )
+    except Exception:
         pass
     return out
 
@@ -104,5 +135,9 @@ def _weight_files(folder) -> dict:
 
 
 def collect(models: list[str], selection: list[str] | None = None) -> dict:
-    return {"code": code(), "machine": machine(), "selection": selection,
-            "models": {m: weights_of(m) for m in models if m in REGISTRY}}
+    return {
+        "code": code(),
+        "machine": machine(),
+        "selection": selection,
+        "models": {m: weights_of(m) for m in models if m in REGISTRY},
+    }

@@ -30,8 +30,12 @@ def fmt(v, n: int = 6) -> str:
             return "none"
         if any(isinstance(x, list) for x in v):
             shape = f"{len(v)}×{max(len(x) if isinstance(x, list) else 1 for x in v)}"
-            flat = [y for x in v for y in (x if isinstance(x, list) else [x])
-                    if isinstance(y, (int, float)) and math.isfinite(y)]
+            flat = [
+                y
+                for x in v
+                for y in (x if isinstance(x, list) else [x])
+                if isinstance(y, (int, float)) and math.isfinite(y)
+            ]
             return f"[{shape} array{f', {min(flat):.4g}…{max(flat):.4g}' if flat else ''}]"
         return f"[{', '.join(fmt(x) or 'null' for x in v[:n])}{f', … ({len(v)})' if len(v) > n else ''}]"
     if isinstance(v, dict):
@@ -45,6 +49,7 @@ def _text(cell) -> str:
 
 
 # ---- Markdown ---------------------------------------------------------------------------------------
+
 
 def md_escape(text) -> str:
     """Text from a name, note, reason or setting, safe in Markdown that renders HTML (GitHub, a CI job summary):
@@ -64,7 +69,7 @@ def _md_inline(c) -> str:
 def to_markdown(blocks: list, base: Path) -> str:
     """The blocks as Markdown; every text (cells, paragraphs, headings, captions, summaries) HTML-escaped, as the
     HTML report's: only the anchors and the details folds are the renderer's own HTML."""
-    cell = lambda c: _md_inline(c).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    cell = lambda c: _md_inline(c).replace("|", "\\|").replace("\n", " ")
     out = []
     for b in blocks:
         kind = b[0]
@@ -106,22 +111,34 @@ def _html_inline(c) -> str:
 
 def _html_blocks(blocks: list) -> list[str]:
     e = html.escape
-    cell = lambda tag, c: (f'<{tag} class="{c[1]}">{e(c[0])}</{tag}>' if isinstance(c, tuple) and not  # noqa: E731
-                           isinstance(c, Link) and c[1] else f"<{tag}>{_html_inline(c)}</{tag}>")
+    cell = lambda tag, c: (
+        f'<{tag} class="{c[1]}">{e(c[0])}</{tag}>'
+        if isinstance(c, tuple) and not isinstance(c, Link) and c[1]
+        else f"<{tag}>{_html_inline(c)}</{tag}>"
+    )
     body = []
     for b in blocks:
         kind = b[0]
         if kind == "table":
-            body.append("<table><tr>" + "".join(cell("th", c) for c in b[1]) + "</tr>"
-                        + "".join("<tr>" + "".join(cell("td", c) for c in row) + "</tr>" for row in b[2]) + "</table>")
+            body.append(
+                "<table><tr>"
+                + "".join(cell("th", c) for c in b[1])
+                + "</tr>"
+                + "".join("<tr>" + "".join(cell("td", c) for c in row) + "</tr>" for row in b[2])
+                + "</table>"
+            )
         elif kind == "img":
             data = base64.b64encode(b[2].read_bytes()).decode("ascii")
-            body.append(f'<figure><img alt="{e(b[1])}" src="data:image/png;base64,{data}">'
-                        f"<figcaption>{e(b[1])}</figcaption></figure>")
+            body.append(
+                f'<figure><img alt="{e(b[1])}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{e(b[1])}</figcaption></figure>"
+            )
         elif kind == "details":
             body.append(f"<details><summary>{e(b[1])}</summary>" + "\n".join(_html_blocks(b[2])) + "</details>")
         elif kind == "toc":
-            body.append("<nav><ul>" + "".join(f'<li><a href="#{e(a)}">{e(t)}</a></li>' for t, a in b[1]) + "</ul></nav>")
+            body.append(
+                "<nav><ul>" + "".join(f'<li><a href="#{e(a)}">{e(t)}</a></li>' for t, a in b[1]) + "</ul></nav>"
+            )
         elif kind == "h2" and len(b) > 2:
             body.append(f'<h2 id="{e(b[2])}">{e(b[1])}</h2>')
         else:
@@ -131,5 +148,7 @@ def _html_blocks(blocks: list) -> list[str]:
 
 def to_html(blocks: list) -> str:
     title = html.escape(_text(blocks[0][1])) if blocks else "Claims report"
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{CSS}</style></head><body>\n" + "\n".join(_html_blocks(blocks)) + "\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f"<style>{CSS}</style></head><body>\n" + "\n".join(_html_blocks(blocks)) + "\n</body></html>\n"
+    )

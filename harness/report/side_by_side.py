@@ -19,15 +19,14 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.outcome.known_outcomes import test_function
+from harness.outcome.nodeid import parse, test_function
 from harness.outcome.results import ResultsFileError, load_results, results_file
-from harness.outcome.snapshots import moved_figures, tolerance
 from harness.outcome.verdict import verdict_of
+from harness.report.cells import LABEL, claim_key, fingerprint, measured, test_name
 from harness.report.compare import _figures, run_differences
-from harness.report.document import LABEL, _fingerprint, claim_key, measured, test_name
 from harness.report.render import to_html, to_markdown
-from harness.spec.claims import CLAIMS
-from harness.spec.criteria import CRITERIA
+from harness.spec.claims import CLAIMS, claim_test
+from harness.spec.models import FAMILIES, REGISTRY
 
 NOT_RUN = "not run"
 
@@ -48,6 +47,7 @@ class Side(NamedTuple):
 
 
 # ---- the two sides ----------------------------------------------------------------------------------------
+
 
 def parse_spec(spec: str) -> tuple[Path, str | None]:
     """RUN[#MODEL] as (the run's results.json, the model or None); a path that exists is a RUN even with a '#'."""
@@ -72,8 +72,10 @@ def side(spec: str) -> Side:
     models = run_models(results)
     listed = ", ".join(models) or "none"
     if model is None and len(models) != 1:
-        raise SideBySideError(f"{path}: the run has {'no model records' if not models else 'several models'} "
-                              f"({listed}); name one as RUN#MODEL")
+        raise SideBySideError(
+            f"{path}: the run has {'no model records' if not models else 'several models'} "
+            f"({listed}); name one as RUN#MODEL"
+        )
     if model is not None and model not in models:
         raise SideBySideError(f"{path}: no model {model!r} in this run (its models: {listed})")
     model = model or models[0]
@@ -92,24 +94,27 @@ def sides(specs: list[str]) -> tuple[Side, Side]:
 
 # ---- pairing tests --------------------------------------------------------------------------------------
 
+
 def match_key(r: dict) -> str:
     """What a record is matched by across sides: the test without its [model] parameter; for a model-free record
     (EQ3's softmax, T13 per family), its whole test id."""
-    return test_name(r) if r.get("model") else r["test"].split("::")[-1]
+    return test_name(r) if r.get("model") else parse(r["test"]).test
 
 
 def side_records(s: Side) -> dict:
     """{test key: record} of one side: its model's records and the run's model-free ones that concern it (a
     family-level record only for the side model's family: T13 of the llama family is not a Qwen model's)."""
     family = model_family(s)
-    return {match_key(r): r for r in s.results["records"] if r.get("model") == s.model or (
-        r.get("model") is None and (family is None or not family_param(r) or family_param(r) == family))}
+    return {
+        match_key(r): r
+        for r in s.results["records"]
+        if r.get("model") == s.model
+        or (r.get("model") is None and (family is None or not family_param(r) or family_param(r) == family))
+    }
 
 
 def model_family(s: Side) -> str | None:
     """The side model's family: from the run's provenance (a model given by reference) or the registry."""
-    from harness.spec.models import REGISTRY
-
     derived = ((s.results.get("provenance") or {}).get("models") or {}).get(s.model, {}).get("derived") or {}
     spec = REGISTRY.get(s.model)
     return derived.get("family") or (spec.family if spec is not None else None)
@@ -117,9 +122,7 @@ def model_family(s: Side) -> str | None:
 
 def family_param(r: dict) -> str | None:
     """The family a family-level test ran for ("…[llama]" of T13), or None."""
-    from harness.spec.models import FAMILIES
-
-    param = r["test"].rpartition("[")[2].rstrip("]") if r["test"].endswith("]") else ""
+    param = parse(r["test"]).param
     return param if param in FAMILIES else None
 
 
@@ -142,6 +145,7 @@ def paired_records(a: Side, b: Side) -> list[tuple[str, str, dict | None, dict |
 
 # ---- one row ----------------------------------------------------------------------------------------
 
+
 def verdict_name(r: dict | None) -> str:
     """A record's verdict as shown (harness.outcome.verdict.verdict_of), "not run" when the side has no such test."""
     return NOT_RUN if r is None else verdict_of(r)
@@ -154,8 +158,8 @@ def verdict_cell(r: dict | None) -> tuple[str, str]:
 
 
 def criterion_of(claim: str, key: str):
-    """The test's criterion (harness.spec.criteria), None for a test without one."""
-    return CRITERIA.get(test_function(key)) if claim in CLAIMS else None
+    """The test's criterion (its entry in harness/spec/claims.py), None for a test without one."""
+    return claim_test(test_function(key)) if claim in CLAIMS else None
 
 
 def relative_change(a, b) -> str:
@@ -175,7 +179,7 @@ def headline_change(ra: dict | None, rb: dict | None, headline: tuple[str, ...])
 
 
 def verdict_change(ra: dict | None, rb: dict | None) -> str:
-    """"same", or "A's verdict → B's verdict" ("held → not held", "not run → held")."""
+    """ "same", or "A's verdict → B's verdict" ("held → not held", "not run → held")."""
     va, vb = verdict_name(ra), verdict_name(rb)
     return "same" if va == vb else f"{va} → {vb}"
 
@@ -189,8 +193,16 @@ def pair_row(claim: str, key: str, ra: dict | None, rb: dict | None) -> list:
     return [claim, key, c.words(claim) if c else "", verdict_cell(ra), verdict_cell(rb), shown(ra), shown(rb), change]
 
 
-PAIR = ["claim", "test", "criterion (held when)", "verdict A", "verdict B", "A measured [95% CI]",
-        "B measured [95% CI]", "change"]
+PAIR = [
+    "claim",
+    "test",
+    "criterion (held when)",
+    "verdict A",
+    "verdict B",
+    "A measured [95% CI]",
+    "B measured [95% CI]",
+    "change",
+]
 
 
 def pair_rows(a: Side, b: Side) -> list[list]:
@@ -201,16 +213,21 @@ def pair_rows(a: Side, b: Side) -> list[list]:
 
 # ---- the document -------------------------------------------------------------------------------------
 
+
 def provenance_line(letter: str, s: Side) -> str:
     """Where one side's numbers come from: its label, model, weights source and caveat, library versions, code
     commit and weights fingerprint."""
     p, v = s.results.get("provenance") or {}, s.results.get("versions") or {}
     w, code = (p.get("models") or {}).get(s.model) or {}, p.get("code") or {}
     commit = (code.get("commit") or "unknown")[:12] + (" (with uncommitted changes)" if code.get("dirty") else "")
-    parts = [f"{letter} = {s.label}: model {s.model}", w.get("source") and f"weights {w['source']}",
-             w.get("caveat") and f"differs from the paper's models: {w['caveat']}",
-             f"transformers {v.get('transformers') or 'unknown'}, torch {v.get('torch') or 'unknown'}",
-             f"code {commit}", f"fingerprint {_fingerprint(w)}" if p else "provenance not recorded"]
+    parts = [
+        f"{letter} = {s.label}: model {s.model}",
+        w.get("source") and f"weights {w['source']}",
+        w.get("caveat") and f"differs from the paper's models: {w['caveat']}",
+        f"transformers {v.get('transformers') or 'unknown'}, torch {v.get('torch') or 'unknown'}",
+        f"code {commit}",
+        f"fingerprint {fingerprint(w)}" if p else "provenance not recorded",
+    ]
     return "; ".join(x for x in parts if x)
 
 
@@ -222,6 +239,8 @@ def settings_warnings(a: Side, b: Side) -> list[str]:
 
 def figure_tolerance(a: Side, b: Side) -> tuple[float, float]:
     """(rtol, atol): the looser of the two sides' declared tolerances for their device and dtype."""
+    from harness.outcome.snapshots import tolerance  # syrupy (and pytest): loaded by this command alone
+
     settings = [s.results.get("settings") or {} for s in (a, b)]
     return max(tolerance(str(s.get("device") or "cpu"), str(s.get("dtype") or "float32")) for s in settings)
 
@@ -229,8 +248,14 @@ def figure_tolerance(a: Side, b: Side) -> tuple[float, float]:
 def differing_figures(pairs: list, rtol: float, atol: float) -> list[list[str]]:
     """(claim, test, "figure: A -> B (change)") per figure beyond tolerance (harness.outcome.snapshots.moved_figures), for
     the paired tests (paired_records) run on both sides."""
-    return [[claim, key, phrase] for claim, key, ra, rb in pairs if ra is not None and rb is not None
-            for phrase in moved_figures(_figures(rb), _figures(ra), rtol, atol)]
+    from harness.outcome.snapshots import moved_figures  # syrupy (and pytest): loaded by this command alone
+
+    return [
+        [claim, key, phrase]
+        for claim, key, ra, rb in pairs
+        if ra is not None and rb is not None
+        for phrase in moved_figures(_figures(rb), _figures(ra), rtol, atol)
+    ]
 
 
 def summary_line(pairs: list) -> str:
@@ -239,29 +264,45 @@ def summary_line(pairs: list) -> str:
     both = [(verdict_of(ra), verdict_of(rb)) for _, _, ra, rb in pairs if ra is not None and rb is not None]
     changed = Counter(f"{va} → {vb}" for va, vb in both if va != vb)
     kinds = f" ({', '.join(f'{n} {what}' for what, n in changed.most_common())})" if changed else ""
-    return (f"{len(pairs)} tests: {len(both) - sum(changed.values())} same verdict, {sum(changed.values())} "
-            f"changed{kinds}, {len(pairs) - len(both)} run on one side only.")
+    return (
+        f"{len(pairs)} tests: {len(both) - sum(changed.values())} same verdict, {sum(changed.values())} "
+        f"changed{kinds}, {len(pairs) - len(both)} run on one side only."
+    )
 
 
 def document(a: Side, b: Side) -> list:
     """The side-by-side report as blocks (harness.report.render)."""
     pairs, (rtol, atol) = paired_records(a, b), figure_tolerance(a, b)
-    rows, moved = [pair_row(*p) for p in pairs], differing_figures(pairs, rtol, atol)
-    blocks = [("h1", f"Side by side — {a.label} vs {b.label}"),
-              *(("p", line) for line in (provenance_line("A", a), provenance_line("B", b), *settings_warnings(a, b))),
-              ("h2", "Claims side by side", "claims"),
-              ("p", "One row per claim test: what the test requires, each side's verdict and headline figure (95% CI "
-                    "over prompts), and what changed from A to B (the verdict, and the relative change of each "
-                    "headline figure). A test run on one side only is \"not run\" on the other."),
-              ("table", PAIR, rows), ("p", summary_line(pairs)),
-              ("h2", "Figures that differ", "figures")]
+    rows, moved = pair_rows(a, b), differing_figures(pairs, rtol, atol)
+    blocks = [
+        ("h1", f"Side by side — {a.label} vs {b.label}"),
+        *(("p", line) for line in (provenance_line("A", a), provenance_line("B", b), *settings_warnings(a, b))),
+        ("h2", "Claims side by side", "claims"),
+        (
+            "p",
+            "One row per claim test: what the test requires, each side's verdict and headline figure (95% CI "
+            "over prompts), and what changed from A to B (the verdict, and the relative change of each "
+            'headline figure). A test run on one side only is "not run" on the other.',
+        ),
+        ("table", PAIR, rows),
+        ("p", summary_line(pairs)),
+        ("h2", "Figures that differ", "figures"),
+    ]
     if not moved:
-        return [*blocks, ("p", f"Every figure of the tests run on both sides agrees within rtol {rtol:g}, atol "
-                               f"{atol:g}.")]
-    return [*blocks, ("p", f"Per test, each figure whose values differ beyond rtol {rtol:g}, atol {atol:g} "
-                           f"(harness.outcome.snapshots), as A -> B; \"new figure\": measured on B only, \"no longer "
-                           f"measured\": on A only."),
-            ("table", ["claim", "test", "figure: A -> B"], moved)]
+        return [
+            *blocks,
+            ("p", f"Every figure of the tests run on both sides agrees within rtol {rtol:g}, atol {atol:g}."),
+        ]
+    return [
+        *blocks,
+        (
+            "p",
+            f"Per test, each figure whose values differ beyond rtol {rtol:g}, atol {atol:g} "
+            f'(harness.outcome.snapshots), as A -> B; "new figure": measured on B only, "no longer '
+            f'measured": on A only.',
+        ),
+        ("table", ["claim", "test", "figure: A -> B"], moved),
+    ]
 
 
 def build_side_by_side(a: Side, b: Side, out_dir: Path) -> Path:

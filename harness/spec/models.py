@@ -8,11 +8,16 @@ Three groups:
 - ``tiny``: random-init models of each architecture, for harness mechanics only.
 - ``local``: any other RoPE model, given by reference (``hf:``, ``path:``, ``gguf:``); its spec is derived from its
   config and tokenizer at the start of a run (``harness.model.references``) and registered here.
+
+Every spec enters ``REGISTRY`` through ``register_model``, which refuses a second model under a name already taken.
+The paper's models are named once, here (``LLAMA_1B`` ... ``MISTRAL``, and ``display_name``: the paper's own name
+for each, as the report and the plots show it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class UnknownModelError(KeyError):
@@ -34,6 +39,10 @@ class WrongWeights(ValueError):
     """A folder found for a registered model that holds another model, or an unreadable config."""
 
 
+class ModelNameTaken(ValueError):
+    """``register_model`` of a name the registry already gives another model (another source of weights)."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -51,15 +60,15 @@ class ModelSpec:
     # per corpus: (tokens of its smallest topic, longest document), documents + separators in this model's
     # tokenizer, so a prompt set the corpus cannot fill is refused before any work (tests/test_reliability.py
     # recounts them where the tokenizer is cached)
-    corpus_tokens: dict = field(default_factory=dict)
+    corpus_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)
     caveat: str = ""  # how it differs from the paper's models, said beside every report on it
     hub_id: str | None = None  # paper models: Hugging Face repo id
     folder: str | None = None  # local models (harness.model.references): the folder holding config, tokenizer, weights
-    gguf: dict = field(default_factory=dict)  # bundled models: how to find the GGUF
+    gguf: dict[str, Any] = field(default_factory=dict)  # bundled models: how to find the GGUF
     # config kwargs of a random-init model: the whole config of a tiny model; a paper model's public
     # config.json dimensions (a stand-in of the same compute cost, for throughput: benchmarks/bench_nightly.py);
     # for bundled and local models the public shape the loaded config is checked against
-    config: dict = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -71,10 +80,15 @@ class ModelSpec:
         return self.config.get("num_hidden_layers", 0) * self.config.get("hidden_size", 0) ** 2
 
 
-def _identity(hidden, layers, heads, kv_heads, vocab) -> dict:
+def _identity(hidden: int, layers: int, heads: int, kv_heads: int, vocab: int) -> dict[str, Any]:
     """The public shape a loaded config is checked against (weights.check_identity)."""
-    return dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-                vocab_size=vocab)
+    return dict(
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        vocab_size=vocab,
+    )
 
 
 BUNDLED = [
@@ -134,46 +148,213 @@ BUNDLED = [
     ),
 ]
 
-def _shape(hidden, intermediate, layers, heads, kv_heads, head_dim, vocab, theta, tied) -> dict:
-    return dict(hidden_size=hidden, intermediate_size=intermediate, num_hidden_layers=layers, num_attention_heads=heads,
-                num_key_value_heads=kv_heads, head_dim=head_dim, vocab_size=vocab, rope_theta=theta,
-                tie_word_embeddings=tied)
 
+def _shape(
+    hidden: int,
+    intermediate: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    head_dim: int,
+    vocab: int,
+    theta: float,
+    tied: bool,
+) -> dict[str, Any]:
+    return dict(
+        hidden_size=hidden,
+        intermediate_size=intermediate,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=vocab,
+        rope_theta=theta,
+        tie_word_embeddings=tied,
+    )
+
+
+#: The paper's models by registry name (the claim registry keys their paper values by these).
+LLAMA_1B, LLAMA_3B, LLAMA_8B, QWEN, MISTRAL = (
+    "llama-3.2-1b",
+    "llama-3.2-3b",
+    "llama-3.1-8b",
+    "qwen-2.5-3b",
+    "mistral-7b-v0.3",
+)
 
 PAPER = [
-    ModelSpec("llama-3.2-1b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-1B",
-              True, 128000, "standard", 5e5, context=131072, hub_id="meta-llama/Llama-3.2-1B",
-              config=_shape(2048, 8192, 16, 32, 8, 64, 128256, 5e5, True)),
-    ModelSpec("llama-3.2-3b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.2-3B",
-              True, 128000, "standard", 5e5, context=131072, hub_id="meta-llama/Llama-3.2-3B",
-              config=_shape(3072, 8192, 28, 24, 8, 128, 128256, 5e5, True)),
-    ModelSpec("llama-3.1-8b", "llama", "paper", "LlamaForCausalLM", "meta-llama/Llama-3.1-8B",
-              True, 128000, "standard", 5e5, context=131072, hub_id="meta-llama/Llama-3.1-8B",
-              config=_shape(4096, 14336, 32, 32, 8, 128, 128256, 5e5, False)),
-    ModelSpec("qwen-2.5-3b", "qwen", "paper", "Qwen2ForCausalLM", "Qwen/Qwen2.5-3B",
-              False, None, "large-theta", 1e6, context=32768, hub_id="Qwen/Qwen2.5-3B",
-              config=_shape(2048, 11008, 36, 16, 2, 128, 151936, 1e6, True)),
-    ModelSpec("mistral-7b-v0.3", "mistral", "paper", "MistralForCausalLM", "mistralai/Mistral-7B-v0.3",
-              True, 1, "standard", 1e6, sliding_window=None, context=32768, hub_id="mistralai/Mistral-7B-v0.3",
-              config=_shape(4096, 14336, 32, 32, 8, 128, 32768, 1e6, False)),
+    ModelSpec(
+        LLAMA_1B,
+        "llama",
+        "paper",
+        "LlamaForCausalLM",
+        "meta-llama/Llama-3.2-1B",
+        True,
+        128000,
+        "standard",
+        5e5,
+        context=131072,
+        hub_id="meta-llama/Llama-3.2-1B",
+        config=_shape(2048, 8192, 16, 32, 8, 64, 128256, 5e5, True),
+    ),
+    ModelSpec(
+        LLAMA_3B,
+        "llama",
+        "paper",
+        "LlamaForCausalLM",
+        "meta-llama/Llama-3.2-3B",
+        True,
+        128000,
+        "standard",
+        5e5,
+        context=131072,
+        hub_id="meta-llama/Llama-3.2-3B",
+        config=_shape(3072, 8192, 28, 24, 8, 128, 128256, 5e5, True),
+    ),
+    ModelSpec(
+        LLAMA_8B,
+        "llama",
+        "paper",
+        "LlamaForCausalLM",
+        "meta-llama/Llama-3.1-8B",
+        True,
+        128000,
+        "standard",
+        5e5,
+        context=131072,
+        hub_id="meta-llama/Llama-3.1-8B",
+        config=_shape(4096, 14336, 32, 32, 8, 128, 128256, 5e5, False),
+    ),
+    ModelSpec(
+        QWEN,
+        "qwen",
+        "paper",
+        "Qwen2ForCausalLM",
+        "Qwen/Qwen2.5-3B",
+        False,
+        None,
+        "large-theta",
+        1e6,
+        context=32768,
+        hub_id="Qwen/Qwen2.5-3B",
+        config=_shape(2048, 11008, 36, 16, 2, 128, 151936, 1e6, True),
+    ),
+    ModelSpec(
+        MISTRAL,
+        "mistral",
+        "paper",
+        "MistralForCausalLM",
+        "mistralai/Mistral-7B-v0.3",
+        True,
+        1,
+        "standard",
+        1e6,
+        sliding_window=None,
+        context=32768,
+        hub_id="mistralai/Mistral-7B-v0.3",
+        config=_shape(4096, 14336, 32, 32, 8, 128, 32768, 1e6, False),
+    ),
 ]
 
-_TINY_COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                    num_key_value_heads=2, vocab_size=256, max_position_embeddings=512, head_dim=16)
+#: The paper's name for each of its models (its Hugging Face repo name: llama-3.2-3b -> Llama-3.2-3B).
+DISPLAY_NAMES = {s.name: s.hub_id.split("/")[-1] for s in PAPER if s.hub_id}
+
+
+def display_name(model: str) -> str:
+    """A paper model as the paper names it (llama-3.2-3b -> Llama-3.2-3B); any other model by its registry name."""
+    return DISPLAY_NAMES.get(model, model)
+
+
+_TINY_COMMON: dict[str, Any] = dict(
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=256,
+    max_position_embeddings=512,
+    head_dim=16,
+)
 TINY = [
-    ModelSpec("tiny-llama", "llama", "tiny", "LlamaForCausalLM", "random init", True, 1, "standard", 1e4,
-              context=512, config=dict(_TINY_COMMON, bos_token_id=1)),
-    ModelSpec("tiny-qwen2", "qwen", "tiny", "Qwen2ForCausalLM", "random init", False, None, "large-theta", 1e6,
-              context=512, config=dict(_TINY_COMMON, rope_theta=1e6)),
-    ModelSpec("tiny-mistral", "mistral", "tiny", "MistralForCausalLM", "random init", True, 1, "standard", 1e4,
-              sliding_window=8, context=512, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=1)),
-    ModelSpec("tiny-gemma3", "gemma", "tiny", "Gemma3ForCausalLM", "random init", True, 2, "dual", 1e6,
-              sliding_window=8, context=512, config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=2,
-                                                 layer_types=["sliding_attention", "full_attention"])),
+    ModelSpec(
+        "tiny-llama",
+        "llama",
+        "tiny",
+        "LlamaForCausalLM",
+        "random init",
+        True,
+        1,
+        "standard",
+        1e4,
+        context=512,
+        config=dict(_TINY_COMMON, bos_token_id=1),
+    ),
+    ModelSpec(
+        "tiny-qwen2",
+        "qwen",
+        "tiny",
+        "Qwen2ForCausalLM",
+        "random init",
+        False,
+        None,
+        "large-theta",
+        1e6,
+        context=512,
+        config=dict(_TINY_COMMON, rope_theta=1e6),
+    ),
+    ModelSpec(
+        "tiny-mistral",
+        "mistral",
+        "tiny",
+        "MistralForCausalLM",
+        "random init",
+        True,
+        1,
+        "standard",
+        1e4,
+        sliding_window=8,
+        context=512,
+        config=dict(_TINY_COMMON, sliding_window=8, bos_token_id=1),
+    ),
+    ModelSpec(
+        "tiny-gemma3",
+        "gemma",
+        "tiny",
+        "Gemma3ForCausalLM",
+        "random init",
+        True,
+        2,
+        "dual",
+        1e6,
+        sliding_window=8,
+        context=512,
+        config=dict(
+            _TINY_COMMON, sliding_window=8, bos_token_id=2, layer_types=["sliding_attention", "full_attention"]
+        ),
+    ),
 ]
 
-REGISTRY: dict[str, ModelSpec] = {s.name: s for s in BUNDLED + PAPER + TINY}
+REGISTRY: dict[str, ModelSpec] = {}  # name -> spec, in registration order; add to it with register_model
 FAMILIES = ("llama", "qwen", "mistral", "gemma")
+
+
+def register_model(spec: ModelSpec) -> ModelSpec:
+    """Add a model to the registry (lm-evaluation-harness style). The same model again (same name and source of
+    weights: a reference resolved twice) replaces its spec; another model under a name already taken is refused
+    in one line (``ModelNameTaken``)."""
+    known = REGISTRY.get(spec.name)
+    if known is not None and known.source != spec.source:
+        raise ModelNameTaken(
+            f"model name {spec.name!r} is already registered for {known.source}; cannot register "
+            f"{spec.source} under it: rename one of them"
+        )
+    REGISTRY[spec.name] = spec
+    return spec
+
+
+for _spec in BUNDLED + PAPER + TINY:
+    register_model(_spec)
+del _spec
 
 
 def get_spec(name: str) -> ModelSpec:

@@ -2,6 +2,7 @@
 position (T11's subspace ablation) and the dominant direction of an MLP's output with the share of its norm
 that direction carries (T12). Pure numpy, float64.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,7 +34,7 @@ def rank1_direction(states: np.ndarray, positions: np.ndarray, alpha: float = 1e
     Xc = X - X.mean(axis=0)
     pc = p - p.mean()
     n, d = Xc.shape
-    tr = float(np.sum(Xc ** 2))
+    tr = float(np.sum(Xc**2))
     if tr <= 0.0 or not np.any(pc):
         raise ValueError("states or positions are constant: no position direction")
     lam = alpha * tr / d
@@ -90,8 +91,8 @@ def fraction_norm_removed(y: np.ndarray, direction: np.ndarray, reduce: str = "f
         tot = np.linalg.norm(Y)
         return 0.0 if tot == 0 else float(1.0 - np.linalg.norm(Yp) / tot)
     if reduce == "energy":
-        tot = float(np.sum(Y ** 2))
-        return 0.0 if tot == 0 else float(1.0 - np.sum(Yp ** 2) / tot)
+        energy = float(np.sum(Y**2))
+        return 0.0 if energy == 0 else float(1.0 - np.sum(Yp**2) / energy)
     if reduce == "mean":
         n0 = np.linalg.norm(Y, axis=-1)
         ok = n0 > 0

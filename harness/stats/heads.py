@@ -6,13 +6,14 @@ Pure numpy, float64, on arrays a capture produced.
   top / bottom decile by sink-reading strength (T3, T11).
 * ``pc1_identity_r2`` / ``pc1_identity_null`` / ``pc1_identity_pvalue`` – the sink-token-identity probe (T4).
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from harness.stats.leakage import permutation_pvalues
+from harness.stats.nulls import permutation_pvalues
 from harness.stats.probes import noise_tol
 
 __all__ = ["cosine_consistency", "decile_split", "pc1_identity_r2", "pc1_identity_null", "pc1_identity_pvalue"]
@@ -53,7 +54,7 @@ def cosine_consistency(outputs: np.ndarray) -> np.ndarray:
 def cosine_consistency_boot(outputs: np.ndarray, weights: np.ndarray, chunk: int = 100) -> np.ndarray:
     """``cosine_consistency`` under prompt resampling: [n_prompts, *heads, d], weights [B, n_prompts] -> [B, *heads].
 
-    A bootstrap row draws prompts with multiplicities w_p (``leakage.bootstrap_weights``). A prompt drawn twice
+    A bootstrap row draws prompts with multiplicities w_p (``intervals.bootstrap_weights``). A prompt drawn twice
     is still one prompt: pairs of a prompt with its own copy are left out (their cosine is 1 by construction),
     so row b is Σ_{p≠q} w_p w_q u_p·u_q / Σ_{p≠q} w_p w_q = (||Σ w_p u_p||² − Σ w_p² ||u_p||²) / ((Σ w)² − Σ w²).
     All-ones weights give ``cosine_consistency`` exactly. Rows with fewer than two distinct prompts are NaN.
@@ -68,11 +69,11 @@ def cosine_consistency_boot(outputs: np.ndarray, weights: np.ndarray, chunk: int
     flat = u.reshape(u.shape[0], -1)
     out = []
     for lo in range(0, w.shape[0], chunk):
-        wb = w[lo:lo + chunk]
+        wb = w[lo : lo + chunk]
         total = (wb @ flat).reshape(len(wb), *u.shape[1:])  # [b, *heads, d]
         sq = np.einsum("b...d,b...d->b...", total, total)
-        self_sum = np.tensordot(wb ** 2, nonzero, axes=(1, 0))  # [b, *heads]
-        pairs = wb.sum(1) ** 2 - (wb ** 2).sum(1)
+        self_sum = np.tensordot(wb**2, nonzero, axes=(1, 0))  # [b, *heads]
+        pairs = wb.sum(1) ** 2 - (wb**2).sum(1)
         den = pairs.reshape(-1, *([1] * (sq.ndim - 1)))
         with np.errstate(invalid="ignore", divide="ignore"):
             out.append(np.where(den > 0, (sq - self_sum) / np.where(den > 0, den, 1), np.nan))
@@ -112,7 +113,7 @@ def _pc1_scores(outputs: np.ndarray) -> tuple[np.ndarray, float]:
         raise ValueError("outputs contain non-finite values")
     oc = o - o.mean(axis=0)
     u, s, _ = np.linalg.svd(oc, full_matrices=False)
-    total = float(np.sum(s ** 2))
+    total = float(np.sum(s**2))
     if total <= 0.0 or s[0] <= noise_tol(o, s):
         return np.zeros(o.shape[0]), 0.0
     return u[:, 0] * s[0], float(s[0] ** 2 / total)
@@ -131,7 +132,7 @@ def _onehot(token_ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _between_share(Z: np.ndarray, G: np.ndarray, sizes: np.ndarray, sst: float) -> np.ndarray:
     """R² of each row of Z [m, n] on one-hot groups G [n, g]: between-group SS / total SS."""
     sums = Z @ G  # [m, g]
-    ssb = (sums ** 2 / sizes).sum(axis=-1) - Z.sum(axis=-1) ** 2 / Z.shape[-1]
+    ssb = (sums**2 / sizes).sum(axis=-1) - Z.sum(axis=-1) ** 2 / Z.shape[-1]
     return np.clip(ssb / sst, 0.0, 1.0)
 
 
@@ -157,15 +158,16 @@ def pc1_identity_r2(outputs: np.ndarray, token_ids: np.ndarray) -> tuple[float, 
     return float(_between_share(z[None, :], G, sizes, sst)[0]), frac
 
 
-def _pc1_setup(outputs, token_ids):
+def _pc1_setup(outputs: np.ndarray, token_ids: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, float]:
     """(PC1 scores z, PC1 variance fraction, one-hot groups, group sizes, total SS of z)."""
     z, frac = _pc1_scores(outputs)
     G, sizes = _onehot(token_ids, z.size)
     return z, frac, G, sizes, float(np.sum((z - z.mean()) ** 2))
 
 
-def pc1_identity_null(outputs: np.ndarray, token_ids: np.ndarray, n_perm: int = 1000, seed: int = 0,
-                      chunk: int = 4096) -> np.ndarray:
+def pc1_identity_null(
+    outputs: np.ndarray, token_ids: np.ndarray, n_perm: int = 1000, seed: int = 0, chunk: int = 4096
+) -> np.ndarray:
     """Permutation null of ``pc1_identity_r2``: [n_perm] R² values with the token ids shuffled across prompts.
 
     PC1 does not depend on the labels, so the scores z are computed once; permuting
@@ -183,7 +185,7 @@ def pc1_identity_null(outputs: np.ndarray, token_ids: np.ndarray, n_perm: int = 
     for start in range(0, n_perm, chunk):
         m = min(chunk, n_perm - start)
         perms = rng.permuted(np.tile(np.arange(n), (m, 1)), axis=1)
-        out[start:start + m] = _between_share(z[perms], G, sizes, sst)
+        out[start : start + m] = _between_share(z[perms], G, sizes, sst)
     return out
 
 

@@ -9,6 +9,7 @@ Sink-reading head statistics are in ``harness.stats.heads``, rank-1 directions i
 paper's text lost most of its symbols; every reading we had to make is stated in the function's docstring
 (and in METHODS.md).
 """
+
 from __future__ import annotations
 
 import math
@@ -39,6 +40,9 @@ DEFAULT_N_COMPONENTS = 50
 #: numerical noise (a numpy matrix_rank-style rule, with max|X| as a floor so that rows
 #: identical up to rounding in the mean count as constant): such components are dropped.
 RANK_RTOL = 10 * np.finfo(np.float64).eps
+
+#: Cross-validation folds: (train rows, test rows) index arrays per fold.
+Splits = list[tuple[np.ndarray, np.ndarray]]
 
 
 def noise_tol(X: np.ndarray, s: np.ndarray) -> float:
@@ -78,8 +82,9 @@ def _fit_pca(X_train: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return mean, vt[:keep], scale
 
 
-def _fold_predictions(X: np.ndarray, y: np.ndarray, splits, n_components: int, C: float,
-                      max_iter: int) -> np.ndarray:
+def _fold_predictions(
+    X: np.ndarray, y: np.ndarray, splits: Splits, n_components: int, C: float, max_iter: int
+) -> np.ndarray:
     """Out-of-fold predicted labels for every row (each row predicted once)."""
     pred = np.empty_like(y)
     for train, test in splits:
@@ -104,19 +109,27 @@ def _fold_predictions(X: np.ndarray, y: np.ndarray, splits, n_components: int, C
     return pred
 
 
-def _splits(labels: np.ndarray, folds: int, seed: int):
+def _splits(labels: np.ndarray, folds: int, seed: int) -> Splits:
     _, counts = np.unique(labels, return_counts=True)
     if counts.size < 2:
         raise ValueError("the topic probe needs at least two classes")
     if counts.min() < folds:
-        raise ValueError(f"every class needs >= {folds} prompts for {folds}-fold stratified CV, "
-                         f"smallest class has {counts.min()}")
+        raise ValueError(
+            f"every class needs >= {folds} prompts for {folds}-fold stratified CV, smallest class has {counts.min()}"
+        )
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     return list(skf.split(np.zeros((labels.size, 1)), labels))
 
 
-def topic_probe_accuracy(X: np.ndarray, labels: np.ndarray, n_components: int = DEFAULT_N_COMPONENTS,
-                         folds: int = 5, seed: int = 0, C: float = 1.0, max_iter: int = 200) -> float:
+def topic_probe_accuracy(
+    X: np.ndarray,
+    labels: np.ndarray,
+    n_components: int = DEFAULT_N_COMPONENTS,
+    folds: int = 5,
+    seed: int = 0,
+    C: float = 1.0,
+    max_iter: int = 200,
+) -> float:
     """Topic decodability of one (layer, position): mean k-fold CV accuracy of PCA -> logistic regression.
 
     ``X`` is [n_prompts, d] (one residual-stream state per prompt), ``labels`` [n_prompts]
@@ -143,7 +156,9 @@ def topic_probe_accuracy(X: np.ndarray, labels: np.ndarray, n_components: int = 
         return _cv_accuracy(X, labels, splits, n_components, C, max_iter, "X")
 
 
-def _cv_accuracy(X, labels, splits, n_components, C, max_iter, what: str) -> float:
+def _cv_accuracy(
+    X: np.ndarray, labels: np.ndarray, splits: Splits, n_components: int, C: float, max_iter: int, what: str
+) -> float:
     """Mean per-fold accuracy of the PCA -> logistic probe on ``X`` (named ``what`` in errors)."""
     if not np.all(np.isfinite(X)):
         raise ValueError(f"{what} contains non-finite values")
@@ -151,8 +166,15 @@ def _cv_accuracy(X, labels, splits, n_components, C, max_iter, what: str) -> flo
     return float(np.mean([np.mean(pred[test] == labels[test]) for _, test in splits]))
 
 
-def topic_probe_grid(states: np.ndarray, labels: np.ndarray, n_components: int = DEFAULT_N_COMPONENTS,
-                     folds: int = 5, seed: int = 0, C: float = 1.0, max_iter: int = 200) -> np.ndarray:
+def topic_probe_grid(
+    states: np.ndarray,
+    labels: np.ndarray,
+    n_components: int = DEFAULT_N_COMPONENTS,
+    folds: int = 5,
+    seed: int = 0,
+    C: float = 1.0,
+    max_iter: int = 200,
+) -> np.ndarray:
     """``topic_probe_accuracy`` for every (layer, position): states [n_prompts, layers, positions, d] -> [layers, positions].
 
     The same stratified folds (one ``seed``) are used in every cell, so cells are
@@ -163,16 +185,25 @@ def topic_probe_grid(states: np.ndarray, labels: np.ndarray, n_components: int =
     states = np.asarray(states)
     labels = np.asarray(labels)
     if states.ndim != 4 or labels.shape != (states.shape[0],):
-        raise ValueError(f"states must be [n_prompts, layers, positions, d] and labels [n_prompts], "
-                         f"got {states.shape} and {labels.shape}")
+        raise ValueError(
+            f"states must be [n_prompts, layers, positions, d] and labels [n_prompts], "
+            f"got {states.shape} and {labels.shape}"
+        )
     splits = _splits(labels, folds, seed)
     _, n_layers, n_pos, _ = states.shape
     out = np.empty((n_layers, n_pos), dtype=np.float64)
     with threadpool_limits(limits=1, user_api="blas"):
         for layer in range(n_layers):
             for pos in range(n_pos):
-                out[layer, pos] = _cv_accuracy(np.asarray(states[:, layer, pos, :], dtype=np.float64), labels,
-                                               splits, n_components, C, max_iter, f"states[:, {layer}, {pos}]")
+                out[layer, pos] = _cv_accuracy(
+                    np.asarray(states[:, layer, pos, :], dtype=np.float64),
+                    labels,
+                    splits,
+                    n_components,
+                    C,
+                    max_iter,
+                    f"states[:, {layer}, {pos}]",
+                )
     return out
 
 
@@ -203,8 +234,9 @@ def binomial_sf(k: int, n: int, p: float) -> float:
         return 1.0
     lp, lq = math.log(p), math.log1p(-p)
     lg_n = math.lgamma(n + 1)
-    terms = np.array([lg_n - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * lp + (n - j) * lq
-                      for j in range(k, n + 1)])
+    terms = np.array(
+        [lg_n - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * lp + (n - j) * lq for j in range(k, n + 1)]
+    )
     m = terms.max()
     return float(min(1.0, math.exp(m) * np.exp(terms - m).sum()))
 

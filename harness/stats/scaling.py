@@ -20,11 +20,13 @@ a 3-parameter linear least-squares problem; breakpoints at observed lengths are 
 A breakpoint at the smallest length is the pure power law, so the piecewise model nests
 it: rss_piecewise <= rss_power and delta_aic >= −2 always.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "MSE_FLOOR",
@@ -42,12 +44,12 @@ __all__ = [
 MSE_FLOOR = 1e-18
 
 
-def power_law(L, a: float, b: float) -> np.ndarray:
+def power_law(L: ArrayLike, a: float, b: float) -> np.ndarray:
     """y = a·L^b."""
     return a * np.asarray(L, dtype=np.float64) ** b
 
 
-def piecewise_law(L, c: float, b: float, L0: float) -> np.ndarray:
+def piecewise_law(L: ArrayLike, c: float, b: float, L0: float) -> np.ndarray:
     """y = c for L <= L0, c·(L/L0)^b for L > L0."""
     L = np.asarray(L, dtype=np.float64)
     return c * np.where(L > L0, L / L0, 1.0) ** b
@@ -76,13 +78,13 @@ class FitResult:
         d = self.n - self.k - 1
         return float("inf") if d <= 0 else self.aic + 2 * self.k * (self.k + 1) / d
 
-    def predict(self, L) -> np.ndarray:
+    def predict(self, L: ArrayLike) -> np.ndarray:
         if self.model == "power":
             return power_law(L, **self.params)
         return piecewise_law(L, **self.params)
 
 
-def _validate(L, y) -> tuple[np.ndarray, np.ndarray]:
+def _validate(L: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     L = np.asarray(L, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64).ravel()
     if L.shape != y.shape:
@@ -102,7 +104,7 @@ def _lstsq_rss(A: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, float]:
     return coef, float(r @ r)
 
 
-def fit_power_law(L, y) -> FitResult:
+def fit_power_law(L: ArrayLike, y: ArrayLike) -> FitResult:
     """y = a·L^b by OLS of ln y on ln L (k = 2)."""
     L, y = _validate(L, y)
     u, v = np.log(L), np.log(y)
@@ -112,13 +114,12 @@ def fit_power_law(L, y) -> FitResult:
     return FitResult("power", {"a": a, "b": b}, power_law(L, a, b), rss, gaussian_aic(rss, n, 2), 2, n)
 
 
-
 def _improves(rss: float, best: float) -> bool:
     """A candidate's RSS beats the best so far by more than float round-off (ties keep the earlier one)."""
     return rss < best - 1e-12 * max(best, 1e-300)
 
 
-def fit_piecewise(L, y) -> FitResult:
+def fit_piecewise(L: ArrayLike, y: ArrayLike) -> FitResult:
     """Flat at c up to L0, then c·(L/L0)^b (continuous), by exact least squares in log space (k = 3).
 
     Candidates: (i) t = ln L0 at every distinct observed length (a hinge regression, linear
@@ -139,6 +140,7 @@ def fit_piecewise(L, y) -> FitResult:
         cand = (rss, coef[0], coef[1] if np.any(x) else 0.0, t)
         if best is None or _improves(cand[0], best[0]):
             best = cand
+    assert best is not None  # _validate guarantees >= 3 distinct lengths, so the loop above ran
     for lo, hi in zip(knots[:-2], knots[1:-1]):
         # Gap (lo, hi): needs >= 2 distinct lengths on the decaying side to identify b.
         right = (u >= hi).astype(np.float64)
@@ -151,11 +153,12 @@ def fit_piecewise(L, y) -> FitResult:
             best = (rss, coef[0], coef[1], t)
     rss, lnc, b, t = best
     c, b, L0 = float(np.exp(lnc)), float(b), float(np.exp(t))
-    return FitResult("piecewise", {"c": c, "b": b, "L0": L0}, piecewise_law(L, c, b, L0), float(rss),
-                     gaussian_aic(rss, n, 3), 3, n)
+    return FitResult(
+        "piecewise", {"c": c, "b": b, "L0": L0}, piecewise_law(L, c, b, L0), float(rss), gaussian_aic(rss, n, 3), 3, n
+    )
 
 
-def compare_aic(L, y) -> dict:
+def compare_aic(L: ArrayLike, y: ArrayLike) -> dict:
     """Both fits and ``delta_aic = aic_power − aic_piecewise`` (> 0 favours the piecewise model).
 
     Returns {"power": FitResult, "piecewise": FitResult, "delta_aic": float,
@@ -174,7 +177,7 @@ def compare_aic(L, y) -> dict:
     }
 
 
-def interior_breakpoint(L, L0: float) -> bool:
+def interior_breakpoint(L: ArrayLike, L0: float) -> bool:
     """Whether a piecewise fit's breakpoint lies strictly inside the length grid. At the smallest length the
     piecewise law is the power law itself (ΔAIC ≡ −2 by the parameter count), at the largest it is a
     constant: either way there is no breakpoint to report. ``exp(log(16))`` may be 15.9999…: relative slack."""
@@ -182,7 +185,9 @@ def interior_breakpoint(L, L0: float) -> bool:
     return bool(L.min() * (1 + 1e-9) < L0 < L.max() * (1 - 1e-9))
 
 
-def composition_checks(base, bi, constant: float) -> tuple[np.ndarray, list[tuple[str, bool, str]]]:
+def composition_checks(
+    base: ArrayLike, bi: ArrayLike, constant: float
+) -> tuple[np.ndarray, list[tuple[str, bool, str]]]:
     """T13 (§5.9 Table 11) on a size ladder, smallest first: each size's head-mean ΔR², causal (``base``) and
     bidirectional (``bi``). Returns the residual-stream share bi / base per size and the claim's checks in order,
     each (condition, whether it holds, the message when it does not): total leakage constant within ``constant``
@@ -191,12 +196,24 @@ def composition_checks(base, bi, constant: float) -> tuple[np.ndarray, list[tupl
     base = np.asarray(base, dtype=float)
     share = np.asarray(bi, dtype=float) / base
     spread = np.abs(base / base.mean() - 1).max()
-    checks = [("spread <= CONSTANT", bool(spread <= constant),
-               f"total leakage varies {spread:.0%} across sizes ({np.round(base, 4).tolist()})"),
-              ("share[1] > share[0]", bool(share[1] > share[0]),
-               f"residual-stream share does not rise from the smallest size: {np.round(share, 3).tolist()}")]
+    checks = [
+        (
+            "spread <= CONSTANT",
+            bool(spread <= constant),
+            f"total leakage varies {spread:.0%} across sizes ({np.round(base, 4).tolist()})",
+        ),
+        (
+            "share[1] > share[0]",
+            bool(share[1] > share[0]),
+            f"residual-stream share does not rise from the smallest size: {np.round(share, 3).tolist()}",
+        ),
+    ]
     if len(share) > 2:
-        checks.append(("abs(share[2] - share[1]) < share[1] - share[0]",
-                       bool(abs(share[2] - share[1]) < share[1] - share[0]),
-                       f"residual-stream share does not saturate: {np.round(share, 3).tolist()}"))
+        checks.append(
+            (
+                "abs(share[2] - share[1]) < share[1] - share[0]",
+                bool(abs(share[2] - share[1]) < share[1] - share[0]),
+                f"residual-stream share does not saturate: {np.round(share, 3).tolist()}",
+            )
+        )
     return share, checks

@@ -1,0 +1,53 @@
+"""Forward-pass work done, per model, against its floor (each distinct capture once).
+
+A ``Workload`` is created by its owner (the pytest plugin, per process; a ``Session`` its own by default) and handed to
+each capture, which books its pass there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Hashable
+
+import numpy as np
+
+
+class Workload:
+    """Forward-pass work done in this process, per model: wall seconds, layer-tokens run (prompt tokens x decoder
+    layers run) and the floor: the layer-tokens of each distinct capture once, where a capture is its prompts'
+    rows under one condition (the edits) and depth, so a prompt run again under the same condition and
+    depth, alone or inside a larger set, adds nothing to the floor. The pytest plugin books each test's share
+    (setup and call) into the run report; benchmarks/bench_suite.py compares run with floor; the nightly runtime
+    estimate (benchmarks/bench_nightly.py) divides a run's layer-tokens by a device's throughput."""
+
+    def __init__(self):
+        self.seconds: Counter = Counter()
+        self.layer_tokens: Counter = Counter()
+        self.floor: Counter = Counter()
+        self.load_seconds = 0.0  # loading models (Session.model): inside a test's setup, never its own time
+        self._seen: dict[tuple, set] = {}
+
+    def add(
+        self,
+        model: str,
+        seconds: float,
+        layer_tokens: int,
+        ids: np.ndarray | None = None,
+        condition: Hashable = None,
+        layers: int = 0,
+    ) -> None:
+        self.seconds[model] += seconds
+        self.layer_tokens[model] += layer_tokens
+        if ids is None:
+            self.floor[model] += layer_tokens
+            return
+        ids = np.asarray(ids)
+        seen = self._seen.setdefault((model, condition, ids.shape[1], layers), set())
+        rows = {hashlib.sha1(r.tobytes()).digest() for r in ids}
+        self.floor[model] += len(rows - seen) * ids.shape[1] * layers
+        seen |= rows
+
+    def totals(self) -> tuple[float, int, int]:
+        """(seconds, layer-tokens run, floor layer-tokens) over every model."""
+        return sum(self.seconds.values()), sum(self.layer_tokens.values()), sum(self.floor.values())

@@ -1,0 +1,101 @@
+"""What a claim test measured: ``Figures``, the numbers it records, checked by the plugin after the test body
+(the snapshot or baseline, then the paper's value within its tolerance), so a test body holds only measurements
+and ``holds``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from harness.outcome.snapshots import ATOL, RTOL, moved_figures
+from harness.outcome.verdict import SnapshotDrift, holds
+from harness.spec.claims import ClaimSpec
+
+
+def plain(value):
+    """``value`` as plain JSON data: arrays and tuples as lists, numpy numbers as Python's, non-finite floats NaN."""
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        v = float(value)
+        return v if math.isfinite(v) else float("nan")
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    return value
+
+
+class Figures:
+    """Numbers measured by one claim test: reported in the run report and snapshotted for bundled models.
+    Only figures the claim's registry entry declares can be recorded."""
+
+    def __init__(
+        self, node, claim: ClaimSpec, snapshot=None, model: str | None = None, baseline=None, update: bool = False
+    ):
+        self.node, self.claim, self.snapshot, self.model = node, claim, snapshot, model
+        self.values: dict[str, Any] = {}
+        self.baseline, self.update, self.snapshot_checked = baseline, update, False
+
+    def add(self, name: str, value, paper=None, ci=None, note: str = "") -> object:
+        """Record a figure. ``paper`` defaults to the paper's number for this model, if it reports one."""
+        ref = self.claim.paper_value(self.model, name)  # raises UndeclaredFigure for a name not in the registry
+        value = plain(value)
+        if paper is None and ref is not None:
+            paper = ref.value
+        self.values[name] = value
+        self.node.user_properties.append(
+            ("figure", {"name": name, "value": value, "paper": plain(paper), "ci": plain(ci), "note": note})
+        )
+        return value
+
+    def check_snapshot(self) -> None:
+        """Compare every figure with the committed snapshot (bundled models at the default settings) or with
+        the baseline recorded by the first run at these settings (recorded now if there is none)."""
+        self.snapshot_checked = True
+        if not self.values:
+            return
+        if self.snapshot is not None:
+            if not (self.values == self.snapshot):
+                raise SnapshotDrift(
+                    f"{self.claim.id}: measured figures drifted from the snapshot beyond tolerance: "
+                    f"{'; '.join(self._snapshot_moves())[:800]} (run with --snapshot-update to "
+                    f"accept a deliberate change)"
+                )
+            return
+        if self.baseline is None:
+            return
+        status, path, moved = self.baseline.check(self.model, self.node.originalname, self.values, self.update)
+        self.node.user_properties.append(("baseline", {"status": status, "path": str(path)}))
+        if moved:
+            raise SnapshotDrift(
+                f"{self.claim.id}: measured figures drifted from the baseline {path} beyond "
+                f"tolerance: {'; '.join(moved)[:800]} (--baseline-update re-records it)"
+            )
+
+    def _snapshot_moves(self) -> list[str]:
+        """The figures that moved against the committed snapshot just compared (syrupy keeps what it recalled)."""
+        recalled = self.snapshot.executions[self.snapshot.num_executions - 1].recalled_data
+        if recalled is None:
+            return ["no snapshot committed for this test"]
+        stored = json.loads(recalled)
+        tol = stored.pop("_tolerance", {})
+        return moved_figures(self.values, stored, tol.get("rtol", RTOL), tol.get("atol", ATOL)) or [
+            "the snapshot differs in form (not a figure value)"
+        ]
+
+    def check_paper(self) -> None:
+        """On the paper's models, every figure the paper reports must be within the registry's tolerance."""
+        for name, value in self.values.items():
+            ref = self.claim.paper_value(self.model, name)
+            if ref is None or not isinstance(value, (int, float)):
+                continue
+            holds(
+                ref.within(value),
+                f"{name} = {value:.4g} on {self.model}; the paper reports {ref.value} (tolerance {ref.tolerance:.3g})",
+                check=f"paper value of {name}",
+            )

@@ -1,0 +1,95 @@
+"""The report tools' command line: ``python -m harness.report`` (also ``abspos-claims report``).
+
+``python -m harness.report build reports/<run>/results.json`` rebuilds the reports (and figures/*.png) from the
+JSON alone (harness.report.write); ``python -m harness.report compare OLD NEW [--rtol R --atol A]`` lists what moved
+between two runs (and says first when their settings or models differ; harness.report.compare);
+``python -m harness.report side-by-side RUN[#MODEL] RUN[#MODEL]`` compares two models claim by claim
+(harness.report.side_by_side); ``python -m harness.report merge RUN... --out DIR`` merges runs made apart, one model
+each, into one run and report (harness.report.merge). Each takes a results.json or its run folder.
+Exit codes: 0 nothing moved (or the report was built), 1 figures or verdicts moved, 2 unreadable input (a missing,
+empty or invalid JSON file, or not a claims results.json: one line on stderr says which file and why; nothing is
+written) or a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.outcome.results import ResultsFileError
+from harness.report.compare import compare, tolerance
+from harness.report.merge import merge_command
+from harness.report.side_by_side import side_by_side
+from harness.report.write import build
+
+PROG = "harness.report"
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m harness.report")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("build", help="rebuild report.md/report.html from results.json").add_argument("results", type=Path)
+    c = sub.add_parser("compare", help="list figures that moved beyond tolerance between two runs")
+    c.add_argument("old", type=Path)
+    c.add_argument("new", type=Path)
+    c.add_argument(
+        "--rtol", type=tolerance, default=None, help="relative tolerance (default: harness.outcome.snapshots.RTOL)"
+    )
+    c.add_argument(
+        "--atol", type=tolerance, default=None, help="absolute tolerance (default: harness.outcome.snapshots.ATOL)"
+    )
+    s = sub.add_parser("side-by-side", help="two models claim by claim: side_by_side.md/.html (RUN[#MODEL] each)")
+    s.add_argument("a")
+    s.add_argument("b")
+    s.add_argument("--out", type=Path, default=None, help="output folder (default: the folder of A's results.json)")
+    m = sub.add_parser(
+        "merge", help="one run and one report from runs made apart, one model each (harness.report.merge)"
+    )
+    m.add_argument("runs", nargs="+", metavar="RUN", help="results.json, run folder, --report-dir or job.json")
+    m.add_argument("--out", type=Path, required=True, help="folder for the merged results.json and report")
+    m.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="merge runs of different settings or commits, with a warning in the report",
+    )
+    m.add_argument(
+        "--expect",
+        action="append",
+        metavar="MODELS",
+        help="models that should be there (names, bundled, paper): one without a run is shown as failed",
+    )
+    m.add_argument("--run-id", default=None, help="the merged run's name (default merged-<time>)")
+    return ap
+
+
+def run(args: argparse.Namespace) -> tuple[str, int]:
+    """(what to print, exit code) of one parsed command; unreadable inputs and unwritable outputs raise."""
+    if args.cmd == "build":  # a merged run's report keeps its "Merged from" section
+        return str(build(args.results)), 0
+    if args.cmd == "merge":  # 0 merged, 1 merged with a model failed or missing, 2 refused
+        return merge_command(args.runs, args.out, args.allow_mixed, args.expect, args.run_id)
+    if args.cmd == "side-by-side":
+        return str(side_by_side(args.a, args.b, args.out)), 0
+    return compare(args.old, args.new, args.rtol, args.atol)
+
+
+def main(argv: list[str]) -> int:
+    """The command line; returns the exit code (0 nothing moved, 1 something moved, 2 unreadable input or an
+    unwritable output; argparse exits 2 itself on a usage error)."""
+    args = parser().parse_args(argv)
+    try:
+        text, code = run(args)
+    except ResultsFileError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a report or merge into a folder this user cannot write (read-only, full): one line
+        where = e.filename or (args.out if args.cmd == "merge" else getattr(args, "results", None))
+        print(
+            f"{PROG}: {where}: cannot write {'there' if args.cmd == 'merge' else 'the report there'} "
+            f"({e.strerror or e})",
+            file=sys.stderr,
+        )
+        return 2
+    print(text)
+    return code

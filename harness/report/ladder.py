@@ -1,0 +1,142 @@
+"""T13 (the family ladder) across runs made apart. T13 needs several sizes of a family; in one-model runs it is not
+applicable in each. The merge (harness.report.merge) judges it over the merged models' ladder with
+``ladder_verdict`` (the same three checks as the test, claims/test_s5_9_scale.py, at the same threshold) from the
+figures T6's ``test_T6_bidirectional_attention_reduces_leakage`` records per model: the head-mean ΔR² of the same
+``Leakage``, causal and bidirectional. Where a size lacks them, T13 is "skipped" with a reason saying what is
+missing; never a verdict it could not compute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.outcome.nodeid import parse
+from harness.spec.claims import LADDER, Target, claim, family_sizes
+from harness.spec.models import REGISTRY
+from harness.stats.scaling import composition_checks
+
+T13_TEST = "test_T13_leakage_constant_and_residual_share_rises_with_scale"
+T6_TEST = "test_T6_bidirectional_attention_reduces_leakage"
+T13_FIGURES = ("mean_delta_causal", "mean_delta_bidirectional")  # read from T6's record of each size
+
+#: What a merged T13 record has in place of the input run's measurement (it measured nothing itself).
+BLANK = {
+    "known_outcome": False,
+    "check": None,
+    "figures": [],
+    "seconds": 0.0,
+    "forward_seconds": 0.0,
+    "layer_tokens": 0,
+    "floor_layer_tokens": 0,
+}
+
+
+def is_t13(test: str) -> bool:
+    """Whether a node id is T13's (one per family)."""
+    return parse(test).function == T13_TEST
+
+
+def ladder_verdict(sizes: list[str], base, bi) -> dict:
+    """T13's verdict from each size's head-mean ΔR², causal (``base``) and bidirectional (``bi``), smallest size
+    first: the three checks of claims/test_s5_9_scale.py, in its order, with its messages and check names (the
+    harness's ``holds`` names a check by the test function and the condition's source).
+    Returns {"verdict", "check", "reason", "figures"}."""
+    from harness.outcome.figures import plain  # loads syrupy and pytest, which a merge (the nightly's) runs without
+
+    share, checks = composition_checks(base, bi, claim("T13").threshold("constant"))
+    figures = [
+        {"name": n, "value": plain(v), "paper": None, "ci": None, "note": ""}
+        for n, v in (
+            ("models", list(sizes)),
+            ("mean_delta_causal_by_size", np.asarray(base, dtype=float)),
+            ("residual_stream_share_by_size", share),
+        )
+    ]
+    for source, ok, message in checks:
+        if not ok:
+            return {"verdict": "not held", "check": f"{T13_TEST}: {source}", "reason": message, "figures": figures}
+    return {"verdict": "held", "check": None, "reason": "", "figures": figures}
+
+
+def _not_judged(first: dict, reason: str) -> tuple[dict, str]:
+    return {
+        **first,
+        **BLANK,
+        "outcome": "skipped",
+        "verdict": "skipped",
+        "reason": reason,
+        "merged": "not judged",
+    }, reason
+
+
+def t6_figures(sizes: list[str], by_model_test: dict) -> tuple[dict, list[str], list[str]]:
+    """({size: [mean ΔR² causal, bidirectional]} from each size's T6 record, the sizes without them, and where each
+    came from ("model (run)"))."""
+    values, missing, sources = {}, [], []
+    for m in sizes:
+        rec = next((r for (model, t), r in by_model_test.items() if model == m and parse(t).function == T6_TEST), None)
+        figs = {f.get("name"): f.get("value") for f in (rec or {}).get("figures") or []}
+        if rec is None or not all(isinstance(figs.get(n), (int, float)) for n in T13_FIGURES):
+            missing.append(m)
+        else:
+            values[m] = [float(figs[n]) for n in T13_FIGURES]
+            sources.append(f"{m} ({rec.get('run')})")
+    return values, missing, sources
+
+
+def t13_record(
+    test: str,
+    kept: list[tuple[str, dict]],
+    by_model_test: dict,
+    models: list[str],
+    settings: dict,
+    families: dict | None = None,
+) -> tuple[dict, str | None]:
+    """The merged run's record of T13 on one family (``kept``: (run label, record) of each input run's), and a
+    note on how it was judged (None when it is what every input run said)."""
+    family, first = parse(test).param, dict(kept[0][1])
+    known = tuple(m for m in models if m in REGISTRY)
+    unknown = [m for m in models if m not in REGISTRY and (families or {}).get(m) in (family, None)]
+    seq_len = int(settings.get("seq_len") or 128)
+    why = LADDER.why_not(Target(None, family, known, seq_len))
+    if why is not None and not unknown:
+        if all(r.get("verdict") == "n/a" and r.get("reason") == why for _, r in kept):
+            return first, None
+        return {
+            **first,
+            **BLANK,
+            "outcome": "skipped",
+            "verdict": "n/a",
+            "reason": why,
+            "merged": "applicability over the merged models",
+        }, None
+    if unknown:
+        return _not_judged(
+            first,
+            f"not judged across runs: the {family} family's ladder cannot be formed at merge "
+            f"time, which has no registry spec for models given by reference "
+            f"({', '.join(unknown)}); T13 needs the family's sizes in one run",
+        )
+    sizes = family_sizes(family, known)
+    judged = [
+        (label, r)
+        for label, r in kept
+        if r.get("verdict") not in ("n/a", "skipped") and (r.get("figures") or [{}])[0].get("value") == sizes
+    ]
+    if judged:  # one input run measured the whole ladder itself
+        return dict(judged[0][1]), None
+    values, missing, sources = t6_figures(sizes, by_model_test)
+    if missing:
+        return _not_judged(
+            first,
+            f"not judged across runs: the {family} ladder ({', '.join(sizes)}) was measured in "
+            f"separate runs, and T13 needs each size's head-mean ΔR² causal and bidirectional, "
+            f"which {T6_TEST} records; absent for {', '.join(missing)}: run T6 on "
+            f"{'it' if len(missing) == 1 else 'them'} too, or the ladder in one run",
+        )
+    v = ladder_verdict(sizes, [values[m][0] for m in sizes], [values[m][1] for m in sizes])
+    note = (
+        f"judged at merge over {', '.join(sizes)} from T6's mean_delta_causal and mean_delta_bidirectional "
+        f"(the figures T13 measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}"
+    )
+    return {**first, **BLANK, "outcome": "passed" if v["verdict"] == "held" else "failed", **v, "merged": note}, note

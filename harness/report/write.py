@@ -1,0 +1,122 @@
+"""A run's folder: results.json (every measured figure with its context), then the reports built from it:
+report.md, a self-contained report.html, summary.md and figures/*.png (harness.report.document; a merged run's
+with its "Merged from" section, harness.report.merged). Every file is written atomically (harness.files.atomic).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import secrets
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+from harness.files.atomic import point_link, write_text
+from harness.outcome.results import load_results, results_file
+from harness.report import document, merged, provenance
+from harness.report.render import to_html, to_markdown
+
+
+def write_run(
+    report_dir: Path,
+    run_id: str,
+    records: list,
+    settings,
+    models: list,
+    selection: list[str] | None = None,
+    interrupted: dict | None = None,
+) -> Path | None:
+    """Write the run into a folder of its own, ``report_dir/run_id`` (made here, never shared: a name taken by
+    another run gets a suffix), results.json first (nothing measured is lost: an unwritable or full directory falls
+    back to a temporary one, said in one line), then the reports built from it; every file is written atomically
+    (harness.files.atomic), and ``latest`` is moved to the run, atomically, only once both are complete. ``interrupted``
+    ({"by", "not_run"}) marks a run that ended before every selected test ran. Returns the run's folder (None: the
+    results could be written nowhere, said in one line)."""
+    results = {
+        "run": run_id,
+        "settings": settings.as_dict(),
+        "models": models,
+        "versions": provenance.versions(),
+        "provenance": _provenance(models, selection),
+        **({"interrupted": interrupted} if interrupted else {}),
+        "records": sorted(records, key=lambda r: (r["claim"], r["model"] or "", r["test"])),
+    }
+    out = None
+    try:
+        out = run_folder(report_dir, run_id)
+        results["run"] = out.name
+        write_text(out / "results.json", json.dumps(results, indent=1, allow_nan=True))
+    except OSError as e:
+        if out is not None:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # the empty folder a failed write leaves
+        try:
+            out = Path(tempfile.mkdtemp(prefix=f"abspos-{run_id}-"))
+            write_text(out / "results.json", json.dumps(results, indent=1, allow_nan=True))
+        except OSError as again:  # nowhere to write: one line, never a traceback over the run's summary
+            print(
+                f"abspos: could not write the results to {report_dir} ({e.strerror}) nor to a temporary folder "
+                f"({again.strerror}); they are lost",
+                file=sys.stderr,
+            )
+            return None
+        print(f"abspos: could not write to {report_dir} ({e.strerror}); results are in {out}", file=sys.stderr)
+        return out
+    try:
+        build(out / "results.json")
+    except Exception as e:
+        print(
+            f"abspos: the report could not be built ({e if isinstance(e, OSError) else f'{type(e).__name__}: {e}'}); "
+            f"results are in {out / 'results.json'}; rebuild with python -m harness.report build",
+            file=sys.stderr,
+        )
+        return out  # `latest` stays on the last run whose report is complete
+    try:
+        point_link(report_dir / "latest", out.name)
+    except OSError:
+        pass  # the run's own folder is what matters; "latest" is a convenience
+    return out
+
+
+def run_folder(report_dir: Path, run_id: str) -> Path:
+    """A new, empty folder ``report_dir/run_id`` for this run alone: created exclusively, so runs started in the same
+    second (processes, ``verify()`` calls) never share one; a name already taken gets a random suffix."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    name = run_id
+    for _ in range(100):
+        try:
+            (report_dir / name).mkdir()
+            return report_dir / name
+        except FileExistsError:
+            name = f"{run_id}-{secrets.token_hex(3)}"
+    raise FileExistsError(errno.EEXIST, "no free run folder name", str(report_dir / run_id))
+
+
+def _provenance(models: list, selection) -> dict:
+    try:
+        return provenance.collect(models, selection)
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def build(results_path: Path) -> Path:
+    """Write report.md, report.html, summary.md and figures/*.png next to results.json (given as the file or its run
+    folder, checked by load_results before anything is written), with the "Merged from" section when the run was
+    merged (harness.report.merge); returns report.md's path."""
+    results_path = results_file(results_path)
+    results, base = load_results(results_path), results_path.parent
+    try:
+        from harness.report.plots import make_all  # matplotlib: loaded only to draw
+
+        plots = make_all(results, base / "figures")
+    except ImportError as e:  # no matplotlib: the tables alone
+        warnings.warn(f"report figures skipped: {e}", stacklevel=2)
+        plots = []
+    report = merged if "merged" in results else document
+    blocks = report.document(results, plots, base)
+    write_text(base / "report.html", to_html(blocks))  # each atomically: a full disk leaves no truncated report
+    write_text(base / "summary.md", report.summary_markdown(results))
+    return write_text(base / "report.md", to_markdown(blocks, base))

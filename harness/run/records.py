@@ -1,0 +1,251 @@
+"""The records of a run's claim tests: one per test, from its report (``classify``: the verdict, the reason, the
+failing assertion), collected on the xdist controller by ``RecordCollector``, which prints the claims × models
+matrix at the end of the run and writes the results and the report (harness.report.write).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from harness.outcome import stability
+from harness.outcome.nodeid import parse
+from harness.outcome.verdict import VERDICTS
+from harness.report.matrix import verdict_matrix
+from harness.report.write import write_run
+from harness.run import signals
+from harness.run.context import RunContext
+from harness.spec.claims import CLAIMS
+from harness.spec.models import REGISTRY
+
+
+def _crash_message(report) -> str:
+    """The exception's own message, whatever --tb style the run uses."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return crash.message if crash is not None else (str(report.longrepr).strip().splitlines() or [""])[-1]
+
+
+def classify(report) -> tuple[str, bool, str, str | None]:
+    """(verdict, whether a recorded known outcome expected it, the reason in this run, the failing assertion)
+    of a claim test's report."""
+    not_held = next((v for k, v in report.user_properties if k == "not_held"), None)
+    check = not_held["check"] if not_held else None
+    if report.skipped:
+        if hasattr(report, "wasxfail"):  # the recorded assertion failed again (checked in the plugin's call hook)
+            if not_held and report.when == "call":
+                return "not held", True, not_held["message"], check  # this run's figure, never the recorded text
+            return "harness error", True, f"a ClaimNotHeld outside the claim's body (recorded: {report.wasxfail})", None
+        reason = report.longrepr[2].removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else ""
+        return ("n/a" if reason.startswith("not applicable") else "skipped"), False, reason, None
+    if report.passed:
+        return "held", False, "", None
+    if report.when == "call" and str(report.longrepr).startswith("[XPASS(strict)]"):
+        recorded = str(report.longrepr).removeprefix("[XPASS(strict)] ")
+        return (
+            "stale",
+            False,
+            f"held in this run, but recorded as not holding ({recorded}): re-take the known outcome",
+            None,
+        )
+    message = _crash_message(report)
+    kind = message.split(":", 1)[0].rsplit(".", 1)[-1]
+    if report.when == "call" and not_held and kind in ("ClaimNotHeld", "KnownOutcomeMismatch"):
+        return "not held", False, not_held["message"], check
+    return "harness error", False, message.replace("harness.outcome.verdict.", ""), check
+
+
+def claim_of(nodeid: str) -> dict:
+    """{"claim", "model"} of a claim test from its node id alone (an xdist worker that crashed sends a report
+    without the test's properties), or {} for any other test."""
+    test = parse(nodeid)
+    cid = next((c.id for c in CLAIMS.values() if test.function in c.tests), None)
+    return {"claim": cid, "model": test.param if test.param in REGISTRY else None} if cid else {}
+
+
+class RecordCollector:
+    """Collects one record per claim test (on the xdist controller) and, at the end, writes the report and
+    prints the claims × models matrix."""
+
+    def __init__(self, run: RunContext, selection: list[str] | None = None):
+        self.run, self.records, self.stability = run, [], stability.load(run.stability_record)
+        self.setup_seconds: dict[str, float] = {}
+        self.selection = selection  # the pytest command line's arguments (the report's provenance)
+        self.selected: list[str] | None = None  # node ids of the selected claim tests (after -k / -m)
+        self.session = None
+        self.stop_reason: str | None = None  # why the session ended early, when no signal says it
+        self.interrupted: dict | None = None  # {"by", "not_run"} of a run that ended before every test ran
+        self.interrupts = signals.Interrupts(on_first=self._stopping)
+
+    # ---- an interrupted run (SIGINT, SIGTERM, SIGHUP; -x; pytest.exit) ----------------------------------
+    def _stopping(self, name: str) -> None:
+        if self.session is not None:  # should the KeyboardInterrupt be swallowed, the session still stops
+            self.session.shouldstop = f"interrupted by {name}"
+
+    def pytest_sessionstart(self, session):
+        self.session = session
+        self.interrupts.install()
+
+    def pytest_collection_finish(self, session):
+        self.selected = [i.nodeid for i in session.items if claim_of(i.nodeid)]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if self.selected is None:  # every worker collects the same selection
+            self.selected = [i for i in ids if claim_of(i)]
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        self.stop_reason = str(excinfo.value).strip() or excinfo.typename
+
+    def interruption(self, session, exitstatus) -> dict | None:
+        """{"by": the signal ("SIGTERM") or the reason the session stopped, "not_run": the selected claim tests that
+        never reported} for a run that ended early, else None."""
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:  # refused (--require-weights): said in its own line
+            return None
+        reported = {r["test"] for r in self.records}
+        not_run = [t for t in self.selected or [] if t not in reported]
+        by = (
+            self.interrupts.by
+            or self.stop_reason
+            or session.shouldfail
+            or session.shouldstop
+            or ("KeyboardInterrupt" if exitstatus == pytest.ExitCode.INTERRUPTED else None)
+        )
+        if self.interrupts.by is None and exitstatus != pytest.ExitCode.INTERRUPTED and not not_run:
+            return None
+        if not by and not not_run:
+            return None
+        return {"by": str(by or "the session ended early"), "not_run": not_run}
+
+    @pytest.hookimpl(tryfirst=True)  # recorded before the terminal shows it: an interrupt never drops a shown result
+    def pytest_runtest_logreport(self, report):
+        props = dict(p for p in report.user_properties if p[0] in ("claim", "model")) or claim_of(report.nodeid)
+        if "claim" not in props:
+            return
+        if report.when == "setup" and report.outcome == "passed":
+            self.setup_seconds[report.nodeid] = report.duration  # booked with the call: fixtures run captures
+            return
+        if report.when != "call" and report.when != "setup":
+            return
+        outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
+        verdict, known, reason, check = classify(report)
+        entry = props.get("model") and stability.unstable(
+            self.stability, parse(report.nodeid).function, props["model"], self.run.requested.verdict_key()
+        )
+        figs = [v for k, v in report.user_properties if k == "figure"]
+        baseline = next((v for k, v in report.user_properties if k == "baseline"), None)
+        forward = next((v for k, v in report.user_properties if k == "forward"), {"seconds": 0.0, "layer_tokens": 0})
+        self.records.append(
+            {
+                "test": report.nodeid,
+                "claim": props["claim"],
+                "model": props.get("model"),
+                "outcome": outcome,
+                "verdict": verdict,
+                "known_outcome": known,
+                "check": check,
+                "reason": reason,
+                "figures": figs,
+                "seconds": round(
+                    max(
+                        0.0,
+                        report.duration + self.setup_seconds.pop(report.nodeid, 0.0) - forward.get("load_seconds", 0.0),
+                    ),
+                    2,
+                ),
+                "forward_seconds": forward["seconds"],
+                "layer_tokens": forward["layer_tokens"],
+                "floor_layer_tokens": forward.get("floor_layer_tokens", forward["layer_tokens"]),
+                **({"baseline": baseline} if baseline else {}),
+                **({"unstable": stability.describe(entry)} if entry else {}),
+                **({"shape": forward["shape"]} if "shape" in forward else {}),
+            }
+        )
+
+    def matrix(self) -> list[str]:
+        """The claims × models matrix (harness.report.matrix), one line per claim: how many of its tests held / did
+        not / n/a per model that has a test."""
+        mx = verdict_matrix(self.records, self.run.models)
+        models = [m for m in mx.models if any((c, m) in mx.cells for c in mx.claims)]
+        rows = {
+            cid: [", ".join(f"{n} {k}" for k, n in mx.counts(cid, m).items()) or "-" for m in models]
+            for cid in mx.claims
+        }
+        width = max([len(m) for m in models] + [len(c) for row in rows.values() for c in row])
+        return ["claim  " + "  ".join(m.ljust(width) for m in models).rstrip()] + [
+            f"{cid:<6} " + "  ".join(c.ljust(width) for c in row).rstrip() for cid, row in rows.items()
+        ]
+
+    def baseline_lines(self) -> list[str]:
+        """One line on the baselines this run compared with or recorded (runs without committed snapshots)."""
+        counts, files = Counter(), set()
+        for r in self.records:
+            if r.get("baseline"):
+                counts[r["baseline"]["status"]] += 1
+                files.add(r["baseline"]["path"])
+        if not counts:
+            return []
+        req = self.run.requested
+        what = f"{req.describe(req.numbers_key())}; {req.device.split(':')[0]}, {req.dtype}"
+        first = (
+            " (no baseline yet for those tests: this run's figures are now their baseline)"
+            if counts["recorded"]
+            else ""
+        )
+        where = next(iter(files)) if len(files) == 1 else f"{len(files)} files under {self.run.baselines.root}"
+        return [f"baseline ({what}): " + ", ".join(f"{n} tests {k}" for k, n in counts.items()) + first + f": {where}"]
+
+    def pytest_terminal_summary(self, terminalreporter):
+        tr = terminalreporter
+        if not self.records:
+            self.report_lines(tr)
+            return
+        tr.write_sep("=", "abspos claims × models (tests per cell by verdict)")
+        for line in self.matrix():
+            tr.write_line(line)
+        seen = {r["verdict"] for r in self.records}
+        tr.write_line("verdicts: " + "; ".join(f"{v}: {what}" for v, what in VERDICTS.items() if v in seen))
+        for line in self.baseline_lines():
+            tr.write_line(line)
+        self.report_lines(tr)
+
+    def report_lines(self, tr) -> None:
+        """Where the results went, and (a partial run) that it was interrupted and what never ran."""
+        if self.interrupted and (self.records or self.interrupts.by):
+            n, total = len(self.interrupted["not_run"]), len(self.selected or [])
+            tr.write_line(
+                f"abspos: interrupted by {self.interrupted['by']}: {n} of {total} selected claim tests never "
+                f"ran"
+                + (' (results.json lists them under "interrupted")' if n else "")
+                + (
+                    "; the results of those that finished are kept"
+                    if self.records
+                    else "; no claim test had finished: nothing written"
+                )
+            )
+        path = getattr(self, "report_path", None)
+        if path is not None and (path / "report.md").exists():
+            tr.write_line(f"abspos report: {path / 'report.md'}")
+        elif path is not None:
+            tr.write_line(f"abspos results: {path / 'results.json'} (no report: see the line above)")
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist tears its workers down: the results are written first
+    def pytest_sessionfinish(self, session, exitstatus):
+        try:
+            self.interrupted = self.interruption(session, exitstatus)
+            if self.run.report_dir is None or not self.records:
+                return
+            self.report_path = write_run(
+                self.run.report_dir,
+                self.run.run_id,
+                self.records,
+                self.run.requested,
+                list(self.run.models),
+                self.selection,
+                self.interrupted,
+            )
+        finally:
+            self.interrupts.restore()
+
+    def pytest_unconfigure(self, config):
+        self.interrupts.restore()

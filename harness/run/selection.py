@@ -1,0 +1,117 @@
+"""What a run selects, checked before anything is measured: the models (``--models``: names, groups and references)
+and whether the topic corpus can fill the prompt sets the run draws for each. A problem is a ``UsageError``: one
+line, which the pytest plugin raises as pytest's usage error and ``abspos-claims`` prints as its own.
+"""
+
+from __future__ import annotations
+
+from harness.capture import corpus
+from harness.model import references
+from harness.model.cache import CacheError
+from harness.spec.claims import CLAIMS, length_past_window
+from harness.spec.models import REGISTRY, UnknownModelError, WrongWeights, get_spec, names
+from harness.spec.settings import Settings, pow2_len
+
+
+class UsageError(ValueError):
+    """A bad option or an input the run cannot use: the message is one line saying which and why."""
+
+
+def selected_models(option: str, log=print) -> tuple[str, ...]:
+    """The models the claims run on, from ``--models``: registry names, groups, and references (``hf:``, ``path:``,
+    ``gguf:``; harness.model.references), whose derived specs are registered. Tiny random-init models are refused: they
+    test the harness (tests/ builds them itself) and have no tokenizer and no learned behaviour to make claims
+    about. Every problem is a one-line usage error."""
+    out: list[str] = []
+    for token in filter(None, (t.strip() for t in option.split(","))):
+        if token == "all":
+            out += names("bundled") + names("paper")
+        elif token in ("bundled", "paper"):
+            out += names(token)
+        else:
+            try:
+                out.append(references.register(token, log) or get_spec(token).name)
+            except (references.ReferenceError, WrongWeights, CacheError) as e:
+                raise UsageError(f"--models: {e}") from None
+            except UnknownModelError:
+                raise UsageError(
+                    f"--models: unknown model {token!r}; choose from bundled: "
+                    f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} "
+                    f"(or the groups bundled, paper, all; or any RoPE model by reference: "
+                    f"hf:<org>/<name>[@<revision>], path:<folder>, gguf:<file>)"
+                ) from None
+    if not out:
+        raise UsageError(
+            f"--models {option!r}: no model named; choose from bundled: "
+            f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} (or the groups "
+            f"bundled, paper, all; or a reference hf:<org>/<name>, path:<folder>, gguf:<file>)"
+        )
+    tiny = [n for n in out if REGISTRY[n].group == "tiny"]
+    if tiny:
+        raise UsageError(
+            f"--models {','.join(tiny)}: tiny random-init models test the harness mechanics "
+            f"(tests/ builds them itself), never the paper's claims; choose bundled or paper "
+            f"models ({', '.join(names('bundled') + names('paper'))})"
+        )
+    return tuple(dict.fromkeys(out))
+
+
+def prompt_sets(settings: Settings, spec) -> list[tuple[int, int, str]]:
+    """(prompts, tokens each, which options or claim ask for it) of every topic prompt set a run of the claims
+    draws on ``spec`` (the run's, the probes', T7's 512-token bins, T8 past a sliding window)."""
+    s, t7 = settings, CLAIMS["T7"].threshold("seq_len")
+    out = [
+        (s.n_prompts, s.seq_len, "--n-prompts and --seq-len"),
+        (s.n_probe_prompts, s.seq_len, "--n-probe-prompts and --seq-len"),
+        (s.n_prompts, max(s.seq_len, t7), f"T7's query bins at {t7} tokens or --seq-len, with --n-prompts"),
+    ]
+    if spec.sliding_window:
+        out.append(
+            (
+                s.n_prompts,
+                length_past_window(spec.sliding_window, s.seq_len),
+                "T8 past the sliding window, with --n-prompts",
+            )
+        )
+    return out
+
+
+def corpus_problems(settings: Settings, specs) -> list[str]:
+    """One line per prompt set the corpus certainly cannot fill for a model whose token budget the registry
+    records (``ModelSpec.corpus_tokens``), with what does fit, and for any other model (paper models, references)
+    each set more tokens than the corpus has bytes of text (``text_bound``); one that may not (it depends on the
+    documents drawn, or the tokenizer) fails in the run with ``corpus.CorpusTooSmall``."""
+    out = []
+    for spec in specs:
+        budget = spec.corpus_tokens.get(settings.corpus)
+        if not budget:  # a model without a recorded budget (paper models, references): the corpus's bytes bound it
+            for n, length, what in prompt_sets(settings, spec):
+                if n // 4 * (length - 1) > (most := text_bound(settings.corpus)):
+                    out.append(
+                        f"{what}: {n} prompts of {length} tokens need {n // 4 * length} tokens per topic; the "
+                        f"{settings.corpus!r} corpus's smallest topic makes at most {most} in any tokenizer "
+                        f"(a token covers a byte of text or more; no token count is recorded for "
+                        f"{spec.name}): at most {4 * (most // (length - 1))} prompts of {length} tokens fit"
+                        + ("" if settings.corpus == "bbc" else " (or use --corpus bbc)")
+                    )
+            continue
+        for n, length, what in prompt_sets(settings, spec) if budget else []:
+            if corpus.fits(budget, n, length) is False:
+                total, longest = budget
+                longest_fit, most = pow2_len(total // (n // 4) - longest), 4 * (total // (length + longest))
+                fit = [f"{n} prompts of at most {longest_fit} tokens"] if longest_fit else []
+                fit += [f"{most} prompts of {length} tokens"] if most else []
+                out.append(
+                    f"{what}: {n} prompts of {length} tokens need {n // 4 * length} tokens per topic; the "
+                    f"{settings.corpus!r} corpus's smallest topic has {total} in {spec.name}'s tokenizer"
+                    + (f"; it fills {' or '.join(fit)}" if fit else "")
+                    + ("" if settings.corpus == "bbc" else " (or use --corpus bbc)")
+                )
+    return out[:1]
+
+
+def text_bound(source: str) -> int:
+    """An upper bound, whatever the tokenizer, of the tokens the corpus's smallest topic makes as ``topic_prompts``
+    joins its documents: a token covers at least one byte of text (byte-level BPE, byte fallback), plus one per
+    document for a tokenizer's dummy prefix and three for the separator."""
+    return min(sum(len(d.encode()) + 4 for d in docs) for docs in corpus.topic_texts(source).values())

@@ -1,0 +1,171 @@
+"""README.md's "Contributing" works as written: the claim its example adds registers through the documented API,
+declares every figure its test records and is collected on a bundled model; a model registers the same way."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from harness.files import paths
+from harness.spec import claims, models
+
+README = paths.ROOT / "README.md"
+
+
+def contributing() -> str:
+    """README.md's "Contributing" section."""
+    text = README.read_text()
+    assert "\n## Contributing\n" in text, "README.md has no Contributing section"
+    return text.split("\n## Contributing\n", 1)[1].split("\n## ", 1)[0]
+
+
+def example(first_line: str) -> tuple[str, str]:
+    """(the path its first line names, the code) of the Contributing python block whose first line starts with
+    ``# <first_line>``, its list-item indentation removed."""
+    for indent, code in re.findall(r"^( *)```python\n(.*?)^ *```", contributing(), re.S | re.M):
+        code = "".join(line[len(indent) :] for line in code.splitlines(keepends=True))
+        if code.startswith(f"# {first_line}"):
+            return code.splitlines()[0][2:].split(":")[0].strip(), code
+    raise AssertionError(f"README.md's Contributing section has no python example starting '# {first_line}'")
+
+
+def readme_entry() -> claims.ClaimSpec:
+    """The README's registry entry, read as it would be inside harness/spec/claims.py (with that module's names)."""
+    path, code = example("harness/spec/claims.py")
+    assert path == "harness/spec/claims.py"
+    entry = eval(code, dict(vars(claims)))  # the entry ends with "),", as one in the registry's tuple
+    entry = entry[0] if isinstance(entry, tuple) and len(entry) == 1 else entry
+    assert isinstance(entry, claims.ClaimSpec), type(entry)
+    return entry
+
+
+def readme_test() -> tuple[str, str, str, list[str]]:
+    """(claims file, test function name, its claim marker's id, the figures it records) of the README's test."""
+    path, code = example("claims/")
+    marker = re.findall(r'@pytest\.mark\.claim\("([^"]+)"\)', code)
+    tests = re.findall(r"^def (test_\w+)\(", code, re.M)
+    assert len(marker) == 1 and len(tests) == 1, (marker, tests)
+    return path, tests[0], marker[0], re.findall(r'figures\.add\("([^"]+)"', code)
+
+
+@pytest.fixture
+def restore_claims():
+    """The claim registry as it was before the test (a test here registers the README's claim in this process)."""
+    before = dict(claims.CLAIMS)
+    yield
+    for cid in [c for c in claims.CLAIMS if c not in before]:
+        claims.unregister_claim(cid)
+    assert dict(claims.CLAIMS) == before
+
+
+@pytest.fixture
+def restore_registry():
+    before = dict(models.REGISTRY)
+    yield
+    models.REGISTRY.clear()
+    models.REGISTRY.update(before)
+
+
+def test_the_readme_claim_registers_and_declares_every_figure_its_test_records(restore_claims):
+    spec = readme_entry()
+    path, test, marker, recorded = readme_test()
+    assert spec.id not in claims.CLAIMS, f"README.md's example claim {spec.id} is a real claim now: renumber it"
+    assert claims.register_claim(spec) is claims.claim(spec.id) is spec
+    assert marker == spec.id and test.startswith(f"test_{spec.id}_") and path.startswith("claims/test_")
+    assert list(spec.tests) == [test], "the README's test is the one its entry lists"
+    assert recorded, "the README's test records no figure"
+    for name in recorded:
+        spec.figure(name)  # raises UndeclaredFigure for a figure the entry does not declare
+    words = claims.claim_test(test).words(spec.id)
+    assert words and "{" not in words
+    for name in claims.claim_test(test).headline:
+        assert name in recorded, f"the headline figure {name} is one the test records"
+    row = next(r for r in claims.methods_table().splitlines() if r.startswith(f"| {spec.id} |"))
+    assert f"`{test}`" in row  # what step 3 pastes into METHODS.md
+    with pytest.raises(claims.ClaimRegistrationError, match=f"claim {spec.id} registered twice"):
+        claims.register_claim(spec)
+
+
+def test_the_registry_refuses_an_entry_that_contradicts_itself(restore_claims):
+    spec = readme_entry()
+    test = next(iter(spec.claim_tests))
+    taken = dataclasses.replace(
+        spec, claim_tests={"test_T6_bidirectional_attention_reduces_leakage": spec.claim_tests[test]}
+    )
+    with pytest.raises(claims.ClaimRegistrationError, match="already a test of claim T6"):
+        claims.register_claim(taken)
+    unset = dataclasses.replace(spec, thresholds={})
+    with pytest.raises(claims.ClaimRegistrationError, match=f"the criterion of {test} names a threshold"):
+        claims.register_claim(unset)
+    undeclared = dataclasses.replace(spec, figures=())
+    with pytest.raises(claims.UndeclaredFigure):
+        claims.register_claim(undeclared)
+    assert spec.id not in claims.CLAIMS
+
+
+@pytest.mark.long
+def test_the_readme_claim_is_collected_on_a_bundled_model(tmp_path):
+    """The README's steps 1 and 2 in a folder of their own (its conftest registers the entry, as the registry's
+    tuple does), collected by the suite's plugin on smollm2-135m with ``--collect-only`` (nothing is loaded): the
+    plugin refuses a claim test whose marker names no registered claim or whose entry does not list it."""
+    _, entry = example("harness/spec/claims.py")
+    path, test, _, _ = readme_test()
+    _, code = example("claims/")
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --strict-markers\n")
+    (tmp_path / path).parent.mkdir(parents=True)
+    (tmp_path / path).write_text(code)
+    conftest = (
+        "from harness.spec.claims import *  # noqa: F403 - the names an entry in harness/spec/claims.py sees\n"
+        "\n"
+        'pytest_plugins = ["harness.run.plugin"]\n'
+        "\n"
+        f"register_claim(\n{entry})\n"
+    )
+    (tmp_path / "conftest.py").write_text(conftest)
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--models",
+        "smollm2-135m",
+        "--no-report",
+        "--report-dir",
+        str(tmp_path / "reports"),
+        "--baseline-dir",
+        str(tmp_path / "baselines"),
+        path,
+    ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(paths.ROOT), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"{path}::{test}[smollm2-135m]" in done.stdout.splitlines(), done.stdout[-3000:]
+
+
+def test_a_model_registers_once_under_its_name(restore_registry):
+    """README's "Adding a model": a spec enters the registry through register_model; another model under a name
+    already taken is refused in one line."""
+    smol = models.get_spec("smollm2-135m")
+    mine = dataclasses.replace(smol, name="my-model", source="my own GGUF")
+    assert models.register_model(mine) is models.get_spec("my-model")
+    assert models.register_model(dataclasses.replace(mine, caveat="again")).caveat == "again"  # the same model again
+    with pytest.raises(models.ModelNameTaken) as e:
+        models.register_model(dataclasses.replace(smol, source="another GGUF"))
+    assert "\n" not in str(e.value) and "smollm2-135m" in str(e.value)
+    assert models.get_spec("smollm2-135m") is smol
+
+
+def test_paper_models_are_named_in_one_place():
+    from harness.report.plot_style import PAPER_MODELS, paper_label
+
+    assert set(PAPER_MODELS) == set(models.names("paper")) == set(models.DISPLAY_NAMES)
+    assert [paper_label(m) for m in PAPER_MODELS] == [models.display_name(m) for m in PAPER_MODELS]
+    assert models.display_name(models.QWEN) == "Qwen2.5-3B" and models.display_name("smollm2-135m") == "smollm2-135m"

@@ -1,0 +1,228 @@
+"""The harness's import graph: layered subpackages, each importing only from the layers below it, and no cycles.
+
+    files (0) < spec (1) < stats (2) < model (3) < capture (4) < outcome (5) < report (6) < run (7)
+    < the top-level modules harness/__init__.py, api.py, cli.py, submit.py (8)
+
+Read statically with ``ast`` (imports inside functions count too: a deferred import is still a dependency), so a
+violation fails here in milliseconds instead of as a circular-import error somewhere else. ``__main__.py`` files
+are entry shims (``python -m harness.report``) and may import anything. The light layers must stay light: spec is
+pure Python (standard library only), and neither spec nor stats imports torch or transformers, so the settings,
+the claim catalogue and the command line load in a fraction of a second."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = ROOT / "harness"
+LAYERS = ("files", "spec", "stats", "model", "capture", "outcome", "report", "run")
+LAYER = {name: i for i, name in enumerate(LAYERS)}
+TOP = len(LAYERS)  # harness/__init__.py, api.py, cli.py, submit.py
+HEAVY = ("torch", "transformers")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(HARNESS.rglob("*.py"))}
+
+
+def layer(module: str) -> int:
+    """harness.<subpackage>[.<module>] -> that subpackage's layer; harness and its top-level modules -> TOP."""
+    parts = module.split(".")
+    return LAYER[parts[1]] if len(parts) > 1 and parts[1] in LAYER else TOP
+
+
+def is_package(module: str) -> bool:
+    return MODULES[module].name == "__init__.py"
+
+
+def imports(module: str) -> list[tuple[str, int]]:
+    """Every module name ``module`` imports (absolute, relative ones resolved), with its line; ``from a import b``
+    yields ``a.b`` when that is a module and ``a`` otherwise."""
+    out = []
+    for node in ast.walk(ast.parse(MODULES[module].read_text(), str(MODULES[module]))):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".") if is_package(module) else module.split(".")[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join([*package, *([base] if base else [])])
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.append((sub if sub in MODULES else base, node.lineno))
+    return out
+
+
+def harness_edges() -> dict[str, dict[str, int]]:
+    """module -> {harness module it imports: line of the first such import}."""
+    edges: dict[str, dict[str, int]] = {}
+    for m in MODULES:
+        targets: dict[str, int] = {}
+        for name, line in imports(m):
+            # `import harness.a.b` names a module; an unknown dotted name resolves to its longest known prefix
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name.startswith("harness") and name != m:
+                targets.setdefault(name, line)
+        edges[m] = targets
+    return edges
+
+
+EDGES = harness_edges()
+
+
+def test_the_graph_is_read():
+    assert len(MODULES) > 40, sorted(MODULES)
+    assert EDGES["harness.cli"], "harness/cli.py imports nothing from harness: the parser is broken"
+    assert "harness.spec.claims" in EDGES["harness.spec.settings"]
+
+
+def test_every_subpackage_has_a_layer():
+    """A new subpackage must be placed in the order (LAYERS above) before it can be imported from."""
+    packages = {p.parent.name for p in HARNESS.glob("*/__init__.py")}
+    assert packages == set(LAYERS), (
+        f"subpackages without a layer: {sorted(packages - set(LAYERS))}; "
+        f"layers without a subpackage: {sorted(set(LAYERS) - packages)}"
+    )
+
+
+def test_no_module_imports_from_a_higher_layer():
+    def where(m: str) -> str:
+        return f"{m} ({LAYERS[layer(m)] if layer(m) < TOP else 'top level'})"
+
+    upward = [
+        f"{MODULES[m].relative_to(ROOT)}:{line}: {where(m)} imports {where(t)}"
+        for m, ts in EDGES.items()
+        if not m.endswith(".__main__")
+        for t, line in ts.items()
+        if layer(t) > layer(m)
+    ]
+    assert not upward, "imports from a higher layer:\n" + "\n".join(sorted(upward))
+
+
+def strongly_connected(edges: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Tarjan's strongly connected components with more than one module (iterative: no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(edges.get(w, ()))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def a_cycle(component: list[str], edges: dict[str, dict[str, int]]) -> list[str]:
+    """One closed path through a strongly connected component, from its first module back to it."""
+    inside, start = set(component), component[0]
+    paths, seen = [[start]], {start}
+    while paths:  # breadth first: the shortest cycle through `start`
+        path = paths.pop(0)
+        for w in edges[path[-1]]:
+            if w == start:
+                return [*path, start]
+            if w in inside and w not in seen:
+                seen.add(w)
+                paths.append([*path, w])
+    return component
+
+
+def test_no_import_cycles():
+    cycles = []
+    for component in strongly_connected(EDGES):
+        path = a_cycle(component, EDGES)
+        steps = [f"{a} (line {EDGES[a][b]})" for a, b in pairwise(path)]
+        cycles.append(f"{', '.join(component)}: " + " -> ".join([*steps, path[-1]]))
+    assert not cycles, "import cycles between modules:\n" + "\n".join(cycles)
+
+
+def test_the_cycle_finder_finds_cycles():
+    edges = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3, "d": 4}, "d": {}, "e": {"e": 5}}
+    assert strongly_connected(edges) == [["a", "b", "c"]]
+    assert a_cycle(["a", "b", "c"], edges) == ["a", "b", "c", "a"]
+
+
+def third_party(subpackage: str) -> dict[str, list[str]]:
+    """Top-level names of what the modules of harness/<subpackage> import, outside harness: name -> modules."""
+    out: dict[str, list[str]] = {}
+    for m in MODULES:
+        if m.startswith(f"harness.{subpackage}.") or m == f"harness.{subpackage}":
+            for name, line in imports(m):
+                top = name.partition(".")[0]
+                if top and top != "harness" and top != "__future__":
+                    out.setdefault(top, []).append(f"{MODULES[m].relative_to(ROOT)}:{line}")
+    return out
+
+
+@pytest.mark.parametrize("subpackage", ["spec", "stats"])
+def test_light_layers_import_neither_torch_nor_transformers(subpackage):
+    found = {name: where for name, where in third_party(subpackage).items() if name in HEAVY}
+    assert not found, f"harness/{subpackage} imports {found}"
+
+
+def test_spec_is_pure_python():
+    """The claim catalogue, models and settings import the standard library only."""
+    found = {name: where for name, where in third_party("spec").items() if name not in sys.stdlib_module_names}
+    assert not found, f"harness/spec imports packages outside the standard library: {found}"
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [
+        ["harness.spec.settings"],
+        ["harness.cli"],
+        sorted(m for m in MODULES if m.startswith("harness.stats.")),
+    ],
+    ids=["spec.settings", "cli", "stats"],
+)
+def test_light_imports_load_neither_torch_nor_transformers(modules):
+    """At run time too (what the static test cannot see: a dependency that imports torch itself), in a fresh
+    interpreter."""
+    code = (
+        f"import sys\nimport {', '.join(modules)}\n"
+        f"print(' '.join(sorted({{m.partition('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "", f"importing {', '.join(modules)} loads {done.stdout.strip()}"
