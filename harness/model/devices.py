@@ -164,10 +164,14 @@ def free_bytes(device: str) -> int:
 
 def out_of_memory(e: BaseException) -> bool:
     """Whether ``e`` says an allocation failed: numpy's MemoryError, torch's OutOfMemoryError (CUDA), or the plain
-    RuntimeError torch's CPU allocator ("can't allocate memory") and the MPS backend ("out of memory") raise."""
+    RuntimeError torch's CPU allocator ("can't allocate memory"), the MPS backend ("out of memory") and cuBLAS
+    ("CUBLAS_STATUS_ALLOC_FAILED") raise."""
     if isinstance(e, (MemoryError, torch.OutOfMemoryError)):
         return True
-    return isinstance(e, RuntimeError) and any(s in str(e) for s in ("can't allocate memory", "out of memory"))
+    return isinstance(e, RuntimeError) and any(
+        s in str(e)
+        for s in ("can't allocate memory", "out of memory", "ALLOC_FAILED")  # cuBLAS: CUBLAS_STATUS_ALLOC_FAILED
+    )
 
 
 def to_stats(x) -> np.ndarray:

@@ -20,11 +20,9 @@ from unittest import mock
 import torch
 
 from harness.model import cache, devices
+from harness.model.cache import cache_root
+from harness.model.rehearsal_mark import check_not_rehearsal
 from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("ABSPOS_CACHE", "").strip() or Path.home() / ".cache" / "abspos-claims")  # empty: unset
 
 
 def _package_dir(package: str, spec: ModelSpec) -> Path:
@@ -255,7 +253,8 @@ def check_identity(spec: ModelSpec, folder: Path) -> None:
 def paper_folder(spec: ModelSpec) -> Path:
     """Local folder of a paper checkpoint, offline only: ``$ABSPOS_MODELS_DIR/<name>``, ``/<org>/<repo>``,
     ``/<org>--<repo>`` or ``/<repo>``, then the Hugging Face cache. WeightsUnavailable (one line saying how to
-    provide them) when no folder holds a config and weights; WrongWeights when the folder holds another model."""
+    provide them) when no folder holds a config and weights; WrongWeights when the folder holds another model, or
+    a rehearsal build (``REHEARSAL.json``: random weights) for any spec but a rehearsal's own."""
     root = os.environ.get("ABSPOS_MODELS_DIR")
     names = (spec.name, spec.hub_id, spec.hub_id.replace("/", "--"), spec.hub_id.split("/")[-1])
     candidates = [Path(root) / n for n in names] if root else []
@@ -268,6 +267,8 @@ def paper_folder(spec: ModelSpec) -> Path:
     for folder in candidates:
         if has_weights(folder):
             check_identity(spec, folder)
+            if not spec.rehearsal:
+                check_not_rehearsal(spec.name, folder)
             check_weight_links(spec.name, folder)
             return folder
     for folder in candidates:
@@ -287,6 +288,7 @@ def local_folder(spec: ModelSpec) -> Path:
         bundled_gguf(spec)  # the file is still there (its conversion is verified when loaded)
         return conversion_path(spec)
     folder = Path(spec.folder)
+    check_not_rehearsal(spec.name, folder)
     check_weight_links(spec.name, folder)
     if not has_weights(folder):
         raise WeightsUnavailable(

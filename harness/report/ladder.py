@@ -19,16 +19,19 @@ T13_TEST = "test_T13_leakage_constant_and_residual_share_rises_with_scale"
 T6_TEST = "test_T6_bidirectional_attention_reduces_leakage"
 T13_FIGURES = ("mean_delta_causal", "mean_delta_bidirectional")  # read from T6's record of each size
 
-#: What a merged T13 record has in place of the input run's measurement (it measured nothing itself).
-BLANK = {
-    "known_outcome": False,
-    "check": None,
-    "figures": [],
-    "seconds": 0.0,
-    "forward_seconds": 0.0,
-    "layer_tokens": 0,
-    "floor_layer_tokens": 0,
-}
+
+# What a merged T13 record has in place of the input run's measurement (it measured nothing itself).
+def blank() -> dict:
+    """A fresh copy each time (its figures list is the record's own)."""
+    return {
+        "known_outcome": False,
+        "check": None,
+        "figures": [],
+        "seconds": 0.0,
+        "forward_seconds": 0.0,
+        "layer_tokens": 0,
+        "floor_layer_tokens": 0,
+    }
 
 
 def is_t13(test: str) -> bool:
@@ -61,7 +64,7 @@ def ladder_verdict(sizes: list[str], base, bi) -> dict:
 def _not_judged(first: dict, reason: str) -> tuple[dict, str]:
     return {
         **first,
-        **BLANK,
+        **blank(),
         "outcome": "skipped",
         "verdict": "skipped",
         "reason": reason,
@@ -104,7 +107,7 @@ def t13_record(
             return first, None
         return {
             **first,
-            **BLANK,
+            **blank(),
             "outcome": "skipped",
             "verdict": "n/a",
             "reason": why,
@@ -139,4 +142,4 @@ def t13_record(
         f"judged at merge over {', '.join(sizes)} from T6's mean_delta_causal and mean_delta_bidirectional "
         f"(the figures T13 measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}"
     )
-    return {**first, **BLANK, "outcome": "passed" if v["verdict"] == "held" else "failed", **v, "merged": note}, note
+    return {**first, **blank(), "outcome": "passed" if v["verdict"] == "held" else "failed", **v, "merged": note}, note

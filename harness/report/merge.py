@@ -32,62 +32,15 @@ from pathlib import Path
 from harness.files.atomic import write_text
 from harness.model import references
 from harness.outcome.nodeid import parse
-from harness.outcome.results import ResultsFileError, load_results, results_file
 from harness.report.ladder import is_t13, t13_record
+from harness.report.merge_inputs import JOB_FILE as JOB_FILE  # harness.submit imports it from here
+from harness.report.merge_inputs import MergeError, read_inputs
+from harness.report.merge_inputs import read_input as read_input  # still importable from here
 from harness.report.write import build
 from harness.spec.models import REGISTRY, names
 
 #: Top-level keys of a results.json the merge rebuilds; any other key (``interrupted``, ...) is carried through.
 KNOWN_KEYS = ("run", "settings", "models", "versions", "provenance", "records", "merged")
-JOB_FILE = "job.json"
-
-
-class MergeError(ResultsFileError):
-    """Runs that cannot be merged: the message is one line naming the runs and why."""
-
-
-# ---- inputs -----------------------------------------------------------------------------------------------
-
-
-def _job_status(path: Path) -> dict:
-    try:
-        job = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise ResultsFileError(f"{path}: not a readable job status ({e})") from None
-    if not isinstance(job, dict) or not isinstance(job.get("model"), str):
-        raise ResultsFileError(f'{path}: not a job status (no "model")')
-    return job
-
-
-def read_input(arg) -> tuple[str, Path, dict]:
-    """("run", results.json, results) or ("job", job.json, status) for one merge input; a missing or unreadable
-    input raises ResultsFileError (one line)."""
-    p = Path(arg)
-    if p.is_dir():
-        if (p / "results.json").exists():
-            p = p / "results.json"
-        elif (p / JOB_FILE).exists():  # a job's --report-dir folder: what the job said it wrote
-            p = p / JOB_FILE
-        elif (p / "latest" / "results.json").exists():  # a --report-dir folder: its latest run
-            p = (p / "latest" / "results.json").resolve()
-    if p.name == JOB_FILE:
-        job = _job_status(p)
-        found = job.get("results")
-        if found and not Path(found).exists():  # the job's folder moved (copied off the node): its run beside it
-            found = next(
-                (
-                    str(q)
-                    for q in (p.parent / "latest" / "results.json", p.parent / Path(found).parent.name / "results.json")
-                    if q.exists()
-                ),
-                found,
-            )
-        if job.get("status") == "succeeded" and found and Path(found).exists():
-            return "run", Path(found), load_results(found)
-        return "job", p, job
-    if p.is_dir():
-        raise ResultsFileError(f"{p}: no results.json (nor a job.json) in this folder: not a claims run")
-    return "run", results_file(p), load_results(p)
 
 
 # ---- checks -----------------------------------------------------------------------------------------------
@@ -196,26 +149,6 @@ def merge(inputs, allow_mixed: bool = False, expect=None, run_id: str | None = N
         "allow_mixed": bool(allow_mixed),
     }
     return merged
-
-
-def read_inputs(inputs) -> tuple[list[dict], list[dict]]:
-    """The runs ({"label", "path", "results"}, each labelled uniquely) and the job statuses ({"path", ...}) among the
-    inputs; the same run twice, or nothing at all, is a MergeError."""
-    runs, jobs = [], []
-    for arg in inputs:
-        kind, path, data = read_input(arg)
-        if kind == "job":
-            jobs.append({"path": path, **data})
-            continue
-        label = str(data.get("run") or path.parent.name)
-        if any(r["label"] == label for r in runs):  # runs started in the same second on two machines
-            label = f"{label} ({', '.join(data.get('models') or []) or path.parent})"
-        if any(r["path"] == path for r in runs):
-            raise MergeError(f"{path}: given twice")
-        runs.append({"label": label, "path": path, "results": data})
-    if not runs and not jobs:
-        raise MergeError("nothing to merge: give the runs' results.json files or run folders")
-    return runs, jobs
 
 
 def run_warnings(runs: list, allow_mixed: bool) -> list[str]:

@@ -69,6 +69,9 @@ class ModelSpec:
     # config.json dimensions (a stand-in of the same compute cost, for throughput: benchmarks/bench_nightly.py);
     # for bundled and local models the public shape the loaded config is checked against
     config: dict[str, Any] = field(default_factory=dict)
+    # a rehearsal build's spec (harness.model.rehearsal.rehearsal_spec): the only one whose folder may carry the
+    # REHEARSAL.json marker of random weights (weights.paper_folder refuses such a folder for any other spec)
+    rehearsal: bool = False
 
     @property
     def markers(self) -> tuple[str, ...]:

@@ -1,0 +1,103 @@
+"""The suite's command-line options (the ``abspos`` group of pytest's options), registered by the plugin
+(harness/run/plugin.py, which imports ``pytest_addoption`` from here so that pytest finds the hook on it). Their
+defaults are the settings' (harness/spec/settings.py) and the committed files' (harness/files/paths.py); the run
+context (harness/run/context.py) reads and checks them."""
+
+from __future__ import annotations
+
+from harness.files.paths import BASELINES, KNOWN_OUTCOMES, REPORTS, STABILITY
+from harness.model import devices
+from harness.spec.settings import Settings
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("abspos", "absolute-position claims")
+    g.addoption(
+        "--models",
+        default="bundled,paper",
+        help="comma list of model names, groups (bundled, paper, all) or references: hf:<org>/<name>[@<revision>], "
+        "path:<folder>, gguf:<file> (offline; spec derived from config and tokenizer); default: "
+        "bundled,paper",
+    )
+    g.addoption("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 ...")
+    g.addoption(
+        "--dtype",
+        default="float32",
+        choices=list(devices.DTYPES),
+        help="model weight dtype (statistics are always float64)",
+    )
+    d = Settings()
+    g.addoption("--n-prompts", type=int, default=d.n_prompts, help="prompts per capture (a multiple of 4, at least 12)")
+    g.addoption(
+        "--seq-len", type=int, default=d.seq_len, help="tokens per prompt (8 times a power of two, at least 16)"
+    )
+    g.addoption(
+        "--n-pairs",
+        type=int,
+        default=d.n_pairs,
+        help="stratified (i, j) pairs for ΔR² (at least 1000; at most where every pair is drawn)",
+    )
+    g.addoption(
+        "--n-perm",
+        type=int,
+        default=d.n_perm,
+        help="permutations for permutation nulls, sign flips beyond 2^16 patterns (100 to 1,000,000)",
+    )
+    g.addoption(
+        "--n-probe-prompts",
+        type=int,
+        default=d.n_probe_prompts,
+        help="prompts for the topic probes (a multiple of 4, at least 20)",
+    )
+    g.addoption("--corpus", default=d.corpus, choices=["wiki", "bbc"], help="topic corpus")
+    g.addoption(
+        "--seed",
+        type=int,
+        default=d.seed,
+        help="seed of every random draw: prompts, pairs, permutations and sign flips, bootstrap resamples "
+        "(0 to 2^32 - 1)",
+    )
+    g.addoption(
+        "--known-outcomes",
+        default=str(KNOWN_OUTCOMES),
+        help="recorded 'not held' outcomes (strict xfails); default fixtures/known_outcomes.json",
+    )
+    g.addoption(
+        "--stability-record",
+        default=str(STABILITY),
+        help="verdicts under several seeds (scripts/stability.sh); default fixtures/stability.json",
+    )
+    g.addoption("--report-dir", default=str(REPORTS), help="where run reports go")
+    g.addoption(
+        "--run-id",
+        default=None,
+        help="the run's folder name under --report-dir (default: its start time and a "
+        "random suffix; a name already taken gets a suffix)",
+    )
+    g.addoption(
+        "--baseline-dir",
+        default=str(BASELINES),
+        help="baselines of settings without committed snapshots (first run records, later runs compare)",
+    )
+    g.addoption(
+        "--baseline-update",
+        action="store_true",
+        help="re-record this run's baselines (--snapshot-update re-takes the committed snapshots)",
+    )
+    g.addoption("--no-report", action="store_true", help="do not write a run report")
+    g.addoption(
+        "--require-weights",
+        action="store_true",
+        help="a usage error (exit 4) when a selected model's weights are absent, instead of skipping its "
+        "tests: a nightly that cannot load its models fails instead of passing empty",
+    )
+    g.addoption(
+        "--threads",
+        type=int,
+        default=0,
+        help="CPU threads per process (torch and BLAS); default: the cores free when the run starts, divided "
+        "by the xdist workers ($ABSPOS_THREADS also sets it)",
+    )
+    g.addoption(
+        "--run-slow", action="store_true", help="also run the slow variants (16-length scaling, many random draws)"
+    )
