@@ -63,14 +63,6 @@ def restore_claims():
     assert dict(claims.CLAIMS) == before
 
 
-@pytest.fixture
-def restore_registry():
-    before = dict(models.REGISTRY)
-    yield
-    models.REGISTRY.clear()
-    models.REGISTRY.update(before)
-
-
 def test_the_readme_claim_registers_and_declares_every_figure_its_test_records(restore_claims):
     spec = readme_entry()
     path, test, marker, recorded = readme_test()

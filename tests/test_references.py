@@ -28,13 +28,7 @@ REV = "0123456789abcdef0123456789abcdef01234567"
 FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")
 
 
-@pytest.fixture(autouse=True)
-def restore_registry():
-    """Each test's references leave the registry as they found it."""
-    before = dict(REGISTRY)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(before)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # each test's references leave the registry as found
 
 
 @pytest.fixture(scope="module")

@@ -44,12 +44,7 @@ ROOT = Path(weights.__file__).resolve().parents[1]  # the tree whose harness is 
 TOKENIZER = ("tokenizer.json", "tokenizer_config.json")
 
 
-@pytest.fixture(autouse=True)
-def restore_registry():
-    before = dict(REGISTRY)
-    yield
-    REGISTRY.clear()
-    REGISTRY.update(before)
+pytestmark = pytest.mark.usefixtures("restore_registry")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")
