@@ -34,6 +34,10 @@ def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
     figures.add("mean_delta_causal", base, ci=base_ci)
     figures.add("mean_delta_bidirectional", bi, ci=bi_ci)
     figures.add("bidirectional_over_causal", ratio, ci=ratio_ci, note="paper 0.09-0.36 across its models")
+    if model.spec.group == "paper":  # T13 across runs: each size's resamples, paired across sizes (report/ladder.py)
+        figures.add("bootstrap_rows:causal", leak.mean_delta_boot(), note="T13 at merge: not judged here")
+        figures.add("bootstrap_rows:bidirectional", leak.mean_delta_boot(Bidirectional()), note="T13 at merge")
+        figures.add("bootstrap_prompts", len(leak.prompts))
     holds(
         ratio <= BI_AT_MOST and ratio_ci[1] < 1,
         f"bidirectional mean ΔR² {bi:.4g} vs causal {base:.4g}: ratio {ratio:.2f} (95% CI "

@@ -22,7 +22,7 @@ FLAT = T8.threshold("flat")
 
 
 def ratio_profile(session, model, seq_len=None):
-    """(r_l, depth slope, its bootstrap CI), computed once per model and length."""
+    """(r_l, depth slope, its bootstrap CI, the CI of the mean r_l), computed once per model and length."""
     return session.memo(model, ("T8 layer ratio", seq_len), lambda: _ratio_profile(session, model, seq_len))
 
 
@@ -30,12 +30,13 @@ def _ratio_profile(session, model, seq_len):
     leak = Leakage(session, model, seq_len=seq_len)
     point = leak.layer_means(Bidirectional()) / leak.layer_means()
     boot = leak.layer_means(Bidirectional(), boot=True) / leak.layer_means(boot=True)
-    return point, depth_slope(point), prompt_ci(session, depth_slope(boot))
+    mean_ci = prompt_ci(session, np.nanmean(np.where(np.isfinite(boot), boot, np.nan), axis=-1))
+    return point, depth_slope(point), prompt_ci(session, depth_slope(boot)), mean_ci
 
 
-def record(figures, ratio, slope, slope_ci, seq_len):
+def record(figures, ratio, slope, slope_ci, mean_ci, seq_len):
     figures.add("layer_ratio", ratio)
-    figures.add("mean_layer_ratio", float(np.nanmean(ratio)))
+    figures.add("mean_layer_ratio", float(np.nanmean(ratio)), ci=mean_ci, seq_len=seq_len)
     figures.add("depth_slope", slope, ci=slope_ci, note="change of r_l over the whole depth")
     figures.add("seq_len", seq_len)
 
@@ -43,9 +44,9 @@ def record(figures, ratio, slope, slope_ci, seq_len):
 @pytest.mark.claim("T8")
 @pytest.mark.reads(topic(WEIGHT))
 def test_T8_layer_ratio_is_flat_with_depth(model, session, figures):
-    ratio, slope, slope_ci = ratio_profile(session, model)
+    ratio, slope, slope_ci, mean_ci = ratio_profile(session, model)
     bound = FLAT
-    record(figures, ratio, slope, slope_ci, session.settings.seq_len)
+    record(figures, ratio, slope, slope_ci, mean_ci, session.settings.seq_len)
     figures.add("flat_bound", bound)
     holds(
         -bound < slope_ci[0] and slope_ci[1] < bound,
@@ -55,8 +56,8 @@ def test_T8_layer_ratio_is_flat_with_depth(model, session, figures):
 
 
 def check_rises(model, session, figures, seq_len=None):
-    ratio, slope, slope_ci = ratio_profile(session, model, seq_len)
-    record(figures, ratio, slope, slope_ci, seq_len or session.settings.seq_len)
+    ratio, slope, slope_ci, mean_ci = ratio_profile(session, model, seq_len)
+    record(figures, ratio, slope, slope_ci, mean_ci, seq_len or session.settings.seq_len)
     holds(
         slope_ci[0] > 0,
         f"the layer-wise ratio does not rise with depth: slope {slope:.3f}, 95% CI {np.round(slope_ci, 3).tolist()}",

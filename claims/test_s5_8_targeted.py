@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from harness import claim, holds
-from harness.capture.measure import WEIGHT, Leakage
+from harness.capture.measure import WEIGHT, Leakage, prompt_ci
 from harness.capture.plan import probe, topic, topic_rows
 from harness.capture.reads import MLP_AT_TARGET, PROBE_STATES, At, Run, SinkProfile
 from harness.model.edits import Directions, ProjectOutOfResidual, Rank1MLPAblation, ZeroHeads
 from harness.stats.directions import dominant_direction, fraction_norm_removed, rank1_direction
 from harness.stats.heads import decile_split
-from harness.stats.intervals import t_interval
 from harness.stats.probes import chance_level, topic_probe_accuracy
 from harness.stats.sinks import sink_reading_strength
+from harness.stats.targeted import paired_difference, probe_correct, random_minus_targeted, reduction
 
 DIRECTION_PROMPTS = 4  # prompts the rank-1 directions are fitted on
 AFTER_0 = At(start=1)  # the residual stream at every position after 0
@@ -36,26 +36,34 @@ def position_directions(session, model) -> Directions:
     return Directions({l: rank1_direction(states[:, l].reshape(-1, model.d_model), pos) for l in range(model.n_layers)})
 
 
-def random_control(leak, model, k: int, draws: int, seed: int) -> list[float]:
-    """Mean ΔR² with k uniformly drawn heads zeroed, one value per draw."""
+def random_control(leak, model, k: int, draws: int, seed: int) -> tuple[list[float], np.ndarray]:
+    """Head-mean ΔR² with k uniformly drawn heads zeroed, one value per draw, and its bootstrap rows [draws, B]
+    (the prompt resamples every condition shares)."""
     rng = np.random.default_rng(seed)
     n = model.n_layers * model.n_heads
-    return [
-        leak.mean_delta(
-            ZeroHeads([divmod(int(h), model.n_heads) for h in rng.choice(n, k, replace=False)], name=f"random{k}-{d}")
-        )
+    edits = [
+        ZeroHeads([divmod(int(h), model.n_heads) for h in rng.choice(n, k, replace=False)], name=f"random{k}-{d}")
         for d in range(draws)
     ]
+    return [leak.mean_delta(e) for e in edits], np.stack([leak.mean_delta_boot(e) for e in edits])
 
 
 def targeted_vs_random(model, session, figures, draws):
     """Reductions of mean ΔR² (1 - ablated / baseline) by the rank-1 position direction, the top-decile sink heads
-    and as many random heads (per draw, with the t-interval of their mean); computed once per model."""
-    base, rank1, sink, k, values = session.memo(
+    and as many random heads (averaged over the draws), and per targeted ablation the margin (mean random
+    reduction − |targeted reduction|), each with its 95% prompt-bootstrap CI, the random draws resampled inside
+    every prompt resample (``stats.targeted``); computed once per model."""
+    base, rank1, sink, k, values, rows = session.memo(
         model, ("T11 targeted vs random", draws), lambda: _targeted_vs_random(model, session, draws)
     )
-    reductions = 1 - np.array(values) / base
-    random_ci = t_interval(reductions)
+    point = {"rank1": rank1, "sink": sink}
+    random_mean, margin = random_minus_targeted(base, point, values)
+    random_b, margin_b = random_minus_targeted(
+        rows["base"], {w: rows[w] for w in point}, rows["random"], seed=session.settings.seed
+    )
+    random_ci = prompt_ci(session, random_b)
+    margin_ci = {w: prompt_ci(session, margin_b[w]) for w in point}
+    reductions = reduction(base, values)
     figures.add("ablation:baseline", base)
     figures.add("ablation:rank-1 position probe", rank1)
     figures.add(f"ablation:top-decile sink heads ({k})", sink)
@@ -65,24 +73,49 @@ def targeted_vs_random(model, session, figures, draws):
         ci=[min(values), max(values)],
         note="range over draws",
     )
-    figures.add("reduction_rank1", 1 - rank1 / base)
-    figures.add("reduction_sink_heads", 1 - sink / base)
     figures.add(
-        "reduction_random_heads", float(reductions.mean()), ci=random_ci, note=f"95% t-interval over {draws} draws"
+        "reduction_rank1", reduction(base, rank1), ci=prompt_ci(session, reduction(rows["base"], rows["rank1"]))
+    )
+    figures.add(
+        "reduction_sink_heads", reduction(base, sink), ci=prompt_ci(session, reduction(rows["base"], rows["sink"]))
+    )
+    figures.add(
+        "reduction_random_heads",
+        float(random_mean[0]),
+        ci=random_ci,
+        note=f"95% prompt-bootstrap CI, the {draws} draws resampled inside each prompt resample",
     )
     figures.add("reduction_random_heads_by_draw", reductions)
-    return base, {"rank1": 1 - rank1 / base, "sink": 1 - sink / base}, random_ci
+    figures.add(
+        "random_minus_rank1",
+        float(margin["rank1"][0]),
+        ci=margin_ci["rank1"],
+        note="mean random reduction − |rank-1 reduction|",
+    )
+    figures.add(
+        "random_minus_sink_heads",
+        float(margin["sink"][0]),
+        ci=margin_ci["sink"],
+        note="mean random reduction − |sink-head reduction|",
+    )
+    return {w: reduction(base, point[w]) for w in point}, random_ci, margin_ci
 
 
 def _targeted_vs_random(model, session, draws):
     leak = Leakage(session, model)
-    base = leak.mean_delta()
-    rank1 = leak.mean_delta(ProjectOutOfResidual(position_directions(session, model), name="rank1-position"))
+    rank1_edit = ProjectOutOfResidual(position_directions(session, model), name="rank1-position")
     strength = sink_reading_strength(session.capture(model, leak.run(), SinkProfile()).values)
     top, _ = decile_split(strength)
     heads = [divmod(int(h), model.n_heads) for h in top]
-    sink = leak.mean_delta(ZeroHeads(heads, name=f"top-sink{len(heads)}"))
-    return base, rank1, sink, len(heads), random_control(leak, model, len(heads), draws, session.settings.seed)
+    sink_edit = ZeroHeads(heads, name=f"top-sink{len(heads)}")
+    values, random_rows = random_control(leak, model, len(heads), draws, session.settings.seed)
+    rows = {
+        "base": leak.mean_delta_boot(),
+        "rank1": leak.mean_delta_boot(rank1_edit),
+        "sink": leak.mean_delta_boot(sink_edit),
+        "random": random_rows,
+    }
+    return leak.mean_delta(), leak.mean_delta(rank1_edit), leak.mean_delta(sink_edit), len(heads), values, rows
 
 
 @pytest.fixture
@@ -91,17 +124,17 @@ def t11(model, session, figures):
 
 
 def check_smaller_than_random(t11, which: str, what: str):
-    base, targeted, (lo, hi) = t11
-    r = targeted[which]
+    targeted, (lo, hi), margin_ci = t11
+    m_lo, m_hi = margin_ci[which]
     holds(
         lo > 0,
-        f"the random-head control does not reduce ΔR² (mean reduction 95% CI [{lo:.3f}, {hi:.3f}]): "
+        f"the random-head control does not reduce ΔR² (mean reduction 95% prompt-bootstrap CI [{lo:.3f}, {hi:.3f}]): "
         f"no yardstick for 'smaller than a random ablation'",
     )
     holds(
-        abs(r) < lo,
-        f"{what} changes ΔR² by {-r:+.1%}, an effect not smaller than the random-head control's "
-        f"(reduction 95% CI [{lo:.1%}, {hi:.1%}])",
+        m_lo > 0,
+        f"{what} changes ΔR² by {-targeted[which]:+.1%}, an effect not smaller than the random-head control's: "
+        f"mean random reduction − |targeted reduction| 95% CI [{m_lo:.1%}, {m_hi:.1%}] does not exclude 0 above",
     )
 
 
@@ -122,47 +155,58 @@ def test_T11_sink_head_ablation_reduces_less_than_random_heads(t11):
 def test_T12_rank1_mlp_ablation_removes_norm_not_topic(model, session, figures):
     """App. B: at each of the last three layers, the dominant direction of the per-prompt MLP outputs at the target
     (the last position) is projected out of that layer's MLP output there; the fraction of the output norm removed
-    and the topic probe's accuracy at the target after the last layer are measured, one layer at a time."""
+    and the topic probe's accuracy at the target after the last layer are measured, one layer at a time. The
+    accuracy change is the paired per-prompt difference (out-of-fold correctness after − before, same folds)."""
     text = session.prompts(model, n_prompts=session.settings.n_probe_prompts)
     layers = list(range(model.n_layers - LAST_LAYERS, model.n_layers))
     target = text.seq_len - 1
     mlp, resid = session.capture(model, Run(text), MLP_AT_TARGET, PROBE_STATES)
     dirs = {l: dominant_direction(mlp.values[:, l, 0]) for l in layers}  # one row per prompt
-    removed = np.array([fraction_norm_removed(mlp.values[:, l, 0], dirs[l]) for l in layers])
+    removed = {
+        how: np.array([fraction_norm_removed(mlp.values[:, l, 0], dirs[l], reduce=how) for l in layers])
+        for how in ("frobenius", "mean", "energy")
+    }
     seed = session.settings.seed
 
-    def accuracy(states):
-        return topic_probe_accuracy(states[:, -1, -1], text.labels, seed=seed)  # the last layer, at the target
+    def last(states):
+        return states[:, -1, -1]  # the last layer, at the target
 
-    acc0 = accuracy(resid.values)  # the topic grid's pass (T1): its last position is the target
-    after = np.array(
-        [
-            accuracy(
-                session.capture(
-                    model,
-                    Run(text, (Rank1MLPAblation(Directions({l: dirs[l]}), start=target),)),
-                    At(positions=(target,)),
-                ).values
-            )
-            for l in layers
-        ]
-    )
-    se = np.sqrt(acc0 * (1 - acc0) / len(text))
-    chance = chance_level(text.labels)
-    figures.add("fraction_norm_removed_by_layer", removed, note="paper 0.17-0.80 per layer")
+    after_states = [
+        session.capture(
+            model, Run(text, (Rank1MLPAblation(Directions({l: dirs[l]}), start=target),)), At(positions=(target,))
+        ).values
+        for l in layers
+    ]
+    acc0 = topic_probe_accuracy(last(resid.values), text.labels, seed=seed)  # the probe prompts' pass
+    after = np.array([topic_probe_accuracy(last(s), text.labels, seed=seed) for s in after_states])
+    correct0 = probe_correct(last(resid.values), text.labels, seed=seed)
+    change, se = np.array(
+        [paired_difference(correct0, probe_correct(last(s), text.labels, seed=seed)) for s in after_states]
+    ).T
+    figures.add("fraction_norm_removed_by_layer", removed["frobenius"], note="judged; paper 0.17-0.80 per layer")
+    figures.add("fraction_norm_removed_by_layer_mean", removed["mean"], note="per-prompt mean of 1 - |y⊥|/|y|")
+    figures.add("fraction_norm_removed_by_layer_energy", removed["energy"], note="squared-norm share σ1²/Σσ²")
     figures.add("ablated_layers", layers)
-    figures.add("chance", chance)
+    figures.add("chance", chance_level(text.labels))
     figures.add("topic_accuracy_before", acc0)
     figures.add("topic_accuracy_after_by_ablated_layer", after)
-    assert np.all(np.isfinite(removed)), f"non-finite fraction of the MLP norm removed {removed}: a harness error"
-    low = [(l, round(float(r), 3)) for l, r in zip(layers, removed) if r < MIN_NORM_REMOVED]
+    figures.add(
+        "topic_accuracy_change_by_ablated_layer",
+        change,
+        ci=np.stack([change - ACCURACY_SE * se, change + ACCURACY_SE * se], axis=-1),
+        note=f"paired per-prompt difference after − before, ± {ACCURACY_SE} paired SE",
+    )
+    frac = removed["frobenius"]
+    assert np.all(np.isfinite(frac)), f"non-finite fraction of the MLP norm removed {frac}: a harness error"
+    low = [(l, round(float(r), 3)) for l, r in zip(layers, frac) if r < MIN_NORM_REMOVED]
     holds(
         not low,
         f"the rank-1 ablation removes less than {MIN_NORM_REMOVED} of the MLP output norm at the target "
         f"at layer(s) {low} (layer, fraction)",
     )
+    worst = int(np.argmin(change + ACCURACY_SE * se))
     holds(
-        after.min() >= acc0 - ACCURACY_SE * se,
-        f"topic-probe accuracy falls from {acc0:.3f} to {after.min():.3f} after the ablation at layer "
-        f"{layers[int(after.argmin())]} (beyond {ACCURACY_SE} SE = {ACCURACY_SE * se:.3f})",
+        np.all(change >= -ACCURACY_SE * se),
+        f"topic-probe accuracy falls by {-change[worst]:.3f} (paired, per prompt) after the ablation at layer "
+        f"{layers[worst]}, beyond {ACCURACY_SE} paired SE = {ACCURACY_SE * se[worst]:.3f}",
     )

@@ -1,7 +1,10 @@
 """§5.9 Scale: composition shifts, magnitude is preserved (T13, Table 11).
 
 Within a family with several sizes (the paper's Llama-3.2-1B, 3.2-3B, 3.1-8B): total mean ΔR² stays about
-constant, while the residual-stream share ΔR²(bi)/ΔR²(causal) rises from the smallest size and saturates.
+constant, while the residual-stream share ΔR²(bi)/ΔR²(causal) rises from the smallest size and saturates. Judged on
+paired 95% prompt-bootstrap CIs (every size reads the same prompts, resampled alike): "constant" as an equivalence,
+the CI of the largest relative deviation from the family mean within the magnitude tolerance; "rises" and
+"saturates" as CIs above 0 (``stats.scaling.composition_checks``).
 Families with one available size cannot test this and skip with that reason.
 """
 
@@ -14,7 +17,7 @@ from harness.model.edits import Bidirectional
 from harness.model.weights import ensure_available
 from harness.spec.claims import LADDERS
 from harness.spec.models import FAMILIES, WeightsUnavailable, get_spec
-from harness.stats.scaling import composition_checks
+from harness.stats.scaling import composition_checks, composition_intervals
 
 CONSTANT = claim("T13").threshold("constant")
 T13_TEST = "test_T13_leakage_constant_and_residual_share_rises_with_scale"
@@ -35,16 +38,22 @@ def test_T13_leakage_constant_and_residual_share_rises_with_scale(family, sessio
             ensure_available(get_spec(name))
     except WeightsUnavailable as e:
         pytest.skip(f"{family} scale ladder incomplete: {e}")
-    base, bi = [], []
+    base, bi, base_rows, bi_rows = [], [], [], []
     for name in sizes:
         model = session.model(name)
         leak = Leakage(session, model)
         base.append(leak.mean_delta())
         bi.append(leak.mean_delta(Bidirectional()))
+        base_rows.append(leak.mean_delta_boot())  # the same prompt resamples for every size: paired
+        bi_rows.append(leak.mean_delta_boot(Bidirectional()))
+        n_prompts = len(leak.prompts)
         session.release(model)
-    share, checks = composition_checks(base, bi, CONSTANT)
+    share, stats = composition_intervals(base, bi, base_rows, bi_rows, n_prompts)
+    _, checks = composition_checks(base, bi, CONSTANT, base_rows, bi_rows, n_prompts)
     figures.add("models", sizes)
     figures.add("mean_delta_causal_by_size", np.array(base))
     figures.add("residual_stream_share_by_size", share)
+    for name, (value, ci) in stats.items():
+        figures.add(f"leakage_{name}" if name == "spread" else f"share_{name}", value, ci=ci)
     for condition, ok, message in checks:  # named as before: "<this test>: <condition>"
         holds(ok, message, check=f"{T13_TEST}: {condition}")

@@ -19,6 +19,7 @@ from harness.spec.claims import (
     LADDER,
     NO_BOS,
     NO_BOS_T1,
+    PAPER_SEQ_LEN,
     RISING,
     WINDOW_PAST,
     FigureSpec,
@@ -196,7 +197,7 @@ def test_paper_check_uses_the_claims_own_tolerance():
     assert PaperValue(0.0143, rtol=0.25).within(0.0143 * 1.24) and not PaperValue(0.0143, rtol=0.25).within(
         0.0143 * 1.26
     )
-    figs = Figures(Node(), claim("T6"), model="qwen-2.5-3b")
+    figs = Figures(Node(), claim("T6"), model="qwen-2.5-3b", seq_len=PAPER_SEQ_LEN)
     figs.add("mean_delta_causal", 0.0153 * 1.2)
     figs.check_paper()
     figs.add("mean_delta_bidirectional", 0.0014 * 2)
@@ -205,7 +206,7 @@ def test_paper_check_uses_the_claims_own_tolerance():
     ):
         figs.check_paper()
     # T9c's first-bin value (0.115 on Llama-3.2-3B) is checked under its own name; T6 has no such figure
-    t9c = Figures(Node(), claim("T9c"), model="llama-3.2-3b")
+    t9c = Figures(Node(), claim("T9c"), model="llama-3.2-3b", seq_len=PAPER_SEQ_LEN)
     t9c.add("first_bin:bidirectional", 0.005)
     with pytest.raises(ClaimNotHeld):
         t9c.check_paper()
@@ -253,3 +254,53 @@ def test_every_claim_has_its_decision_anchor_in_methods():
     """The report links each claim to METHODS.md#decision-<id>: every such anchor must exist."""
     text = paths.METHODS.read_text()
     assert [c for c in CLAIMS if f'<a id="decision-{c.lower()}"></a>' not in text] == []
+
+
+def test_paper_values_are_judged_only_at_the_papers_design():
+    """A figure measured on prompts of another length than the paper's 512 is reported with why, never judged."""
+    assert claim("T7").threshold("seq_len") == PAPER_SEQ_LEN  # the evidence for the design: §5.5's seven bins
+    node = Node()
+    figs = Figures(node, claim("T6"), model="qwen-2.5-3b", seq_len=128)
+    figs.add("mean_delta_bidirectional", 0.0014 * 5)  # far outside, but not at the paper's design
+    figs.check_paper()
+    assert "reported, not judged: measured on 128-token prompts" in node.user_properties[-1][1]["paper_check"]
+    figs.add("mean_delta_causal", 0.0153 * 5, seq_len=PAPER_SEQ_LEN)  # a figure measured at 512 in a 128 run
+    with pytest.raises(ClaimNotHeld, match="mean_delta_causal"):
+        figs.check_paper()
+    assert node.user_properties[-1][1]["paper_check"].startswith("outside 0.0153 ±")
+
+
+def test_paper_band_is_the_tolerance_or_the_runs_own_ci_half_width():
+    ref = PaperValue(0.0014, rtol=0.25)  # Table 6, Qwen-2.5-3B bidirectional: tolerance 0.00035
+    assert ref.band() == ref.band([float("nan"), 1.0]) == pytest.approx(0.00035)
+    assert ref.band([0.0010, 0.0012]) == pytest.approx(0.00035)  # a CI narrower than the tolerance: the tolerance
+    assert ref.band([0.0008, 0.0024]) == pytest.approx(0.0008)  # a wider one: its half-width
+    assert not ref.accepts(0.0020) and ref.accepts(0.0020, [0.0012, 0.0030])
+    node = Node()
+    figs = Figures(node, claim("T6"), model="qwen-2.5-3b", seq_len=PAPER_SEQ_LEN)
+    figs.add("mean_delta_bidirectional", 0.0020, ci=[0.0012, 0.0030])
+    figs.check_paper()
+    assert node.user_properties[-1][1]["paper_check"] == "within 0.0014 ± 0.0009"
+
+
+def test_report_says_which_paper_values_were_judged_and_which_only_reported():
+    from harness.report.document import paper_checks
+
+    record = {
+        "claim": "T6",
+        "model": "qwen-2.5-3b",
+        "figures": [
+            {"name": "mean_delta_causal", "value": 0.016, "paper_check": "within 0.0153 ± 0.00383"},
+            {
+                "name": "mean_delta_bidirectional",
+                "value": 0.004,
+                "paper_check": "reported, not judged: measured on 128-token prompts, the paper's design is 512 "
+                "(--seq-len 512 judges it)",
+            },
+            {"name": "identity_over_causal", "value": 2.5},
+        ],
+    }
+    text = paper_checks(record)
+    assert "within the paper's value: mean_delta_causal within 0.0153 ± 0.00383" in text
+    assert "mean_delta_bidirectional reported, not judged (measured on 128-token prompts" in text
+    assert paper_checks({**record, "model": "smollm2-135m"}) == ""

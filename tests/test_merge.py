@@ -15,6 +15,7 @@ import copy
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -228,15 +229,20 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
         def __init__(self, session, model):
             self.m = sizes.index(model)
 
+        prompts = [None] * 16
+
         def mean_delta(self, *edits):
             return bi[self.m] if edits else base[self.m]
+
+        def mean_delta_boot(self, *edits):  # rows equal to the point: every CI collapses onto the point estimate
+            return np.full(50, self.mean_delta(*edits))
 
     class Session:
         model = staticmethod(lambda name: name)
         release = staticmethod(lambda model: None)
 
     class Figs(dict):
-        def add(self, name, value):
+        def add(self, name, value, ci=None, **kw):
             self[name] = plain(value)
 
     monkeypatch.setattr(mod, "Leakage", Leak)
@@ -247,9 +253,13 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
         expected = ("held", None, "")
     except ClaimNotHeld as e:
         expected = ("not held", e.check, str(e))
-    got = ladder.ladder_verdict(sizes, base, bi)
+    rows = [np.full(50, v) for v in base], [np.full(50, v) for v in bi]
+    got = ladder.ladder_verdict(sizes, base, bi, *rows, 16)  # runs that kept T6's bootstrap rows: the test's CIs
     assert (got["verdict"], got["check"], got["reason"]) == expected
     assert {f["name"]: f["value"] for f in got["figures"]} == dict(figs)
+    points = ladder.ladder_verdict(sizes, base, bi)  # runs without rows: the same checks on the point estimates
+    without_ci = re.sub(r" \(95% CI \[[^]]*\]\)", "", expected[2])
+    assert (points["verdict"], points["check"], points["reason"]) == (*expected[:2], without_ci)
     assert (case == "held" or case == "two sizes") == (expected[0] == "held")
 
 
@@ -267,6 +277,12 @@ def _paper_run(example: dict, model: str, with_t6: bool, i: int) -> dict:
         "figures": [
             {"name": "mean_delta_causal", "value": base, "paper": None, "ci": None, "note": ""},
             {"name": "mean_delta_bidirectional", "value": bi, "paper": None, "ci": None, "note": ""},
+            # the paper models' T6 keeps its bootstrap rows (the same resamples in every run): spread around the point
+            *(
+                {"name": f"bootstrap_rows:{c}", "value": (v * (1 + 0.05 * np.sin(np.arange(200)))).tolist()}
+                for c, v in (("causal", base), ("bidirectional", bi))
+            ),
+            {"name": "bootstrap_prompts", "value": 16},
         ],
     }
     why = LADDER.why_not(Target(None, "llama", (model,), 128))
@@ -291,10 +307,15 @@ def test_t13_is_judged_across_runs_from_t6_figures_or_said_not_judged(example, t
     assert len(t13) == 1 and t13[0]["model"] is None
     report = (tmp_path / "m" / "report.md").read_text()
     if with_t6:
-        expected = ladder.ladder_verdict(list(LADDERS["llama"]), [0.0121, 0.0143, 0.0131], [0.002, 0.006, 0.0058])
+        base, bi = [0.0121, 0.0143, 0.0131], [0.002, 0.006, 0.0058]
+        wave = 1 + 0.05 * np.sin(np.arange(200))
+        rows = [v * wave for v in base], [v * wave for v in bi]
+        expected = ladder.ladder_verdict(list(LADDERS["llama"]), base, bi, *rows, 16)
         assert t13[0]["verdict"] == expected["verdict"] == "held"
         assert t13[0]["figures"] == expected["figures"]
+        assert any(f["ci"] for f in t13[0]["figures"] if f["name"] == "share_rise")  # judged on paired CIs
         assert "judged at merge over llama-3.2-1b, llama-3.2-3b, llama-3.1-8b from T6's" in t13[0]["merged"]
+        assert "on their paired prompt-bootstrap rows" in t13[0]["merged"]
         assert "T13 [llama]: judged at merge" in report
     else:
         assert t13[0]["verdict"] == "skipped" and not t13[0]["figures"]

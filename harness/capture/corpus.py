@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import weakref
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -21,6 +22,11 @@ from harness.spec.models import ModelSpec, WeightsUnavailable
 # The four largest topics of the Wikipedia summaries (paper: "balanced across four topics").
 WIKI_TOPICS = ("People", "Biology and health sciences", "Geography", "Physical sciences")
 BBC_TOPICS = ("business", "politics", "sports", "tech")
+
+
+#: Topic-neutral words for the token at 0 (T1): determiners, prepositions and conjunctions every topic's text uses,
+#: lower-case as they appear mid-sentence (no verbs or pronouns, whose tense and person differ by topic: "was", "he").
+NEUTRAL_WORDS = ("the", "of", "and", "to", "in", "a", "for", "on", "with", "as", "by", "that", "at", "from")
 
 
 class CorpusTooSmall(ValueError):
@@ -97,6 +103,37 @@ def topic_prompts(
 ) -> PromptSet:
     """n_prompts prompts balanced across four topics, each exactly seq_len tokens, made by joining
     shuffled documents of one topic; no document is used twice within a set."""
+    return _topic_rows(tokenizer, spec, n_prompts, seq_len, seed, source, None)
+
+
+def offset_topic_prompts(
+    tokenizer, spec: ModelSpec, n_prompts: int, seq_len: int, seed: int = 0, source: str = "wiki"
+) -> PromptSet:
+    """``topic_prompts``'s documents in the same seeded order, but each prompt's text starts inside a document, at a
+    topic-neutral word (T1, fidelity review 2): the j-th prompt of every topic starts at the word ``NEUTRAL_WORDS[
+    order[j % 14]]`` (``order`` one seeded permutation, a stream of its own), at one of that word's occurrences after
+    the first word of the next document holding one (drawn uniformly; documents without one are passed over). The
+    token at 0 (no-BOS models) or 1 (BOS models) is then neither a lead's topic-typical first word ("John", "The",
+    "In") nor associated with the topic even by chance: every topic gets the same words at 0."""
+    rng = np.random.default_rng([seed, 1])
+    order = rng.permutation(len(NEUTRAL_WORDS))
+
+    def start_at_a_neutral_word(j: int):
+        word = NEUTRAL_WORDS[order[j % len(order)]]
+
+        def inside(text: str) -> str | None:
+            starts = [m.start(1) for m in re.finditer(r"\s(\S+)", text) if m.group(1) == word]
+            return text[starts[int(rng.integers(len(starts)))] :] if starts else None
+
+        return inside
+
+    ps = _topic_rows(tokenizer, spec, n_prompts, seq_len, seed, source, start_at_a_neutral_word)
+    return replace(ps, name=f"{source}@neutral-offset")
+
+
+def _topic_rows(tokenizer, spec: ModelSpec, n_prompts: int, seq_len: int, seed: int, source: str, start) -> PromptSet:
+    """The topic prompt set. ``start`` (or None), called with each prompt's index within its topic, gives the
+    function that rewrites the text of the prompt's first document, or returns None to pass that document over."""
     texts = topic_texts(source)
     topics = tuple(texts)
     if n_prompts % len(topics):
@@ -109,8 +146,9 @@ def topic_prompts(
     for label, topic in enumerate(topics):
         order = rng.permutation(len(texts[topic]))
         cursor = 0
-        for _ in range(n_prompts // len(topics)):
+        for j in range(n_prompts // len(topics)):
             ids: list[int] = []
+            first = start(j) if start is not None else None
             while len(ids) < body:
                 if cursor >= len(order):
                     raise CorpusTooSmall(
@@ -118,8 +156,13 @@ def topic_prompts(
                         f"prompts of {seq_len} tokens: use fewer or shorter prompts (--n-prompts, "
                         f"--n-probe-prompts, --seq-len) or --corpus bbc"
                     )
-                ids += _encode(tokenizer, texts[topic][order[cursor]]) + sep
+                doc: str | None = texts[topic][order[cursor]]
                 cursor += 1
+                if first is not None and not ids:
+                    doc = first(doc)
+                    if doc is None:
+                        continue
+                ids += _encode(tokenizer, doc) + sep
             rows.append(bos + ids[:body])
             labels.append(label)
     return PromptSet(np.asarray(rows, dtype=np.int64), np.asarray(labels), topics, source)
@@ -196,3 +239,29 @@ def token0_identity_prompts(prompts: PromptSet, tokenizer, n_tokens: int, n_prom
     ids = np.repeat(prompts.ids[:1], n_prompts, axis=0)
     ids[:, 0] = tokens[np.arange(n_prompts) % n_tokens]
     return PromptSet(ids, np.zeros(n_prompts, dtype=np.int64), prompts.topics, f"{prompts.name}+identity{n_tokens}@0")
+
+
+def neutral_token_at_zero(prompts: PromptSet, tokenizer, seed: int = 0) -> PromptSet:
+    """Replace the token at position 0 by a topic-neutral token (the first token of one of ``NEUTRAL_WORDS``): the
+    k-th prompt of every label gets word ``order[k % 14]`` (``order`` one seeded permutation), so on a balanced set
+    every topic gets the same words at 0 and none is associated with a topic, even by chance."""
+    neutral = np.asarray([_encode(tokenizer, w)[0] for w in NEUTRAL_WORDS])
+    order = np.random.default_rng(seed).permutation(neutral.size)
+    ids = prompts.ids.copy()
+    for label in np.unique(prompts.labels):
+        rows = np.flatnonzero(prompts.labels == label)
+        ids[rows, 0] = neutral[order[np.arange(rows.size) % neutral.size]]
+    return replace(prompts, ids=ids, name=f"{prompts.name}+neutral@0")
+
+
+def varied_token0_identity_prompts(prompts: PromptSet, tokenizer, n_tokens: int, seed: int = 0) -> PromptSet:
+    """T4's design (fidelity review 2): every prompt keeps its own tokens 1..n-1 (the suffixes vary) and gets at 0
+    one of ``n_tokens`` tokens drawn uniformly from the uncommon range (seeded, the draw of
+    ``token0_identity_prompts``), prompt p the token p % n_tokens, so each identity recurs len(prompts) / n_tokens
+    times, on prompts of every topic when the set is topic-balanced in blocks of a multiple of ``n_tokens``."""
+    if len(prompts) % n_tokens or len(prompts) < 2 * n_tokens:
+        raise ValueError(f"{len(prompts)} prompts do not repeat each of {n_tokens} tokens equally, at least twice")
+    tokens = np.random.default_rng(seed).choice(uncommon_vocab(tokenizer), size=n_tokens, replace=False)
+    ids = prompts.ids.copy()
+    ids[:, 0] = tokens[np.arange(len(prompts)) % n_tokens]
+    return replace(prompts, ids=ids, name=f"{prompts.name}+varied-identity{n_tokens}@0")

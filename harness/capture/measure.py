@@ -127,6 +127,10 @@ class Leakage:
         )
         return prof if boot else prof[0]
 
+    def head_deltas_boot(self, *edits: Edit) -> np.ndarray:
+        """ΔR² per head in every bootstrap row [n_boot, heads] (the prompt resamples of ``mean_delta_boot``)."""
+        return self._fit(self.stats(*edits), boot=True)
+
     def layer_means(self, *edits: Edit, boot: bool = False) -> np.ndarray:
         """Per-layer head-mean ΔR²: [n_layers] or, with ``boot``, [n_boot, n_layers]."""
         means = by_layer(self._fit(self.stats(*edits), boot), self.model.n_layers).mean(axis=-1)

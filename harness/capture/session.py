@@ -22,6 +22,7 @@ from harness.capture.workload import Workload
 from harness.model import devices
 from harness.model.hooks import HookedModel
 from harness.model.points import hook_name
+from harness.model.rehearsal import ensure_built
 from harness.model.weights import load_pretrained, random_init_model
 from harness.spec.models import WeightsUnavailable, get_spec
 from harness.spec.settings import Settings
@@ -81,6 +82,8 @@ class Session:
                 if spec.group == "tiny":
                     hf, tok = random_init_model(spec, s.seed, devices.parse_dtype(s.dtype), s.device), None
                 else:
+                    if spec.rehearses:  # built once per cache, then loaded as its paper model would be
+                        ensure_built(spec, log=self.notice)
                     hf, tok = load_pretrained(spec, devices.parse_dtype(s.dtype), s.device, log=self.notice)
             except Exception as e:
                 self._failed[name] = e

@@ -4,10 +4,9 @@ folder, checking its identity, loading it clean, its tokenizer) can be rehearsed
 
 Two sizes. ``"full"``: the published config.json exactly (``harness.spec.paper_configs``); a float32 build is 4 bytes a
 parameter (Llama-3.1-8B: ~32 GB), so it is built only when asked for by name. ``"rehearsal"``: the same config with
-fewer layers and a narrower width, and nothing else changed: ``REHEARSAL_LAYERS`` layers; 2 key/value heads (1 where
-the model has no more than 2, so every rehearsal is narrower than its model) and the model's own GQA ratio of query
-heads to them; the model's ``head_dim`` (stated explicitly), so hidden_size = heads x head_dim; intermediate_size
-scaled by the same factor as hidden_size; Qwen's ``max_window_layers`` scaled with the layers (36 of 36 -> 2 of 2).
+fewer layers and a narrower width, and nothing else changed: ``REHEARSAL_LAYERS`` layers; 1 key/value head and the
+model's own GQA ratio of query heads to it (one of its GQA groups); the model's ``head_dim`` (stated explicitly), so hidden_size = heads x head_dim; intermediate_size
+scaled by the same factor as hidden_size; Qwen's ``max_window_layers`` scaled with the layers (36 of 36 -> 4 of 4).
 The RoPE type, theta and scaling, the vocabulary, the special-token ids, the context, tied embeddings, the norms and
 the sliding window are the published ones. ``DEPTH_AND_WIDTH`` names the fields that may differ.
 
@@ -21,6 +20,7 @@ paper's model even when placed where its real weights would be.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -31,12 +31,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.model.rehearsal_mark import MARKER
-from harness.spec.models import ModelSpec, UnknownModelError, get_spec
+from harness.model.rehearsal_mark import MARKER, rehearsals_root
+from harness.spec.models import PAPER, ModelSpec, UnknownModelError, get_spec, register_model
 from harness.spec.paper_configs import PAPER_CONFIGS, gqa_ratio, head_dim
 
 SIZES = ("rehearsal", "full")
-REHEARSAL_LAYERS = 2
+#: the fewest layers every claim's design reads on a paper model: T10 measures the first four layers (§4: "the first
+#: four layers and heads of Llama-3.2-1B"), T12 ablates the last three (App. B); with two, both would read past the end
+REHEARSAL_LAYERS = 4
 #: the fields a rehearsal config may give otherwise than the published one (``head_dim`` is added where the published
 #: file leaves it implicit, at the published value)
 DEPTH_AND_WIDTH = (
@@ -60,8 +62,9 @@ def public_config(name: str) -> dict[str, Any]:
 
 
 def rehearsal_kv_heads(config: dict[str, Any]) -> int:
-    """Key/value heads of a rehearsal: 2, or 1 where the model has no more than 2 (Qwen2.5-3B)."""
-    return 2 if config["num_key_value_heads"] > 2 else 1
+    """Key/value heads of a rehearsal: 1, so its query heads are one of the model's own GQA groups (the narrowest
+    build that keeps the ratio and the head width; at 2 the tier took twice as long, the MLPs' work dominating)."""
+    return 1
 
 
 def _scaled(value: int, num: int, den: int, what: str) -> int:
@@ -175,4 +178,63 @@ def build_rehearsal(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return folder
+
+
+# ---- the ``rehearsal`` group: the claims on every paper architecture, without its weights -----------------------
+
+GROUP, SUFFIX, SEED = "rehearsal", "-rehearsal", 0
+
+
+def register_rehearsals() -> list[str]:
+    """Register the ``rehearsal`` group (``--models rehearsal``; idempotent): per paper model, ``<name>-rehearsal``,
+    its ``rehearsal_spec`` (so BOS policy, family, RoPE and window, hence every claim's applicability, are the paper
+    model's) marked ``rehearses=<name>``, found under ``rehearsals_root()`` as a paper model under
+    ``$ABSPOS_MODELS_DIR`` (``weights.paper_folder``) and built there on first use (``ensure_built``)."""
+    out = []
+    for paper in PAPER:
+        spec = rehearsal_spec(paper.name)
+        source = f"rehearsal build of {paper.hub_id} (random weights, seed {SEED})"
+        named = dataclasses.replace(spec, name=paper.name + SUFFIX, group=GROUP, source=source, rehearses=paper.name)
+        out.append(register_model(named).name)
+    return out
+
+
+def _complete(folder: Path, name: str) -> bool:
+    """``folder`` holds the build ``ensure_built`` would write: its config and marker, and a weights file."""
+    try:
+        config = json.loads((folder / "config.json").read_text())
+        note = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    want = {**rehearsal_config(name), "torch_dtype": "float32"}
+    return (
+        config == want
+        and (note.get("size"), note.get("seed")) == ("rehearsal", SEED)
+        and any(folder.glob("*.safetensors"))
+    )
+
+
+def ensure_built(spec: ModelSpec, log=print) -> Path:
+    """The folder of a registered rehearsal (``spec.rehearses``), built once per cache: seeded, so every build is the
+    same model. A build of another config (an older ``rehearsal_config``) left there is moved aside and removed
+    first; a build that loses the race to another process's uses that one (``build_rehearsal`` renames a complete
+    folder into place, never replaces one)."""
+    name = spec.rehearses
+    if name is None:
+        raise ValueError(f"{spec.name} is not a registered rehearsal (register_rehearsals)")
+    folder = paper_layout(name, rehearsals_root())
+    if _complete(folder, name):
+        return folder
+    if (folder / MARKER).is_file():  # our own stale build (another config): never a folder without the marker
+        stale = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.stale-"))
+        with contextlib.suppress(OSError):
+            folder.rename(stale / folder.name)
+        shutil.rmtree(stale, ignore_errors=True)
+    log(f"[abspos] building {spec.name} (random weights, seed {SEED}) in {folder}")
+    try:
+        build_rehearsal(name, "rehearsal", folder, seed=SEED)
+    except OSError:  # FileExistsError, or the rename's ENOTEMPTY: another process built it first
+        if not _complete(folder, name):
+            raise
     return folder

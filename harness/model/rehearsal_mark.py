@@ -8,9 +8,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.model.cache import cache_root
 from harness.spec.models import WrongWeights
 
 MARKER = "REHEARSAL.json"
+
+
+def rehearsals_root() -> Path:
+    """Where the ``rehearsal`` group's builds live, laid out as ``$ABSPOS_MODELS_DIR`` holds the paper models
+    (``<org>/<repo>``): ``$ABSPOS_CACHE/rehearsal-models``. A registered rehearsal (``ModelSpec.rehearses``) is looked
+    for there, and only there (``weights.paper_folder``)."""
+    return cache_root() / "rehearsal-models"
 
 
 def check_not_rehearsal(name: str, folder: Path | str) -> None:

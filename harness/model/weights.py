@@ -21,7 +21,7 @@ import torch
 
 from harness.model import cache, devices
 from harness.model.cache import cache_root
-from harness.model.rehearsal_mark import check_not_rehearsal
+from harness.model.rehearsal_mark import check_not_rehearsal, rehearsals_root
 from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
 
 
@@ -254,14 +254,17 @@ def paper_folder(spec: ModelSpec) -> Path:
     """Local folder of a paper checkpoint, offline only: ``$ABSPOS_MODELS_DIR/<name>``, ``/<org>/<repo>``,
     ``/<org>--<repo>`` or ``/<repo>``, then the Hugging Face cache. WeightsUnavailable (one line saying how to
     provide them) when no folder holds a config and weights; WrongWeights when the folder holds another model, or
-    a rehearsal build (``REHEARSAL.json``: random weights) for any spec but a rehearsal's own."""
-    root = os.environ.get("ABSPOS_MODELS_DIR")
+    a rehearsal build (``REHEARSAL.json``: random weights) for any spec but a rehearsal's own. A registered rehearsal
+    (``spec.rehearses``, the ``rehearsal`` group) is looked for the same way under ``rehearsals_root()`` instead of
+    ``$ABSPOS_MODELS_DIR``, and never in the Hugging Face cache (which may hold the real model)."""
+    root = str(rehearsals_root()) if spec.rehearses else os.environ.get("ABSPOS_MODELS_DIR")
     names = (spec.name, spec.hub_id, spec.hub_id.replace("/", "--"), spec.hub_id.split("/")[-1])
     candidates = [Path(root) / n for n in names] if root else []
     try:
         from huggingface_hub import snapshot_download
 
-        candidates.append(Path(snapshot_download(spec.hub_id, local_files_only=True)))
+        if not spec.rehearses:
+            candidates.append(Path(snapshot_download(spec.hub_id, local_files_only=True)))
     except Exception:
         pass
     for folder in candidates:

@@ -20,6 +20,8 @@ class Figure(TypedDict, total=False):
     paper: Any  # the paper's value for this model, if it reports one (else null)
     ci: Any  # a confidence interval [low, high], if the test gives one (else null)
     note: str  # a few words on how it was measured ("" if none)
+    seq_len: int  # a figure the paper reports for this model: the prompt length it was measured at
+    paper_check: str  # on a paper model: "within 0.0143 ± 0.00358", "outside ...", or why it was not judged
 
 
 class Record(TypedDict, total=False):

@@ -23,6 +23,8 @@ VERDICTS = {
     "n/a": "the paper's prediction does not apply to this model",
     "skipped": "not run (weights absent, a slow variant)",
     "unstable": "the verdict differs between seeds (fixtures/stability.json)",
+    "rehearsed": "a rehearsal model (a paper architecture with random weights): the test ran to its verdict without "
+    "a harness error; held or not held on random weights is no verdict (the reason says which it would read)",
 }
 
 

@@ -22,6 +22,7 @@ LABEL = {
     "n/a": ("not applicable", "skip"),
     "skipped": ("skipped", "skip"),
     "unstable": ("unstable across seeds", "stale"),
+    "rehearsed": ("rehearsed (random weights: machinery checked, no verdict)", "skip"),
 }
 
 

@@ -120,20 +120,30 @@ def methods_link(claim: str, base: Path | None) -> Link:
 
 
 def paper_checks(r: dict) -> str:
-    """On a paper model, the plugin also requires every recorded figure the paper reports for that model to lie
-    within its tolerance (``Figures.check_paper``): said in the criterion."""
+    """On a paper model, the plugin also requires every recorded figure the paper reports for that model, measured
+    at the paper's design, to lie within its band (``Figures.check_paper``): said in the criterion, with the band
+    each figure met or missed, or why it was only reported."""
     cid, model = r["claim"], r.get("model")
     if cid not in CLAIMS or model not in PAPER_NAMES:
         return ""
-    checks = []
+    judged, reported = [], []
     for f in r.get("figures") or []:
         try:
             ref = CLAIMS[cid].paper_value(model, f.get("name", ""))
         except KeyError:
             continue
-        if ref is not None:
-            checks.append(f"{f['name']} {ref.value:g} ± {ref.tolerance:.2g}")
-    return f"; on this paper model also, within the paper's value: {', '.join(checks)}" if checks else ""
+        if ref is None:
+            continue
+        check = f.get("paper_check") or f"{ref.value:g} ± {ref.tolerance:.2g}"
+        if check.startswith("reported, not judged"):
+            reported.append((f["name"], check))
+        else:
+            judged.append(f"{f['name']} {check}")
+    text = f"; on this paper model also, within the paper's value: {', '.join(judged)}" if judged else ""
+    if reported:
+        why = reported[0][1].removeprefix("reported, not judged: ")
+        text += f"; the paper's values of {', '.join(n for n, _ in reported)} reported, not judged ({why})"
+    return text
 
 
 def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:

@@ -13,7 +13,7 @@ import numpy as np
 from harness.outcome.nodeid import parse
 from harness.spec.claims import LADDER, Target, claim, family_sizes
 from harness.spec.models import REGISTRY
-from harness.stats.scaling import composition_checks
+from harness.stats.scaling import composition_checks, composition_intervals
 
 T13_TEST = "test_T13_leakage_constant_and_residual_share_rises_with_scale"
 T6_TEST = "test_T6_bidirectional_attention_reduces_leakage"
@@ -39,20 +39,22 @@ def is_t13(test: str) -> bool:
     return parse(test).function == T13_TEST
 
 
-def ladder_verdict(sizes: list[str], base, bi) -> dict:
+def ladder_verdict(sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: int = 0) -> dict:
     """T13's verdict from each size's head-mean ΔR², causal (``base``) and bidirectional (``bi``), smallest size
     first: the three checks of claims/test_s5_9_scale.py, in its order, with its messages and check names (the
     harness's ``holds`` names a check by the test function and the condition's source).
     Returns {"verdict", "check", "reason", "figures"}."""
     from harness.outcome.figures import plain  # loads syrupy and pytest, which a merge (the nightly's) runs without
 
-    share, checks = composition_checks(base, bi, claim("T13").threshold("constant"))
+    share, checks = composition_checks(base, bi, claim("T13").threshold("constant"), base_rows, bi_rows, n)
+    _, stats = composition_intervals(base, bi, base_rows, bi_rows, n)  # CIs None where the runs kept no rows
     figures = [
-        {"name": n, "value": plain(v), "paper": None, "ci": None, "note": ""}
-        for n, v in (
-            ("models", list(sizes)),
-            ("mean_delta_causal_by_size", np.asarray(base, dtype=float)),
-            ("residual_stream_share_by_size", share),
+        {"name": name, "value": plain(v), "paper": None, "ci": plain(ci), "note": ""}
+        for name, v, ci in (
+            ("models", list(sizes), None),
+            ("mean_delta_causal_by_size", np.asarray(base, dtype=float), None),
+            ("residual_stream_share_by_size", share, None),
+            *((f"leakage_{k}" if k == "spread" else f"share_{k}", v, ci) for k, (v, ci) in stats.items()),
         )
     ]
     for source, ok, message in checks:
@@ -72,10 +74,11 @@ def _not_judged(first: dict, reason: str) -> tuple[dict, str]:
     }, reason
 
 
-def t6_figures(sizes: list[str], by_model_test: dict) -> tuple[dict, list[str], list[str]]:
-    """({size: [mean ΔR² causal, bidirectional]} from each size's T6 record, the sizes without them, and where each
-    came from ("model (run)"))."""
-    values, missing, sources = {}, [], []
+def t6_figures(sizes: list[str], by_model_test: dict) -> tuple[dict, list[str], list[str], dict]:
+    """({size: [mean ΔR² causal, bidirectional]} from each size's T6 record, the sizes without them, where each
+    came from ("model (run)"), and {size: (causal rows, bidirectional rows, prompts)} where T6 kept its bootstrap
+    rows (paper models: the same seed and prompt count give every run the same resamples, so rows pair across runs)."""
+    values, missing, sources, rows = {}, [], [], {}
     for m in sizes:
         rec = next((r for (model, t), r in by_model_test.items() if model == m and parse(t).function == T6_TEST), None)
         figs = {f.get("name"): f.get("value") for f in (rec or {}).get("figures") or []}
@@ -84,7 +87,18 @@ def t6_figures(sizes: list[str], by_model_test: dict) -> tuple[dict, list[str], 
         else:
             values[m] = [float(figs[n]) for n in T13_FIGURES]
             sources.append(f"{m} ({rec.get('run')})")
-    return values, missing, sources
+            kept = [figs.get(f"bootstrap_rows:{c}") for c in ("causal", "bidirectional")]
+            if all(isinstance(k, list) and k for k in kept) and isinstance(figs.get("bootstrap_prompts"), int):
+                rows[m] = (*kept, figs["bootstrap_prompts"])
+    return values, missing, sources, rows
+
+
+def paired_rows(sizes: list[str], rows: dict) -> tuple:
+    """(causal rows [sizes, B], bidirectional rows, prompts) when every size kept rows of one length from one prompt
+    count (the pairing holds), else (None, None, 0): the checks are then judged on the point estimates."""
+    if set(rows) != set(sizes) or len({(len(rows[m][0]), len(rows[m][1]), rows[m][2]) for m in sizes}) != 1:
+        return None, None, 0
+    return [rows[m][0] for m in sizes], [rows[m][1] for m in sizes], rows[sizes[0]][2]
 
 
 def t13_record(
@@ -128,7 +142,7 @@ def t13_record(
     ]
     if judged:  # one input run measured the whole ladder itself
         return dict(judged[0][1]), None
-    values, missing, sources = t6_figures(sizes, by_model_test)
+    values, missing, sources, rows = t6_figures(sizes, by_model_test)
     if missing:
         return _not_judged(
             first,
@@ -137,9 +151,15 @@ def t13_record(
             f"which {T6_TEST} records; absent for {', '.join(missing)}: run T6 on "
             f"{'it' if len(missing) == 1 else 'them'} too, or the ladder in one run",
         )
-    v = ladder_verdict(sizes, [values[m][0] for m in sizes], [values[m][1] for m in sizes])
+    base_rows, bi_rows, n = paired_rows(sizes, rows)
+    v = ladder_verdict(sizes, [values[m][0] for m in sizes], [values[m][1] for m in sizes], base_rows, bi_rows, n)
     note = (
         f"judged at merge over {', '.join(sizes)} from T6's mean_delta_causal and mean_delta_bidirectional "
         f"(the figures T13 measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}"
+        + (
+            ", on their paired prompt-bootstrap rows"
+            if base_rows is not None
+            else ", on point estimates (no bootstrap rows kept: no CI)"
+        )
     )
     return {**first, **blank(), "outcome": "passed" if v["verdict"] == "held" else "failed", **v, "merged": note}, note

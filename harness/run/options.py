@@ -15,7 +15,8 @@ def pytest_addoption(parser):
     g.addoption(
         "--models",
         default="bundled,paper",
-        help="comma list of model names, groups (bundled, paper, all) or references: hf:<org>/<name>[@<revision>], "
+        help="comma list of model names, groups (bundled, paper, all; rehearsal: the paper architectures with random "
+        "weights, machinery only, never a verdict) or references: hf:<org>/<name>[@<revision>], "
         "path:<folder>, gguf:<file> (offline; spec derived from config and tokenizer); default: "
         "bundled,paper",
     )

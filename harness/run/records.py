@@ -28,7 +28,8 @@ def _crash_message(report) -> str:
 
 def classify(report) -> tuple[str, bool, str, str | None]:
     """(verdict, whether a recorded known outcome expected it, the reason in this run, the failing assertion)
-    of a claim test's report."""
+    of a claim test's report. A rehearsal's passed test (the plugin passes held and not held alike on random
+    weights) is "rehearsed", its reason saying what it would read."""
     not_held = next((v for k, v in report.user_properties if k == "not_held"), None)
     check = not_held["check"] if not_held else None
     if report.skipped:
@@ -39,6 +40,10 @@ def classify(report) -> tuple[str, bool, str, str | None]:
         reason = report.longrepr[2].removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else ""
         return ("n/a" if reason.startswith("not applicable") else "skipped"), False, reason, None
     if report.passed:
+        rehearses = next((v for k, v in report.user_properties if k == "rehearses"), None)
+        if rehearses:  # random weights: never a verdict, whichever it would read
+            would = f"not held at {check}: {not_held['message']}" if not_held else "held"
+            return "rehearsed", False, f"rehearsal of {rehearses} (random weights), would read: {would}", check
         return "held", False, "", None
     if report.when == "call" and str(report.longrepr).startswith("[XPASS(strict)]"):
         recorded = str(report.longrepr).removeprefix("[XPASS(strict)] ")
@@ -129,8 +134,12 @@ class RecordCollector:
             return
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
         verdict, known, reason, check = classify(report)
-        entry = props.get("model") and stability.unstable(
-            self.stability, parse(report.nodeid).function, props["model"], self.run.requested.verdict_key()
+        entry = (
+            props.get("model")
+            and verdict != "rehearsed"
+            and stability.unstable(
+                self.stability, parse(report.nodeid).function, props["model"], self.run.requested.verdict_key()
+            )
         )
         figs = [v for k, v in report.user_properties if k == "figure"]
         baseline = next((v for k, v in report.user_properties if k == "baseline"), None)

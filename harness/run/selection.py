@@ -6,7 +6,7 @@ line, which the pytest plugin raises as pytest's usage error and ``abspos-claims
 from __future__ import annotations
 
 from harness.capture import corpus
-from harness.model import references
+from harness.model import references, rehearsal
 from harness.model.cache import CacheError
 from harness.spec.claims import CLAIMS, length_past_window
 from harness.spec.models import REGISTRY, UnknownModelError, WrongWeights, get_spec, names
@@ -28,6 +28,9 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
             out += names("bundled") + names("paper")
         elif token in ("bundled", "paper"):
             out += names(token)
+        elif token == "rehearsal" or token.endswith(rehearsal.SUFFIX):  # registered when a run names them
+            rehearsal.register_rehearsals()
+            out += names(token) if token == "rehearsal" else [_registered(token)]
         else:
             try:
                 out.append(references.register(token, log) or get_spec(token).name)
@@ -37,14 +40,14 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
                 raise UsageError(
                     f"--models: unknown model {token!r}; choose from bundled: "
                     f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} "
-                    f"(or the groups bundled, paper, all; or any RoPE model by reference: "
+                    f"(or the groups bundled, paper, all, rehearsal; or any RoPE model by reference: "
                     f"hf:<org>/<name>[@<revision>], path:<folder>, gguf:<file>)"
                 ) from None
     if not out:
         raise UsageError(
             f"--models {option!r}: no model named; choose from bundled: "
             f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} (or the groups "
-            f"bundled, paper, all; or a reference hf:<org>/<name>, path:<folder>, gguf:<file>)"
+            f"bundled, paper, all, rehearsal; or a reference hf:<org>/<name>, path:<folder>, gguf:<file>)"
         )
     tiny = [n for n in out if REGISTRY[n].group == "tiny"]
     if tiny:
@@ -54,6 +57,13 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
             f"models ({', '.join(names('bundled') + names('paper'))})"
         )
     return tuple(dict.fromkeys(out))
+
+
+def _registered(token: str) -> str:
+    """A rehearsal named on its own (``llama-3.2-1b-rehearsal``); another name is a usage error listing them."""
+    if token in REGISTRY:
+        return token
+    raise UsageError(f"--models: unknown model {token!r}; the rehearsals: {', '.join(names('rehearsal'))}")
 
 
 def prompt_sets(settings: Settings, spec) -> list[tuple[int, int, str]]:

@@ -60,6 +60,33 @@ class PaperValue:
     def within(self, measured: float) -> bool:
         return abs(measured - self.value) <= self.tolerance
 
+    def band(self, ci: Sequence[float] | None = None) -> float:
+        """The acceptance half-width: the declared tolerance, or this run's own 95% CI half-width where that is
+        wider (a reproduction is not failed for a difference its own sampling cannot resolve)."""
+        if ci is None or len(ci) != 2 or not all(isinstance(c, (int, float)) and c == c for c in ci):
+            return self.tolerance
+        return max(self.tolerance, (float(ci[1]) - float(ci[0])) / 2)
+
+    def accepts(self, measured: float, ci: Sequence[float] | None = None) -> bool:
+        """The measured value lies within ``band(ci)`` of the paper's."""
+        return abs(measured - self.value) <= self.band(ci)
+
+
+#: The paper's design for its reported numbers: 512-token prompts (§5.5's seven query bins [0, 8), ..., [256, 512)
+#: end at 512; METHODS.md, "The paper's design for paper values"). A paper value is judged only on a figure measured
+#: at that length; at any other length it is reported beside the figure, not judged.
+PAPER_SEQ_LEN = 512
+
+
+def paper_design_gap(seq_len: int | None) -> str | None:
+    """Why a figure measured on ``seq_len``-token prompts is not judged against the paper's value (None: it is)."""
+    if seq_len == PAPER_SEQ_LEN:
+        return None
+    return (
+        f"reported, not judged: measured on {seq_len}-token prompts, the paper's design is {PAPER_SEQ_LEN} "
+        f"(--seq-len {PAPER_SEQ_LEN} judges it)"
+    )
+
 
 def magnitude(value: float) -> PaperValue:  # leakage magnitudes
     return PaperValue(value, rtol=0.25)
@@ -365,47 +392,78 @@ for _spec in (
     ClaimSpec(
         "T1",
         "§5.1 Table 1",
-        "sinks carry no decodable topic content; decodable positions have sinks 150–290× smaller (Table 1)",
+        "sinks carry no decodable topic content; decodable positions have sinks at Table 1's level (0.0034–0.0063), "
+        "far below the highest sinks (Table 1)",
         {
             "test_T1_highest_sink_positions_are_at_chance": C(
                 NO_BOS_T1,
-                "none of the 3 highest-sink (layer, position) cells has a topic probe above chance (one-sided binomial, "
-                "α 0.05); shown: their accuracies, and chance",
-                ("top_sink_cells", "chance"),
-                "Table 1: the highest sinks at or below chance",
+                "on prompts starting inside a document, each of the 3 highest-sink (layer, position) cells has a topic "
+                "probe whose one-sided 95% upper bound (Clopper–Pearson over prompts) is below {decodable}, Table 1's "
+                "least decodable content cell (an equivalence margin); shown: their accuracies, the largest bound, "
+                "and the accuracy the token at 0's identity alone reaches",
+                ("top_sink_cells", "max_accuracy_upper_bound", "token0_identity_accuracy"),
+                "Table 1: the highest sinks 0.219 (chance 0.25)",
                 column=3,
             ),
             "test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller": C(
                 EVERY_MODEL,
-                "the 3 highest-content cells are above chance, and the smallest of the 3 highest sinks is ≥ "
-                "{orders_smaller}× their largest sink",
-                "sink_ratio_top_sink_over_top_content",
-                "Table 1: 150–290× ('three orders of magnitude')",
+                "the 3 highest-content cells are above chance and their sinks ≤ {content_sink}; the 3 highest sinks "
+                "≥ {saturated} without BOS, the highest ≥ {bos_sink} with BOS (within one model, not a ratio)",
+                ("max_sink_at_top_content_cells", "min_top_sink"),
+                "Table 1: content cells' sinks 0.0034–0.0063 (Mistral), highest sinks 0.946–0.991 (Qwen); Table 2: "
+                "Mistral's default sink 0.27",
             ),
         },
-        "`probes.topic_probe_grid`, `probes.above_chance`, `sinks.sink_magnitude_by_layer`",
+        "`corpus.offset_topic_prompts`, `probes.topic_probe_grid`, `sinks.sink_cells_at_chance`, "
+        "`probes.token_identity_accuracy`, `probes.above_chance`, `sinks.sink_magnitude_by_layer`",
         figures=(
             F("sink_by_layer_position", "sink_vs_probe.sink"),
             F("probe_accuracy_by_layer_position", "sink_vs_probe"),
             F("chance", "sink_vs_probe.chance"),
             F("top_sink_cells"),
+            F("max_accuracy_upper_bound"),
+            F("token0_identity_accuracy"),
+            F("t1_prompts"),
             F("top_content_cells"),
-            F("min_top_sink"),
-            F("max_sink_at_top_content_cells"),
+            F("min_top_sink", paper={QWEN: sink(0.946)}),
+            F("max_top_sink"),
+            F("max_sink_at_top_content_cells", paper={MISTRAL: magnitude(0.0063)}),
             F("sink_ratio_top_sink_over_top_content"),
             F("decodable_cells"),
             F("max_sink_at_decodable_cells"),
         ),
         thresholds={
-            "orders_smaller": T(
-                150,
-                "the positions decodable above chance have attention magnitudes three orders of magnitude smaller",
-                "Table 1 compares the three highest-sink cells with the three highest-content "
-                "cells (0.946-0.991 vs 0.0034-0.0063: 150-290x), so 1000x would fail the "
-                "paper itself: the smallest top sink over the largest sink of the top-3 "
-                "accuracy cells, at least Table 1's least extreme ratio, 0.946/0.0063 = "
-                "150x",
-            )
+            "decodable": T(
+                0.395,
+                "the highest-attention positions have topic-probe accuracy at or below chance, while the positions "
+                "decodable above chance have sink magnitudes three orders of magnitude smaller (Table 1)",
+                "'at chance' as an equivalence, not a failure to reject: the accuracy's one-sided 95% upper bound "
+                "must lie below the lowest accuracy Table 1 calls decodable (Mistral L30, 0.395), a margin from the "
+                "paper's own numbers; prompts: the fewest (at least the probe set) for which a probe at exactly "
+                "chance passes with probability 0.9 (92 at chance 0.25)",
+            ),
+            "content_sink": T(
+                0.0079,
+                "the positions decodable above chance have sink magnitudes three orders of magnitude smaller (Table 1)",
+                "within one model, Table 1's absolute level: its largest content-cell sink (Mistral L30, 0.0063) "
+                "widened by the magnitude tolerance rtol 0.25 (0.0079). The sink tolerance atol 0.05 was declared for "
+                "saturated sinks (0.92-1.00); on 0.0063 it would be 8x the value and 'orders of magnitude smaller' "
+                "could not fail. Table 1's 150x is a ratio across two models (Qwen's sinks over Mistral's content "
+                "cells), and within Mistral (default sink 0.27, Table 2) it is 43x",
+            ),
+            "saturated": T(
+                0.87,
+                "Qwen, which does not auto-prepend BOS, shows a sink at position with saturated magnitude (Table 2); "
+                "Table 1's highest sinks (Qwen) 0.991, 0.963, 0.946",
+                "without BOS, T2's reading of 'saturated' (the smallest of 0.92, 0.94, 1.00 less 0.05) for each of "
+                "the 3 highest sinks, as all three of Table 1's are",
+            ),
+            "bos_sink": T(
+                0.22,
+                "Table 2: Mistral-7B-v0.3, default, position 0, sink 0.27",
+                "with BOS, the paper's sinks are not saturated (Mistral's default 0.27, Table 2; Table 1 lists no BOS "
+                "model's sinks): the highest sink at least 0.27 less the sink tolerance 0.05",
+            ),
         },
     ),
     ClaimSpec(
@@ -508,24 +566,37 @@ for _spec in (
         {
             "test_T4_sink_reader_output_carries_token0_identity": C(
                 NO_BOS,
-                "some top sink-reading heads keep PC1 > {pc1_retain}, and every kept head beats its permutation null "
-                "(BH q {q})",
-                "retained_significant",
-                "Table 4: PC1 ≥ 0.979; identity R² 0.605, 0.338, 0.347",
+                "8 uncommon tokens at 0, each on 8 prompts with different suffixes: some of the top 20 sink-reading "
+                "heads' PC1 projection has a held-out R² on the token-0 identity that beats its permutation null "
+                "(BH q {q} over the 20) and is ≥ {r2_min}",
+                "best_heldout_r2",
+                "Table 4: R² 0.605, 0.338, 0.347 (PC1 ≥ 0.979); null near zero",
             )
         },
-        "`heads.pc1_identity_r2`, `heads.pc1_identity_null`",
-        figures=(F("top_heads"), F("retained_heads"), F("retained_significant")),
+        "`corpus.varied_token0_identity_prompts`, `sinks.pc1_heldout_identity`, `sinks.identity_carriers`",
+        figures=(
+            F("top_heads"),
+            F("carrier_heads"),
+            F("identity_carriers"),
+            F("best_heldout_r2"),
+            F("best_heldout_r2_corrected"),
+        ),
         thresholds={
-            "pc1_retain": T(
-                0.9,
-                "We retain heads with PC1 explained-variance fraction above .",
-                "the number was lost in extraction; the paper's retained heads all have PC1 >= 0.979, so 0.9",
+            "r2_min": T(
+                0.238,
+                "L5/H10 and L5/H11 explain 0.605 and 0.338 of the variance of the head's output projection from the "
+                "sink-token identity alone, with random-permutation null values near zero (Table 4: 0.605, 0.338, "
+                "0.347)",
+                "Table 4's smallest R² (0.338) less the share tolerance 0.10; R² held out across prompts (a head "
+                "whose output does not carry the identity scores about 0, its null too: 'near zero'), where the "
+                "in-sample R² of §4's identical-suffix design is 1 by construction; compared after undoing the "
+                "held-out estimator's shrinkage (sinks.corrected_r2, 1.161 on 8 x 8 prompts), so the tolerance is not "
+                "spent on it",
             ),
             "q": T(
                 0.05,
                 "sink-reading head output carries the identity of the token at 0 ... vs permutation null ~0",
-                "BH-FDR at q = 0.05 over the retained heads, as in §5.3",
+                "BH-FDR at q = 0.05 over the top 20 sink-reading heads, as in §5.3",
             ),
         },
     ),
@@ -648,6 +719,8 @@ for _spec in (
             F("identity_over_causal"),
             F("scrambled_over_causal"),
             F("scrambled_all_entries_over_causal_sensitivity"),
+            F("bootstrap_rows:{condition}"),  # paper models: T13 judged at a merge of runs (report/ladder.py)
+            F("bootstrap_prompts"),
         ),
         thresholds={
             "bi_at_most": T(
@@ -687,8 +760,8 @@ for _spec in (
             ),
             "test_T7_curves_meet_at_later_bins": C(
                 EVERY_MODEL,
-                "from the third bin ([16, 32)) on, each bin's paired gap CI includes 0 or its gap is ≤ {meet_gap} of the "
-                "first bin's; shown: the bins still apart",
+                "equivalence: from the third bin ([16, 32)) on, the paired 95% CI of each bin's gap over the first bin's "
+                "gap lies inside ±{meet_gap}; shown: the bins not shown to meet",
                 ("later_bins_apart", "last_bin_gap_over_first_bin_gap"),
                 "Table 7: later gaps ≤ 0.108 of the first bin's (Qwen: 0.022 of 0.204)",
             ),
@@ -713,6 +786,7 @@ for _spec in (
             F("gap_by_bin", "bin_profile.gap"),
             F("last_bin_gap_over_first_bin_gap"),
             F("later_bins_apart"),
+            F("gap_over_first_bin_gap_by_bin"),
         ),
         thresholds={
             "seq_len": T(
@@ -745,9 +819,10 @@ for _spec in (
                 0.21,
                 "the two curves are statistically indistinguishable within their bootstrap "
                 "confidence intervals over that range.",
-                "a bin meets when the paired 95% CI of its gap includes 0, or its gap is at most 0.21 of "
-                "the first bin's: Table 7's largest gap from the third bin on is Qwen's 0.022 of 0.204 "
-                "(0.108; Qwen's curves never cross), plus the share tolerance 0.10",
+                "equivalence: a bin meets when the paired 95% prompt-bootstrap CI of its gap over the first "
+                "bin's gap lies inside ±0.21: Table 7's largest gap from the third bin on is Qwen's 0.022 of "
+                "0.204 (0.108; Qwen's curves never cross), plus the share tolerance 0.10. A CI that merely "
+                "includes 0 is not read as equality (its power falls with fewer prompts)",
             ),
         },
     ),
@@ -911,13 +986,13 @@ for _spec in (
         {
             "test_T10_leakage_decays_with_length_piecewise": C(
                 EVERY_MODEL,
-                "mean ΔR² decays with length, the piecewise breakpoint is interior, and ΔAIC (power − piecewise) > "
-                "{aic_margin}",
+                "mean ΔR² (post-softmax weights, heads 0–3 of layers 0–3, stratified pairs) decays with length, the "
+                "piecewise breakpoint is interior, and ΔAIC (power − piecewise) > {aic_margin}",
                 "delta_aic_power_minus_piecewise",
                 "§5.8: piecewise preferred (margin lost in extraction)",
             )
         },
-        "`scaling.compare_aic`, `pairs.uniform_pairs`",
+        "`scaling.compare_aic`, `length_design.length_stratified_pairs`",
         figures=(
             F("lengths", "length_scaling.x"),
             F("delta_r2_by_length", "length_scaling"),
@@ -927,6 +1002,8 @@ for _spec in (
             F("piecewise_breakpoint"),
             F("interior_breakpoint", "length_scaling.interior"),
             F("delta_aic_power_minus_piecewise", "length_scaling.aic"),
+            F("delta_r2_by_length_all_heads"),  # variant, not judged: every head of layers 0–3
+            F("delta_r2_by_length_logits"),  # variant, not judged: pre-softmax logits, same pairs and heads
         ),
         thresholds={
             "aic_margin": T(
@@ -944,17 +1021,17 @@ for _spec in (
         {
             "test_T11_position_probe_ablation_reduces_less_than_random_heads": C(
                 EVERY_MODEL,
-                "the random-head control reduces ΔR² (95% t-interval over ≥ {draws} draws above 0), and the rank-1 probe "
-                "ablation's |reduction| lies below that interval",
-                ("reduction_rank1", "reduction_random_heads"),
-                "§5.8: the random control lowers ΔR² by 17% (a reduction of +0.17)",
+                "the random-head control reduces ΔR² (95% prompt-bootstrap CI of its mean reduction over ≥ {draws} draws "
+                "above 0), and the CI of (mean random reduction − |rank-1 probe reduction|) lies above 0",
+                ("random_minus_rank1", "reduction_rank1", "reduction_random_heads"),
+                "§5.8: random control −17%, rank-1 projection −3%: a margin of +0.14",
             ),
             "test_T11_sink_head_ablation_reduces_less_than_random_heads": C(
                 EVERY_MODEL,
-                "the random-head control reduces ΔR² (95% t-interval over ≥ {draws} draws above 0), and the top-decile "
-                "sink-head ablation's |reduction| lies below that interval",
-                ("reduction_sink_heads", "reduction_random_heads"),
-                "§5.8: the random control lowers ΔR² by 17% (a reduction of +0.17)",
+                "the random-head control reduces ΔR² (95% prompt-bootstrap CI of its mean reduction over ≥ {draws} draws "
+                "above 0), and the CI of (mean random reduction − |top-decile sink-head reduction|) lies above 0",
+                ("random_minus_sink_heads", "reduction_sink_heads", "reduction_random_heads"),
+                "§5.8: random control −17%, top-decile sink heads −8%: a margin of +0.09",
             ),
         },
         "`directions.rank1_direction`, `edits.ProjectOutOfResidual`, `edits.ZeroHeads`",
@@ -967,6 +1044,8 @@ for _spec in (
             F("reduction_sink_heads"),
             F("reduction_random_heads"),
             F("reduction_random_heads_by_draw"),
+            F("random_minus_rank1"),
+            F("random_minus_sink_heads"),
         ),
         thresholds={
             "draws": T(
@@ -978,9 +1057,10 @@ for _spec in (
                 0.95,
                 "Both targeted interventions are mechanically substantive and produce smaller "
                 "effects than a random ablation of the same size.",
-                "the random control must reduce ΔR² (95% t-interval of its mean reduction over draws "
-                "above 0), and each targeted ablation's effect |reduction| must lie below that "
-                "interval's lower end",
+                "direction, paired: the random control must reduce ΔR² (95% prompt-bootstrap CI of its mean "
+                "reduction above 0), and for each targeted ablation the 95% prompt-bootstrap CI of (mean random "
+                "reduction − |targeted reduction|) must lie above 0; every condition on the same prompt "
+                "resamples, the random draws resampled inside each prompt resample",
             ),
         },
     ),
@@ -991,8 +1071,9 @@ for _spec in (
         {
             "test_T12_rank1_mlp_ablation_removes_norm_not_topic": C(
                 EVERY_MODEL,
-                "the rank-1 MLP ablation removes ≥ {min_norm_removed} of the MLP output norm at each of the last {layers} "
-                "layers, and topic accuracy falls by no more than {accuracy_se} SE",
+                "the rank-1 MLP ablation removes ≥ {min_norm_removed} of the MLP output norm (1 − ‖Y⊥‖/‖Y‖) at each of "
+                "the last {layers} layers, and the paired per-prompt topic-accuracy change is no lower than −{accuracy_se} "
+                "paired SE",
                 "fraction_norm_removed_by_layer",
                 "App. B: 0.17–0.80 per layer",
             )
@@ -1004,6 +1085,9 @@ for _spec in (
             F("chance", "norm_removed.chance"),
             F("topic_accuracy_before", "norm_removed.before"),
             F("topic_accuracy_after_by_ablated_layer", "norm_removed.after"),
+            F("fraction_norm_removed_by_layer_mean"),
+            F("fraction_norm_removed_by_layer_energy"),
+            F("topic_accuracy_change_by_ablated_layer"),
         ),
         thresholds={
             "layers": T(
@@ -1012,15 +1096,20 @@ for _spec in (
                 "the model's last three layers, each ablated on its own",
             ),
             "min_norm_removed": T(
-                0.17,
+                0.07,
                 "The rank- MLP ablation at removes up to of the MLP output norm at the "
-                "target but does not reduce topic-probe accuracy",
-                "App. B's smallest per-layer value, 0.17, at each of the three layers (App. B: 0.17-0.80 per layer)",
+                "target but does not reduce topic-probe accuracy (App. B 'Frac MLP norm removed': 0.17-0.80)",
+                "a share, so the suite-wide rule: App. B's smallest per-layer value, 0.17, less the share "
+                "tolerance 0.10, at each of the three layers, on the norm reading 1 - ||Y_perp||_F / ||Y||_F (the "
+                "text says 'norm'; the energy share is always larger, the per-prompt mean reading either side; both "
+                "reported beside it)",
             ),
             "accuracy_se": T(
                 2,
                 "does not reduce topic-probe accuracy in any of the nine layers tested",
-                "accuracy after within 2 binomial standard errors of accuracy before",
+                "the paired per-prompt accuracy change (out-of-fold correctness after - before, the same "
+                "folds) at least -2 of its standard errors: no reduction distinguishable from 0 at a one-sided "
+                "2.3% level; its power is stated in METHODS.md",
             ),
         },
     ),
@@ -1031,19 +1120,28 @@ for _spec in (
         {
             "test_T13_leakage_constant_and_residual_share_rises_with_scale": C(
                 LADDER,
-                "every size's mean ΔR² within {constant:.0%} of the family mean; the residual-stream share rises from the "
-                "smallest size, then saturates",
-                "mean_delta_causal_by_size",
-                "§5.9: 0.0121–0.0143 (within 9%)",
+                "paired 95% prompt-bootstrap CIs: the largest deviation of a size's mean ΔR² from the family mean within "
+                "{constant:.0%} (equivalence); the rise of the residual-stream share from the smallest size above 0; "
+                "then its saturation margin above 0",
+                ("leakage_spread", "share_rise", "mean_delta_causal_by_size"),
+                "§5.9: 0.0121–0.0143 (within 9% of the mean); share 18% → 35% (a rise of +0.17), then 36%",
             )
         },
         "as T6; skipped for a family with fewer than two sizes present (every bundled family has one)",
-        figures=(F("models"), F("mean_delta_causal_by_size"), F("residual_stream_share_by_size")),
+        figures=(
+            F("models"),
+            F("mean_delta_causal_by_size"),
+            F("residual_stream_share_by_size"),
+            F("leakage_spread"),
+            F("share_rise"),
+            F("share_saturation"),
+        ),
         thresholds={
             "constant": T(
                 0.25,
                 "In the Llama family the total leakage magnitude is approximately constant across model sizes",
-                "every size within 25% of the family mean (paper: 0.0121-0.0143, within 9%)",
+                "equivalence at the magnitude tolerance rtol 0.25: the 95% CI upper end of max over sizes of "
+                "|mean ΔR² / family mean - 1| at most 0.25 (paper: 0.0121-0.0143, within 9%)",
             )
         },
     ),

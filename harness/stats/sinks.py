@@ -1,10 +1,21 @@
-"""Sink and position-0 measurements (paper §3 Eq. 7, §4, §5.1, §5.7, App. A). Pure functions on captures."""
+"""Sink and position-0 measurements (paper §3 Eq. 7, §4, §5.1, §5.2, §5.7, App. A). Pure functions on captures.
+
+* ``top_cells`` / ``sink_cells_at_chance`` – the highest (layer, position) cells of a grid, and T1's decision that
+  the highest-sink cells' topic probes are at chance (an equivalence bound, not a failure to reject).
+* ``pc1_heldout_identity`` / ``identity_carriers`` – T4: a head's PC1 projection regressed on the identity of the
+  token at 0, R² held out across prompts (each identity recurs on prompts whose other tokens vary), against a
+  permutation null; and the decision over a set of heads.
+"""
 
 from __future__ import annotations
 
 import warnings
 
 import numpy as np
+
+from harness.stats.heads import _pc1_scores  # PC1 scores of a head's outputs, as ``pc1_identity_r2`` takes them
+from harness.stats.nulls import benjamini_hochberg, permutation_pvalues
+from harness.stats.probes import accuracy_upper_bound
 
 
 def sink_magnitude_by_layer(profile: np.ndarray) -> np.ndarray:
@@ -38,3 +49,109 @@ def norm_ratio_position0(resid_norms: np.ndarray, mid: tuple[float, float] = (0.
     n = resid_norms.shape[-1]
     lo, hi = int(mid[0] * n), int(mid[1] * n)
     return resid_norms[:, :, 0].mean(axis=0) / np.median(resid_norms[:, :, lo:hi], axis=(0, 2))
+
+
+def top_cells(values: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """The k (row, column) cells with the largest finite values, largest first (NaN never chosen first)."""
+    order = np.argsort(np.nan_to_num(values, nan=-np.inf).ravel(), kind="stable")[::-1][:k]
+    rows, cols = np.unravel_index(order, values.shape)
+    return [(int(r), int(c)) for r, c in zip(rows, cols)]
+
+
+def sink_cells_at_chance(
+    sink: np.ndarray, accuracy_at, n: int, bound: float, k: int = 3, alpha: float = 0.05
+) -> tuple[list[tuple[int, int]], list[float], list[float], bool]:
+    """T1's decision: (the k highest-sink cells of ``sink`` [layers, positions], their probe accuracies, the one-sided
+    (1 - alpha) upper bounds of those accuracies over ``n`` prompts, held). ``accuracy_at(cell)`` gives a cell's
+    probe accuracy (a grid's entry, or a probe fitted on that cell alone). Held when every bound is below ``bound``:
+    'at chance' shown as an equivalence, so a probe too noisy to reject chance does not pass."""
+    cells = top_cells(sink, k)
+    acc = [float(accuracy_at(c)) for c in cells]
+    upper = [accuracy_upper_bound(a, n, alpha) for a in acc]
+    return cells, acc, upper, all(u < bound for u in upper)
+
+
+def identity_folds(token_ids: np.ndarray, seed: int = 0) -> np.ndarray:
+    """[n] fold of each prompt for ``pc1_heldout_identity``: within each token identity its prompts are shuffled
+    (seeded) and dealt to folds 0, 1, ..., K-1 in turn, K the smallest identity's count (at least 2), so every fold
+    holds each identity and every training fold all of them."""
+    token_ids = np.asarray(token_ids)
+    _, inv, counts = np.unique(token_ids, return_inverse=True, return_counts=True)
+    if counts.min() < 2:
+        raise ValueError("every token identity needs at least two prompts for a held-out R²")
+    rng = np.random.default_rng(seed)
+    folds = np.empty(token_ids.size, dtype=np.int64)
+    for g in range(counts.size):
+        members = rng.permutation(np.flatnonzero(inv == g))
+        folds[members] = np.arange(members.size) % counts.min()
+    return folds
+
+
+def _heldout_r2(Z: np.ndarray, G: np.ndarray, folds: np.ndarray, sst: float) -> np.ndarray:
+    """Held-out R² of each row of Z [m, n] on one-hot identities G [n, g]: each fold's prompts predicted by their
+    identity's mean over the other folds (the training mean where the identity is absent), 1 - SSE / SST."""
+    sse = np.zeros(Z.shape[0])
+    for f in np.unique(folds):
+        test, train = folds == f, folds != f
+        counts = G[train].sum(axis=0)
+        grand = Z[:, train].mean(axis=1, keepdims=True)
+        means = np.where(counts > 0, (Z[:, train] @ G[train]) / np.maximum(counts, 1), grand)
+        sse += ((Z[:, test] - means @ G[test].T) ** 2).sum(axis=1)
+    return 1.0 - sse / sst
+
+
+def pc1_heldout_identity(
+    outputs: np.ndarray, token_ids: np.ndarray, n_perm: int = 1000, seed: int = 0
+) -> tuple[float, float, np.ndarray]:
+    """(held-out R², PC1 variance fraction, permutation null [n_perm]) of one head (T4, §4 / Table 4).
+
+    ``outputs`` [n_prompts, d] is the head's output, ``token_ids`` [n_prompts] the token at 0; each identity recurs
+    on prompts whose other tokens differ. The outputs are projected on their first principal component (PC1 does
+    not depend on the identities), and the projection z regressed on one-hot identity with R² held out across
+    prompts (``identity_folds``: a prompt is predicted by its identity's mean over the other folds): R² = 1 - SSE /
+    SST, SST about the mean of all z. A head whose output does not carry the identity scores about 0 or below,
+    unlike the in-sample R², whose permutation mean is (G - 1) / (n - 1). The null permutes z across prompts with
+    identities and folds fixed (the same exchangeability as permuting identities, every fold kept balanced);
+    permutations from ``np.random.default_rng(seed)``. Outputs constant across prompts give (0, 0, zeros)."""
+    z, frac = _pc1_scores(outputs)
+    token_ids = np.asarray(token_ids)
+    if token_ids.shape != (z.size,):
+        raise ValueError(f"token_ids must be [n_prompts] = [{z.size}], got {token_ids.shape}")
+    sst = float(np.sum((z - z.mean()) ** 2))
+    if sst <= 0.0:
+        return 0.0, frac, np.zeros(n_perm)
+    _, inv = np.unique(token_ids, return_inverse=True)
+    G = np.eye(inv.max() + 1)[inv]
+    folds = identity_folds(token_ids, seed)
+    r2 = float(_heldout_r2(z[None, :], G, folds, sst)[0])
+    perms = np.random.default_rng(seed).permuted(np.tile(np.arange(z.size), (n_perm, 1)), axis=1)
+    null = np.concatenate([_heldout_r2(z[p], G, folds, sst) for p in np.array_split(perms, max(1, n_perm // 1000))])
+    return r2, frac, null
+
+
+def heldout_shrinkage(token_ids: np.ndarray) -> float:
+    """How far ``pc1_heldout_identity``'s held-out R² falls below the population R² ρ on this design: E[1 - R²] is
+    about (1 - ρ) (1 + 1/m) n / (n - 1), m an identity's prompts in the training folds (the predicting mean's noise)
+    and n the prompts (SST about the estimated mean). 8 identities x 8 prompts, 8 folds: (8/7)(64/63) = 1.161."""
+    _, counts = np.unique(np.asarray(token_ids), return_counts=True)
+    k, n = max(2, int(counts.min())), int(counts.sum())
+    m = counts.min() * (k - 1) / k
+    return float((1 + 1 / m) * n / (n - 1))
+
+
+def corrected_r2(r2, shrinkage: float):
+    """The held-out R² on the population scale, 1 - (1 - R²) / shrinkage (``heldout_shrinkage``): what is compared
+    with Table 4's in-sample values, so the declared tolerance is not spent on the estimator's shrinkage."""
+    return 1 - (1 - np.asarray(r2, dtype=np.float64)) / shrinkage
+
+
+def identity_carriers(
+    r2: np.ndarray, null: np.ndarray, q: float, r2_min: float, shrinkage: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """T4's decision over a set of heads: (carriers [heads], p-values [heads]). ``r2`` [heads] held-out R², ``null``
+    [n_perm, heads] their permutation nulls. A head carries the token-0 identity when its R² beats its null after
+    Benjamini-Hochberg at ``q`` over the heads (p = (1 + #{null >= R²}) / (1 + n_perm)) and its R² corrected for the
+    held-out shrinkage (``corrected_r2``) reaches ``r2_min``."""
+    r2 = np.asarray(r2, dtype=np.float64)
+    p = permutation_pvalues(r2, np.asarray(null, dtype=np.float64))
+    return benjamini_hochberg(p, q) & (corrected_r2(r2, shrinkage) >= r2_min), p
