@@ -123,8 +123,9 @@ def test_mixed_commits_refused_in_one_line_or_merged_with_a_warning(example, tmp
     _rewrite(dirs[2], lambda d: d["provenance"]["code"].update(commit="f" * 40))
     code, out, err = merge_cli(*dirs, "--out", tmp_path / "m", capsys=capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
+    commit = example["provenance"]["code"]["commit"][:12]  # the committed example's own run
     assert (
-        "code commits differ: commit 9b798e972d5c in run-0-smollm2-135m; commit ffffffffffff in "
+        f"code commits differ: commit {commit} in run-0-smollm2-135m; commit ffffffffffff in "
         "run-2-qwen2.5-coder-0.5b" in err
     )
     code, _, _ = merge_cli(*dirs, "--out", tmp_path / "m", "--allow-mixed", capsys=capsys)

@@ -242,4 +242,5 @@ def test_the_committed_example_side_by_side_shows_each_models_verdicts(tmp_path,
         and "test_T13_leakage_constant_and_residual_share_rises_with_scale[qwen]" not in va
     )
     assert all((row[3], row[4]) == (va.get(row[1], "not run"), vb.get(row[1], "not run")) for row in rows)
-    assert {row[7].split(";")[0] for row in rows} >= {"same", "held → not held"}
+    kinds = {row[7].split(";")[0] for row in rows}
+    assert "same" in kinds and any("→" in k for k in kinds)  # both kinds of row, whichever verdicts moved
