@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.stats.pairs import PairSet, _tri_decode
+from harness.stats.pairs import PairSet, pairs_in_bins
 
 __all__ = ["LENGTHS", "FIRST", "length_bins", "length_stratified_pairs", "first_cells"]
 
@@ -43,27 +43,7 @@ def length_stratified_pairs(seq_len: int, n_pairs: int, seed: int, first: int = 
     """Causal pairs stratified by ``length_bins``, drawn as ``pairs.stratified_pairs`` draws them: n_pairs split
     equally over the bins (the leftover one each to the last bins), uniform without replacement within a bin (all
     of a bin's pairs when it holds fewer than its share; no redistribution), sorted by (i, j)."""
-    if n_pairs < 0:
-        raise ValueError("n_pairs must be >= 0")
-    edges = length_bins(seq_len, first)
-    n_bins = edges.size - 1
-    base, rem = divmod(int(n_pairs), n_bins)
-    shares = np.full(n_bins, base, dtype=np.int64)
-    if rem:
-        shares[n_bins - rem :] += 1
-    rng = np.random.default_rng(seed)
-    picks = []
-    for b in range(n_bins):
-        lo, hi = int(edges[b]), int(edges[b + 1])
-        t_lo, t_hi = lo * (lo + 1) // 2, hi * (hi + 1) // 2  # pairs of queries [lo, hi) are contiguous in t
-        size = t_hi - t_lo
-        k = min(int(shares[b]), size)
-        if k == size:
-            picks.append(np.arange(t_lo, t_hi, dtype=np.int64))
-        elif k > 0:
-            picks.append(t_lo + rng.choice(size, size=k, replace=False).astype(np.int64))
-    t = np.sort(np.concatenate(picks)) if picks else np.zeros(0, dtype=np.int64)
-    return PairSet(*_tri_decode(t))
+    return pairs_in_bins(length_bins(seq_len, first), n_pairs, seed)
 
 
 def first_cells(n_heads: int, k: int = FIRST) -> np.ndarray:

@@ -153,9 +153,13 @@ def stratified_pairs(seq_len: int, n_pairs: int, seed: int, first: int = 8) -> P
     NOT redistributed, so the result can hold fewer than n_pairs pairs.
     Pairs are sorted by (i, j).
     """
+    return pairs_in_bins(query_bins(seq_len, first), n_pairs, seed)
+
+
+def pairs_in_bins(edges: np.ndarray, n_pairs: int, seed: int) -> PairSet:
+    """``stratified_pairs``' draw over the query bins ``edges`` (any increasing edges from 0)."""
     if n_pairs < 0:
         raise ValueError("n_pairs must be >= 0")
-    edges = query_bins(seq_len, first)
     n_bins = edges.size - 1
     base, rem = divmod(int(n_pairs), n_bins)
     shares = np.full(n_bins, base, dtype=np.int64)
