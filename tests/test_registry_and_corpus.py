@@ -29,9 +29,10 @@ def test_unknown_model_names_the_supported_ones():
 def test_every_spec_is_well_formed():
     for spec in REGISTRY.values():
         assert spec.family in ("llama", "qwen", "mistral", "gemma")
-        assert spec.group in ("bundled", "paper", "tiny")
+        assert spec.group in ("bundled", "extra", "paper", "tiny")
         assert spec.adds_bos == (spec.bos_token_id is not None)
     assert len(names("bundled")) == 3 and len(names("paper")) == 5 and len(names("tiny")) == 4
+    assert names("extra") == ["qwen2.5-coder-1.5b"]
 
 
 def test_missing_paper_weights_give_a_one_line_howto(tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ from harness.model import weights
 from harness.model.rehearsal import (
     DEPTH_AND_WIDTH,
     MARKER,
+    MLP_WIDTH_CAP,
     REHEARSAL_LAYERS,
     build_rehearsal,
     paper_layout,
@@ -78,7 +79,8 @@ def test_a_rehearsal_config_is_the_published_one_but_for_depth_and_width(name):
     assert small["num_hidden_layers"] == REHEARSAL_LAYERS < public["num_hidden_layers"]
     assert small["hidden_size"] == small["num_attention_heads"] * head_dim(small) < public["hidden_size"]
     assert small["num_key_value_heads"] < public["num_key_value_heads"] or small["num_key_value_heads"] == 1
-    assert small["intermediate_size"] * public["hidden_size"] == public["intermediate_size"] * small["hidden_size"]
+    scaled = public["intermediate_size"] * small["hidden_size"] / public["hidden_size"]  # the published ratio, capped
+    assert small["intermediate_size"] == min(scaled, MLP_WIDTH_CAP * small["hidden_size"])
     if "max_window_layers" in public:  # as many of the layers below the window as published (all of them, for Qwen)
         assert small["max_window_layers"] * public["num_hidden_layers"] == (
             public["max_window_layers"] * small["num_hidden_layers"]

@@ -6,7 +6,7 @@ Two sizes. ``"full"``: the published config.json exactly (``harness.spec.paper_c
 parameter (Llama-3.1-8B: ~32 GB), so it is built only when asked for by name. ``"rehearsal"``: the same config with
 fewer layers and a narrower width, and nothing else changed: ``REHEARSAL_LAYERS`` layers; 1 key/value head and the
 model's own GQA ratio of query heads to it (one of its GQA groups); the model's ``head_dim`` (stated explicitly), so hidden_size = heads x head_dim; intermediate_size
-scaled by the same factor as hidden_size; Qwen's ``max_window_layers`` scaled with the layers (36 of 36 -> 4 of 4).
+scaled by the same factor as hidden_size, at most ``MLP_WIDTH_CAP`` x hidden_size; Qwen's ``max_window_layers`` scaled with the layers (36 of 36 -> 4 of 4).
 The RoPE type, theta and scaling, the vocabulary, the special-token ids, the context, tied embeddings, the norms and
 the sliding window are the published ones. ``DEPTH_AND_WIDTH`` names the fields that may differ.
 
@@ -39,6 +39,10 @@ SIZES = ("rehearsal", "full")
 #: the fewest layers every claim's design reads on a paper model: T10 measures the first four layers (§4: "the first
 #: four layers and heads of Llama-3.2-1B"), T12 ablates the last three (App. B); with two, both would read past the end
 REHEARSAL_LAYERS = 4
+#: a rehearsal's MLP is at most this many times its width (the published ratios are 2.7-5.4): at Qwen2.5-3B's 5.4 its
+#: MLPs were four fifths of the tier's forward work (8 query heads x 128 = 1,024 wide, the widest rehearsal); no
+#: claim reads the MLP's inner width (T12 reads the MLP's output, in the residual stream's width)
+MLP_WIDTH_CAP = 2
 #: the fields a rehearsal config may give otherwise than the published one (``head_dim`` is added where the published
 #: file leaves it implicit, at the published value)
 DEPTH_AND_WIDTH = (
@@ -91,7 +95,10 @@ def rehearsal_config(name: str, size: str = "rehearsal") -> dict[str, Any]:
         "num_key_value_heads": kv,
         "head_dim": width,
         "hidden_size": hidden,
-        "intermediate_size": _scaled(config["intermediate_size"], hidden, config["hidden_size"], "intermediate_size"),
+        "intermediate_size": min(
+            _scaled(config["intermediate_size"], hidden, config["hidden_size"], "intermediate_size"),
+            MLP_WIDTH_CAP * hidden,
+        ),
     }
     if "max_window_layers" in config:
         shape["max_window_layers"] = config["max_window_layers"] * REHEARSAL_LAYERS // layers
@@ -107,7 +114,11 @@ def rehearsal_spec(name: str, size: str = "rehearsal") -> ModelSpec:
     if "head_dim" in spec.config:
         shape["head_dim"] = head_dim(config)
     return dataclasses.replace(
-        spec, config=shape, caveat=f"{size} build of {spec.hub_id}: random weights", rehearsal=True
+        spec,
+        config=shape,
+        caveat=f"{size} build of {spec.hub_id}: random weights",
+        rehearsal=True,
+        rehearsal_size=size,
     )
 
 
@@ -184,35 +195,49 @@ def build_rehearsal(
 # ---- the ``rehearsal`` group: the claims on every paper architecture, without its weights -----------------------
 
 GROUP, SUFFIX, SEED = "rehearsal", "-rehearsal", 0
+#: the full-size builds (``<name>-full-rehearsal``): the published config exactly, named one at a time (an 8B float32
+#: build is ~32 GB), never by ``--models rehearsal``; the nightly dress rehearsal (benchmarks/bench_dress_rehearsal.py)
+FULL_GROUP, FULL_SUFFIX = "dress", "-full-rehearsal"
 
 
 def register_rehearsals() -> list[str]:
     """Register the ``rehearsal`` group (``--models rehearsal``; idempotent): per paper model, ``<name>-rehearsal``,
     its ``rehearsal_spec`` (so BOS policy, family, RoPE and window, hence every claim's applicability, are the paper
     model's) marked ``rehearses=<name>``, found under ``rehearsals_root()`` as a paper model under
-    ``$ABSPOS_MODELS_DIR`` (``weights.paper_folder``) and built there on first use (``ensure_built``)."""
+    ``$ABSPOS_MODELS_DIR`` (``weights.paper_folder``) and built there on first use (``ensure_built``). Also registers
+    each full-size build, ``<name>-full-rehearsal`` (group ``dress``, under ``rehearsals_root()/full``), which
+    a run selects only by name. Returns the ``rehearsal`` group's names."""
     out = []
     for paper in PAPER:
-        spec = rehearsal_spec(paper.name)
-        source = f"rehearsal build of {paper.hub_id} (random weights, seed {SEED})"
-        named = dataclasses.replace(spec, name=paper.name + SUFFIX, group=GROUP, source=source, rehearses=paper.name)
-        out.append(register_model(named).name)
+        for size, suffix, group in (("rehearsal", SUFFIX, GROUP), ("full", FULL_SUFFIX, FULL_GROUP)):
+            spec = rehearsal_spec(paper.name, size)
+            what = "rehearsal" if size == "rehearsal" else "full-size rehearsal"
+            source = f"{what} build of {paper.hub_id} (random weights, seed {SEED})"
+            named = dataclasses.replace(
+                spec, name=paper.name + suffix, group=group, source=source, rehearses=paper.name
+            )
+            register_model(named)
+            if size == "rehearsal":
+                out.append(named.name)
     return out
 
 
-def _complete(folder: Path, name: str) -> bool:
+def build_root(spec: ModelSpec) -> Path:
+    """Where a registered rehearsal's build lives, laid out as ``$ABSPOS_MODELS_DIR``: ``rehearsals_root()``, and its
+    ``full`` subfolder for the full-size builds (a full and a narrow build of one model never share a folder)."""
+    root = rehearsals_root()
+    return root / "full" if spec.rehearsal_size == "full" else root
+
+
+def _complete(folder: Path, name: str, size: str = "rehearsal") -> bool:
     """``folder`` holds the build ``ensure_built`` would write: its config and marker, and a weights file."""
     try:
         config = json.loads((folder / "config.json").read_text())
         note = json.loads((folder / MARKER).read_text())
     except (OSError, ValueError):
         return False
-    want = {**rehearsal_config(name), "torch_dtype": "float32"}
-    return (
-        config == want
-        and (note.get("size"), note.get("seed")) == ("rehearsal", SEED)
-        and any(folder.glob("*.safetensors"))
-    )
+    want = {**rehearsal_config(name, size), "torch_dtype": "float32"}
+    return config == want and (note.get("size"), note.get("seed")) == (size, SEED) and any(folder.glob("*.safetensors"))
 
 
 def ensure_built(spec: ModelSpec, log=print) -> Path:
@@ -223,8 +248,9 @@ def ensure_built(spec: ModelSpec, log=print) -> Path:
     name = spec.rehearses
     if name is None:
         raise ValueError(f"{spec.name} is not a registered rehearsal (register_rehearsals)")
-    folder = paper_layout(name, rehearsals_root())
-    if _complete(folder, name):
+    size = spec.rehearsal_size
+    folder = paper_layout(name, build_root(spec))
+    if _complete(folder, name, size):
         return folder
     if (folder / MARKER).is_file():  # our own stale build (another config): never a folder without the marker
         stale = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.stale-"))
@@ -233,8 +259,8 @@ def ensure_built(spec: ModelSpec, log=print) -> Path:
         shutil.rmtree(stale, ignore_errors=True)
     log(f"[abspos] building {spec.name} (random weights, seed {SEED}) in {folder}")
     try:
-        build_rehearsal(name, "rehearsal", folder, seed=SEED)
+        build_rehearsal(name, size, folder, seed=SEED)
     except OSError:  # FileExistsError, or the rename's ENOTEMPTY: another process built it first
-        if not _complete(folder, name):
+        if not _complete(folder, name, size):
             raise
     return folder

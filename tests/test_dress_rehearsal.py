@@ -1,0 +1,88 @@
+"""Issue 26: the nightly dress rehearsal benchmark (benchmarks/bench_dress_rehearsal.py): per-claim sums from a run's
+records and each test's peak memory, the GPU estimate (layer-tokens at the device's rate plus the statistics seconds),
+and (long) the whole script on the narrow Llama-3.2-1B rehearsal for a part of the selection."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import bench_dress_rehearsal as dress
+
+
+def _rec(test, claim, seconds, forward, tokens):
+    return {"test": test, "claim": claim, "seconds": seconds, "forward_seconds": forward, "layer_tokens": tokens}
+
+
+def test_per_claim_sums_its_tests_and_keeps_their_largest_peak():
+    records = [
+        _rec("a[m]", "T2", 10.0, 6.0, 1000),
+        _rec("b[m]", "T2", 5.0, 1.0, 500),
+        _rec("c[m]", "T7", 20.0, 15.0, 4000),
+        _rec("d", None, 0.1, 0.0, 0),  # a test of no claim is left out
+    ]
+    rows = dress.per_claim(records, {"a[m]": 100, "b[m]": 300})
+    assert [r["claim"] for r in rows] == ["T2", "T7"]
+    t2, t7 = rows
+    assert (t2["tests"], t2["seconds"], t2["forward_seconds"], t2["layer_tokens"]) == (2, 15.0, 7.0, 1500)
+    assert t2["statistics_seconds"] == 8.0 and t2["peak_kib"] == 300
+    assert t7["peak_kib"] is None  # no peak read: shown as "—", never as 0
+    assert dress.gpu_estimate(t7, None) is None
+    assert dress.gpu_estimate(t7, 1000.0) == pytest.approx(4000 / 1000 + 5.0)
+    md = dress.table(rows, 1000.0).splitlines()
+    assert md[0].endswith("| GPU estimate s |") and md[-1].startswith("| all | 3 | 35 | 22 | 13 | 5,500 |")
+    assert "| T7 | 1 | 20 | 15 | 5 | 4,000 | — | 9 |" in md
+    assert "GPU" not in dress.table(rows, None)
+
+
+@pytest.mark.long
+def test_the_dress_rehearsal_runs_a_selection_and_writes_its_table(tmp_path):
+    code = dress.main(
+        ["--size", "rehearsal", "--seq-len", "128", "--n-prompts", "12", "-k", "T9a or T9b", "--out", str(tmp_path)]
+    )
+    assert code == 0
+    summary = json.loads((tmp_path / "dress.json").read_text())
+    assert summary["model"] == "llama-3.2-1b-rehearsal" and summary["outcomes"] == {"rehearsed": 2}
+    assert [r["claim"] for r in summary["claims"]] == ["T9a", "T9b"]
+    assert all(r["peak_kib"] and r["peak_kib"] > 100_000 for r in summary["claims"])  # a loaded model's resident set
+    assert "| all | 2 |" in (tmp_path / "dress.md").read_text()
+
+
+def _summary(model, layers, heads, claims):
+    settings = {"n_prompts": 32, "seq_len": 512, "seed": 0}
+    out = {"model": model, "rehearses": "llama-3.2-1b", "settings": settings, "machine": "m", "run": model}
+    return out | {"shape": {"layers": layers, "heads": heads}, "claims": claims}
+
+
+def _row(claim, seconds, forward, tokens, peak=None, tests=1):
+    out = {"claim": claim, "tests": tests, "seconds": seconds, "forward_seconds": forward, "layer_tokens": tokens}
+    return out | {"statistics_seconds": seconds - forward, "peak_kib": peak}
+
+
+def test_the_full_build_estimate_scales_the_narrow_workload_and_keeps_what_was_measured():
+    from benchmarks import dress_estimate
+
+    narrow = _summary("n", 4, 4, [_row("T2", 3, 1, 4000), _row("T6", 12, 2, 8000), _row("T10", 5, 1, 2000)])
+    full = _summary("f", 16, 32, [_row("T2", 100, 80, 16000, peak=6 * 2**20)])  # rate: 200 layer-tokens/s
+    rows = {r["claim"]: r for r in dress_estimate.estimate(narrow, full, device_rate=1000.0)}
+    assert rows["T2"]["source"] == "measured" and rows["T2"]["cpu_seconds"] == 100
+    t6 = rows["T6"]  # 8000 x 16/4 layer-tokens at 200/s, and 10 s of statistics x (32 x 16)/(4 x 4) = 32
+    assert t6["source"] == "estimated" and t6["layer_tokens"] == 32000
+    assert t6["cpu_seconds"] == pytest.approx(32000 / 200 + 320) and t6["peak_kib"] is None
+    assert t6["gpu_seconds"] == pytest.approx(32000 / 1000 + 320)
+    assert rows["T10"]["layer_tokens"] == 2000  # T10's passes stop after layer 4 in both builds
+    md = dress_estimate.table(list(rows.values()), narrow, full)
+    assert "| T6 | 1 | 8.0 min (est.) | 32,000 (est.) | 320 (est.) | — | 5.9 min (est.) |" in md
+    assert "| T2 | 1 | 1.7 min | 16,000 | 20 | 6.0 GiB |" in md
+    with pytest.raises(SystemExit):  # two runs at different settings cannot be combined
+        other = {**full, "settings": {**full["settings"], "seq_len": 128}}
+        dress_estimate.main([_dump(narrow), _dump(other)])
+
+
+def _dump(obj) -> str:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(obj, f)
+    return f.name
