@@ -55,7 +55,9 @@ def estimate(narrow: dict, full: dict, device_rate: float | None = None) -> list
 
 def table(rows: list[dict], narrow: dict, full: dict) -> str:
     gpu = any(r["gpu_seconds"] is not None for r in rows)
-    head = "| claim | tests | full build, CPU | layer-tokens | statistics s | peak RSS |" + (" GPU estimate |" if gpu else "")
+    head = "| claim | tests | full build, CPU | layer-tokens | statistics s | peak RSS |" + (
+        " GPU estimate |" if gpu else ""
+    )
     lines = [head, "|" + "---|" * (7 if gpu else 6)]
     for r in rows:
         est = r["source"] == "estimated"
