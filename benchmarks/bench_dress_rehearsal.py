@@ -206,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         "model": model,
         "rehearses": a.paper,
         "settings": results["settings"],
-        "selection": f"-m {family}" + (f" -k {a.keyword!r}" if a.keyword else ""),
+        "selection": f"-m {family}"
+        + (f" -k {a.keyword!r}" if a.keyword else "")
+        + "".join(f" {x}" for x in passthrough),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads",
         "wall_seconds": wall,

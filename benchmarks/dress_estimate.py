@@ -4,14 +4,16 @@ statistics seconds) and the full build through what the machine had time for (it
 
     python benchmarks/dress_estimate.py NARROW/dress.json FULL/dress.json [--device-rate LAYER_TOKENS_PER_S] [--out F]
 
-Per claim, measured on the full build where it ran there; else estimated:
+Per claim, estimated (every claim booked as in one whole run: a pass shared by several claims is booked to the first):
     layer-tokens (narrow) x layers (full) / layers (narrow)       the same prompts pass through every layer (T10's
                                                                   passes stop after layer 4 in both builds: x 1)
       / the full build's forward rate (layer-tokens per second, measured in its own run)
     + statistics seconds (narrow) x heads x layers (full) / heads x layers (narrow)   (assumption: the per-head
                                                                   statistics dominate and are linear in heads)
+and, beside it, what the full build measured where it ran the claim (alone, a claim pays for the passes it would
+share in the whole run). The peak memory is measured only: the full build's largest over the claims it ran.
 The GPU column (with --device-rate) puts every claim's full-build layer-tokens at that rate and keeps its statistics
-seconds (they run on the CPU). Every estimated cell says so; the measured ones are the full run's own figures.
+seconds (they run on the CPU).
 """
 
 from __future__ import annotations
@@ -30,57 +32,66 @@ def _shape(summary: dict) -> tuple[int, int]:
 
 
 def estimate(narrow: dict, full: dict, device_rate: float | None = None) -> list[dict]:
-    """One row per claim of the narrow run: {claim, source, cpu_seconds, layer_tokens, statistics_seconds, peak_kib,
-    gpu_seconds}; ``source`` "measured" (the full run has the claim) or "estimated"."""
+    """One row per claim of the narrow run: {claim, tests, layer_tokens, statistics_seconds, cpu_seconds,
+    gpu_seconds, measured}: the full build's workload from the narrow run's (every claim booked as in one whole run),
+    its CPU seconds at the full run's measured forward rate, and ``measured`` the full run's own row for the claim
+    where it ran there (alone, it may pay for passes the whole run books to an earlier claim)."""
     (nl, nh), (fl, fh) = _shape(narrow), _shape(full)
     measured = {r["claim"]: r for r in full["claims"]}
     fwd = sum(r["forward_seconds"] for r in full["claims"])
     rate = sum(r["layer_tokens"] for r in full["claims"]) / fwd if fwd else None
     rows = []
     for r in narrow["claims"]:
-        m = measured.get(r["claim"])
-        if m is not None:
-            row = {**m, "source": "measured", "cpu_seconds": m["seconds"]}
-        else:
-            depth = (min(fl, T10_LAYERS) / min(nl, T10_LAYERS)) if r["claim"] == "T10" else fl / nl
-            tokens = r["layer_tokens"] * depth
-            stats = r["statistics_seconds"] * (fh * fl) / (nh * nl)
-            cpu = tokens / rate + stats if rate else None
-            row = {"claim": r["claim"], "tests": r["tests"], "layer_tokens": round(tokens), "peak_kib": None}
-            row |= {"statistics_seconds": stats, "source": "estimated", "cpu_seconds": cpu}
-        row["gpu_seconds"] = row["layer_tokens"] / device_rate + row["statistics_seconds"] if device_rate else None
-        rows.append(row)
+        depth = (min(fl, T10_LAYERS) / min(nl, T10_LAYERS)) if r["claim"] == "T10" else fl / nl
+        tokens = round(r["layer_tokens"] * depth)
+        stats = r["statistics_seconds"] * (fh * fl) / (nh * nl)
+        rows.append(
+            {
+                "claim": r["claim"],
+                "tests": r["tests"],
+                "layer_tokens": tokens,
+                "statistics_seconds": stats,
+                "cpu_seconds": tokens / rate + stats if rate else None,
+                "gpu_seconds": tokens / device_rate + stats if device_rate else None,
+                "measured": measured.get(r["claim"]),
+            }
+        )
     return rows
 
 
-def table(rows: list[dict], narrow: dict, full: dict) -> str:
+def forward_rate(full: dict) -> float | None:
+    """The full build's measured forward rate (layer-tokens per second over its run's passes)."""
+    fwd = sum(r["forward_seconds"] for r in full["claims"])
+    return sum(r["layer_tokens"] for r in full["claims"]) / fwd if fwd else None
+
+
+def table(rows: list[dict]) -> str:
+    """Estimated columns (est.), and the full build's own measurement where it ran the claim."""
     gpu = any(r["gpu_seconds"] is not None for r in rows)
-    head = "| claim | tests | full build, CPU | layer-tokens | statistics s | peak RSS |" + (
-        " GPU estimate |" if gpu else ""
-    )
+    head = "| claim | tests | layer-tokens (est.) | statistics s (est.) | CPU (est.) |"
+    head += " GPU (est.) |" if gpu else ""
+    head += " measured alone on the full build: time, layer-tokens, peak RSS |"
     lines = [head, "|" + "---|" * (7 if gpu else 6)]
+
+    def minutes(s):
+        return "—" if s is None else f"{s / 60:.1f} min"
+
     for r in rows:
-        est = r["source"] == "estimated"
-        cpu = "—" if r["cpu_seconds"] is None else f"{r['cpu_seconds'] / 60:.1f} min" + (" (est.)" if est else "")
-        peak = "—" if r["peak_kib"] is None else f"{r['peak_kib'] / 2**20:.1f} GiB"
-        cells = [r["claim"], str(r["tests"]), cpu, f"{r['layer_tokens']:,}" + (" (est.)" if est else "")]
-        cells += [f"{r['statistics_seconds']:.0f}" + (" (est.)" if est else ""), peak]
+        m = r["measured"]
+        cells = [r["claim"], str(r["tests"]), f"{r['layer_tokens']:,}", f"{r['statistics_seconds']:.0f}"]
+        cells.append(minutes(r["cpu_seconds"]))
         if gpu:
-            cells.append(f"{r['gpu_seconds'] / 60:.1f} min (est.)")
+            cells.append(minutes(r["gpu_seconds"]))
+        peak = "" if m is None or m["peak_kib"] is None else f", {m['peak_kib'] / 2**20:.1f} GiB"
+        cells.append("—" if m is None else f"{minutes(m['seconds'])}, {m['layer_tokens']:,}{peak}")
         lines.append("| " + " | ".join(cells) + " |")
-    cpu_total = sum(r["cpu_seconds"] or 0 for r in rows)
-    measured = sum(r["cpu_seconds"] or 0 for r in rows if r["source"] == "measured")
-    peak = max((r["peak_kib"] or 0 for r in rows), default=0)
-    total = [
-        "all",
-        str(sum(r["tests"] for r in rows)),
-        f"{cpu_total / 3600:.1f} h ({measured / 60:.0f} min measured)",
-        f"{sum(r['layer_tokens'] for r in rows):,}",
-        f"{sum(r['statistics_seconds'] for r in rows):.0f}",
-        f"{peak / 2**20:.1f} GiB (measured claims)" if peak else "—",
-    ]
+    cpu = sum(r["cpu_seconds"] or 0 for r in rows)
+    peaks = [r["measured"]["peak_kib"] for r in rows if r["measured"] and r["measured"]["peak_kib"]]
+    total = ["all", str(sum(r["tests"] for r in rows)), f"{sum(r['layer_tokens'] for r in rows):,}"]
+    total += [f"{sum(r['statistics_seconds'] for r in rows):.0f}", f"{cpu / 3600:.1f} h"]
     if gpu:
-        total.append(f"{sum(r['gpu_seconds'] for r in rows) / 60:.0f} min (est.)")
+        total.append(f"{sum(r['gpu_seconds'] for r in rows) / 60:.0f} min")
+    total.append(f"peak {max(peaks) / 2**20:.1f} GiB" if peaks else "—")
     lines.append("| " + " | ".join(total) + " |")
     return "\n".join(lines)
 
@@ -100,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     text = (
         f"{full['rehearses']} at {s['n_prompts']} prompts x {s['seq_len']} tokens on {full['machine']}: measured "
         f"claims from {full['model']} ({full['run']}), estimated ones from the workload of {narrow['model']} "
-        f"({narrow['run']}) scaled to the full build (benchmarks/dress_estimate.py states how).\n\n"
-        + table(rows, narrow, full)
+        f"({narrow['run']}) scaled to the full build at its measured forward rate, "
+        f"{(forward_rate(full) or 0):,.0f} layer-tokens/s (benchmarks/dress_estimate.py states how).\n\n"
+        + table(rows)
         + "\n"
     )
     if a.out:

@@ -66,15 +66,16 @@ def test_the_full_build_estimate_scales_the_narrow_workload_and_keeps_what_was_m
     narrow = _summary("n", 4, 4, [_row("T2", 3, 1, 4000), _row("T6", 12, 2, 8000), _row("T10", 5, 1, 2000)])
     full = _summary("f", 16, 32, [_row("T2", 100, 80, 16000, peak=6 * 2**20)])  # rate: 200 layer-tokens/s
     rows = {r["claim"]: r for r in dress_estimate.estimate(narrow, full, device_rate=1000.0)}
-    assert rows["T2"]["source"] == "measured" and rows["T2"]["cpu_seconds"] == 100
-    t6 = rows["T6"]  # 8000 x 16/4 layer-tokens at 200/s, and 10 s of statistics x (32 x 16)/(4 x 4) = 32
-    assert t6["source"] == "estimated" and t6["layer_tokens"] == 32000
-    assert t6["cpu_seconds"] == pytest.approx(32000 / 200 + 320) and t6["peak_kib"] is None
+    t2, t6 = rows["T2"], rows["T6"]  # workload from the narrow run: x 16/4 layer-tokens, x (32 x 16)/(4 x 4) statistics
+    assert t2["layer_tokens"] == 16000 and t2["measured"]["seconds"] == 100  # measured beside it
+    assert t6["layer_tokens"] == 32000 and t6["statistics_seconds"] == pytest.approx(320) and t6["measured"] is None
+    assert t6["cpu_seconds"] == pytest.approx(32000 / 200 + 320)  # at the full build's measured 200 layer-tokens/s
     assert t6["gpu_seconds"] == pytest.approx(32000 / 1000 + 320)
     assert rows["T10"]["layer_tokens"] == 2000  # T10's passes stop after layer 4 in both builds
-    md = dress_estimate.table(list(rows.values()), narrow, full)
-    assert "| T6 | 1 | 8.0 min (est.) | 32,000 (est.) | 320 (est.) | — | 5.9 min (est.) |" in md
-    assert "| T2 | 1 | 1.7 min | 16,000 | 20 | 6.0 GiB |" in md
+    md = dress_estimate.table(list(rows.values()))
+    assert "| T6 | 1 | 32,000 | 320 | 8.0 min | 5.9 min | — |" in md
+    assert "| T2 | 1 | 16,000 | 64 | 2.4 min | 1.3 min | 1.7 min, 16,000, 6.0 GiB |" in md
+    assert md.splitlines()[-1].startswith("| all | 3 | 50,000 |") and md.endswith("peak 6.0 GiB |")
     with pytest.raises(SystemExit):  # two runs at different settings cannot be combined
         other = {**full, "settings": {**full["settings"], "seq_len": 128}}
         dress_estimate.main([_dump(narrow), _dump(other)])

@@ -158,3 +158,36 @@ def test_a_claim_reading_more_layers_than_a_model_has_is_not_applicable(test, la
         assert (why is None) == ok, (depth, why)
         if not ok:
             assert f"at least {layers} layers" in why
+
+
+def test_a_ladder_claim_that_does_not_hold_is_recorded_under_its_ladder(tmp_path):
+    """T13 has no model: its known outcome is keyed by the ladder it was judged on (a strict xfail on that ladder
+    alone, never on another ladder of the family); a ladder with a model given by reference is never recorded."""
+    import json
+
+    from harness.outcome import known_outcomes as ko
+    from harness.spec.settings import Settings
+
+    settings = dataclasses.asdict(Settings())
+    t13 = "claims/test_s5_9_scale.py::test_T13_leakage_constant_and_residual_share_rises_with_scale[qwen]"
+    figs = [{"name": "models", "value": [SMALL, LARGE]}]
+    records = [
+        {"test": t13, "claim": "T13", "model": None, "verdict": "not held", "check": "c: rise_lo > 0"}
+        | {"reason": "falls", "figures": figs},
+        {"test": t13.replace("[qwen]", "[llama]"), "claim": "T13", "model": None, "verdict": "n/a", "figures": []},
+    ]
+    run = tmp_path / "results.json"
+    run.write_text(json.dumps({"run": "r", "settings": settings, "models": [SMALL, LARGE], "records": records}))
+    path = tmp_path / "known.json"
+    changes = ko.record(run, path)
+    key = ko.ladder_key([SMALL, LARGE])
+    assert key == f"ladder:{SMALL}+{LARGE}" and len(changes) == 1 and key in changes[0]
+    ko.table.cache_clear()
+    verdict_key = json.loads(path.read_text())[T13][key][0]["settings"]
+    found = ko.lookup(T13, key, verdict_key, path)
+    assert found["check"] == "c: rise_lo > 0" and found["measured"] == "falls"
+    assert ko.lookup(T13, ko.ladder_key([LLAMA_1B, "llama-3.2-3b"]), verdict_key, path) is None
+    assert ko.local(ko.ladder_key(["hf-x", SMALL])) and not ko.local(key)
+
+
+T13 = "test_T13_leakage_constant_and_residual_share_rises_with_scale"

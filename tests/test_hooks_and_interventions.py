@@ -145,8 +145,10 @@ def test_intervention_changes_output_and_undoes_itself(tiny, which):
 def test_bidirectional_lets_early_queries_see_later_keys(tiny):
     with iv.bidirectional(tiny):
         pat = cap.capture(tiny, ids(), {"p": ("blocks.0.attn.hook_pattern", lambda w: w)})["p"]
-    window = getattr(tiny.layers[0].self_attn, "sliding_window", None) or pat.shape[-1]
+    window = iv.layer_window(tiny, 0) or pat.shape[-1]  # Mistral keeps its window on the config, not the module
+    assert (window < pat.shape[-1]) == (tiny.spec.sliding_window is not None)
     assert np.all(pat[..., 0, 1:window] > 0)
+    assert np.all(pat[..., 0, window:] == 0)  # only causality is removed: a sliding window stays a band
 
 
 def test_zero_heads_zeroes_only_the_chosen_head(tiny):

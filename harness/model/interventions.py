@@ -15,13 +15,23 @@ from harness.model.hooks import HookedModel, rotary_modules
 from harness.model.points import hook_name
 
 
+def layer_window(model: HookedModel, layer: int) -> int | None:
+    """The sliding window decoder layer ``layer`` attends within (None: full causal attention): its attention
+    module's ``sliding_window`` where it has one (Gemma-3, Qwen2: None on full-attention layers), else the config's,
+    which models such as Mistral hand every layer's attention without keeping it on the module."""
+    attn = model.layers[layer].self_attn
+    if hasattr(attn, "sliding_window"):
+        return attn.sliding_window
+    return getattr(model.hf.config, "sliding_window", None)
+
+
 def bidirectional(model: HookedModel):
     """Remove the causal mask (paper §4 'Bidirectional'). Sliding-window layers keep their window
     as a symmetric band |i - j| < w: only causality is removed, not locality. We never pad, so the
     bidirectional mask is otherwise all zeros."""
 
     def replace(mask, hook):
-        window = getattr(model.layers[hook.layer].self_attn, "sliding_window", None)
+        window = layer_window(model, hook.layer)
         n = mask.shape[-1]
         new = torch.zeros_like(mask)
         if window:

@@ -49,3 +49,33 @@ def offset_softmax(f: np.ndarray, n: int, causal: bool = True) -> np.ndarray:
     logits = logits - logits.max(axis=1, keepdims=True)
     w = np.exp(logits)
     return w / w.sum(axis=1, keepdims=True)
+
+
+def mask_support_problems(scores: np.ndarray, pattern: np.ndarray, allowed: np.ndarray, tiny: float) -> list[str]:
+    """What contradicts "the weights' support is the mask's": ``pattern`` [B, H, n, n] post-softmax weights, ``scores``
+    the same pre-softmax logits, ``allowed`` [n, n] the keys the mask lets each query see, ``tiny`` the smallest normal
+    number of the weights' dtype. A key outside ``allowed`` with non-zero weight is always a problem (the mask was not
+    applied): underflow only ever adds zeros. A key inside with zero weight is a problem only where it could not have
+    underflowed: its weight is at least exp(-gap) / (keys allowed) for a logit ``gap`` below the row's largest allowed
+    logit, so it is non-zero for every gap <= ln(1 / tiny) - ln(keys allowed). (A model with extreme logits, such as a
+    1.5B Qwen's layer 0, sends some allowed weights to exactly 0 in float32; counting non-zero weights alone would
+    call its mask broken.) Returns one phrase per kind of problem found, none when the support is the mask's."""
+    nonzero = pattern > 0
+    out = []
+    leaked = nonzero & ~allowed
+    if leaked.any():
+        b, h, i, j = np.argwhere(leaked)[0]
+        out.append(
+            f"{int(leaked.sum())} weights outside the mask are non-zero (first: prompt {b}, head {h}, query {i}, key {j})"
+        )
+    masked = np.where(allowed, scores, -np.inf)
+    gap = masked.max(-1, keepdims=True) - masked
+    bound = np.log(1 / tiny) - np.log(allowed.sum(-1))[:, None]  # [n, 1]
+    missing = allowed & (gap <= bound) & ~nonzero
+    if missing.any():
+        b, h, i, j = np.argwhere(missing)[0]
+        out.append(
+            f"{int(missing.sum())} weights inside the mask are zero where no underflow can explain it (first: prompt {b}, "
+            f"head {h}, query {i}, key {j}, logit gap {gap[b, h, i, j]:.1f} <= {bound[i, 0]:.1f})"
+        )
+    return out

@@ -82,14 +82,33 @@ def lookup(test_name: str, model: str | None, key: dict, path: Path = PATH) -> d
     return next((e for e in entries if isinstance(e, dict) and e.get("settings") == key), None)
 
 
+def ladder_key(sizes) -> str:
+    """The key a family-level test (T13) is recorded under: its ladder, smallest first ("ladder:a+b"), so a recorded
+    outcome applies to that ladder only, never to another ladder of the family."""
+    return "ladder:" + "+".join(sizes)
+
+
+def _record_key(r: dict) -> str | None:
+    """A record's model, or (T13, no model) its ladder from its "models" figure; None for a record of neither (EQ3's
+    softmax property, a T13 that did not run)."""
+    if r.get("model"):
+        return r["model"]
+    first = (r.get("figures") or [{}])[0]
+    sizes = first.get("value") if first.get("name") == "models" else None
+    return ladder_key(sizes) if isinstance(sizes, list) and sizes else None
+
+
 def local(model: str) -> bool:
     """A model given by reference (its name is ``hf-…``, ``path-…`` or ``gguf-…``; harness.model.references)."""
+    if model.startswith("ladder:"):
+        return any(local(m) for m in model.removeprefix("ladder:").split("+"))
     return model.split("-", 1)[0] in ("hf", "path", "gguf")
 
 
 def record(results_json: Path, path: Path = PATH) -> list[str]:
     """Record every claim test that did not hold in a run (verdict "not held": a ClaimNotHeld raised by a
-    claim's own assertion), keyed by test function, model and the run's verdict settings, replacing the
+    claim's own assertion), keyed by test function, model (T13: its ladder, ``ladder_key``) and the run's verdict
+    settings, replacing the
     entry at those settings. Harness errors (a crash, a snapshot drift) are never recorded; a stale record
     (the claim now holds) is removed. Returns one line per change."""
     from harness.outcome.results import load_results
@@ -100,9 +119,10 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
     data = _read(path)
     changes = []
     for r in results["records"]:
-        if not r.get("model") or r.get("verdict") not in ("not held", "held", "stale") or local(r["model"]):
+        model = _record_key(r)
+        if not model or r.get("verdict") not in ("not held", "held", "stale") or local(model):
             continue  # a model given by reference (hf:, path:, gguf:) is a checkpoint of the day, never recorded
-        func, model = test_function(r["test"]), r["model"]
+        func = test_function(r["test"])
         kept = [e for e in data.get(func, {}).get(model, []) if isinstance(e, dict) and e.get("settings") != key]
         if r["verdict"] in ("held", "stale"):
             if len(kept) != len(data.get(func, {}).get(model, [])):

@@ -159,7 +159,9 @@ def pytest_collection_modifyitems(config, items):
             item.stash[REHEARSES] = rehearses
             item.user_properties.append(("rehearses", rehearses))
         verdict_key = run.requested.verdict_key()
-        known = None if rehearses else known_outcomes.lookup(item.originalname, model, verdict_key, run.known_outcomes)
+        family = params.get("family")  # a family-level test (T13) is recorded under its ladder
+        key = model or (known_outcomes.ladder_key(family_sizes(family, run.models)) if family else None)
+        known = None if rehearses else known_outcomes.lookup(item.originalname, key, verdict_key, run.known_outcomes)
         if known:
             item.stash[KNOWN] = known
             item.add_marker(
