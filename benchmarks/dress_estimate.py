@@ -2,7 +2,11 @@
 the nightly's settings: the narrow build through the whole selection (each claim's workload: layer-tokens and
 statistics seconds) and the full build through what the machine had time for (its forward rate, peaks and times).
 
-    python benchmarks/dress_estimate.py NARROW/dress.json FULL/dress.json [--device-rate LAYER_TOKENS_PER_S] [--out F]
+    python benchmarks/dress_estimate.py NARROW/dress.json FULL/dress.json [FULL2/dress.json ...]
+        [--device-rate LAYER_TOKENS_PER_S] [--out F]
+
+(several full-build runs, each of a part of the selection, count as one: the whole selection on a full 8B build need
+not fit one session).
 
 Per claim, estimated (every claim booked as in one whole run: a pass shared by several claims is booked to the first):
     layer-tokens (narrow) x layers (full) / layers (narrow)       the same prompts pass through every layer (T10's
@@ -96,16 +100,34 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def pieces(runs: list[dict]) -> dict:
+    """Full-build runs of parts of the selection (one per session, say) as one: every claim each measured (the first
+    run's where two measured one claim), the same model and settings required."""
+    first = runs[0]
+    for r in runs[1:]:
+        if (r["settings"], r["model"]) != (first["settings"], first["model"]):
+            raise ValueError(f"{r['run']}: another model or other settings than {first['run']}")
+    claims: dict = {}
+    for r in runs:
+        for row in r["claims"]:
+            claims.setdefault(row["claim"], row)
+    return {**first, "claims": list(claims.values()), "run": ", ".join(r["run"] for r in runs)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("narrow", help="dress.json of the narrow build's run through the whole selection")
-    ap.add_argument("full", help="dress.json of the full build's run (any part of the selection)")
+    ap.add_argument("full", nargs="+", help="dress.json of each full-build run (each any part of the selection)")
     ap.add_argument("--device-rate", type=float, default=None, help="layer-tokens/s of the nightly's GPU")
     ap.add_argument("--out", default=None, help="also write the table here (markdown)")
     a = ap.parse_args(argv)
-    narrow, full = (json.loads(Path(p).read_text()) for p in (a.narrow, a.full))
+    narrow = json.loads(Path(a.narrow).read_text())
+    try:
+        full = pieces([json.loads(Path(p).read_text()) for p in a.full])
+    except ValueError as e:
+        ap.error(str(e))
     if narrow["settings"] != full["settings"] or narrow["rehearses"] != full["rehearses"]:
-        ap.error("the two runs must rehearse one paper model at the same settings (seq-len, prompts, seed, ...)")
+        ap.error("the runs must rehearse one paper model at the same settings (seq-len, prompts, seed, ...)")
     rows = estimate(narrow, full, a.device_rate)
     s = full["settings"]
     text = (

@@ -87,3 +87,14 @@ def _dump(obj) -> str:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(obj, f)
     return f.name
+
+
+def test_full_build_runs_of_parts_of_the_selection_count_as_one():
+    from benchmarks import dress_estimate
+
+    a = _summary("f", 16, 32, [_row("T2", 100, 80, 16000)])
+    b = _summary("f", 16, 32, [_row("T6", 50, 40, 8000), _row("T2", 999, 1, 1)])
+    one = dress_estimate.pieces([a, b])
+    assert [(r["claim"], r["seconds"]) for r in one["claims"]] == [("T2", 100), ("T6", 50)]  # the first run's T2
+    with pytest.raises(ValueError, match="other settings"):
+        dress_estimate.pieces([a, {**b, "settings": {**b["settings"], "seq_len": 128}}])
