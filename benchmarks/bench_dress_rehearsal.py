@@ -209,8 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         "selection": f"-m {family}"
         + (f" -k {a.keyword!r}" if a.keyword else "")
         + "".join(f" {x}" for x in passthrough),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",  # the child's threads:
+        # its --threads where passed (in "selection"), else the cores free when it started (harness.run.options)
         "wall_seconds": wall,
         "pytest_exit": code,
         "outcomes": dict(outcomes),

@@ -95,7 +95,7 @@ def table(rows: list[dict]) -> str:
     total += [f"{sum(r['statistics_seconds'] for r in rows):.0f}", f"{cpu / 3600:.1f} h"]
     if gpu:
         total.append(f"{sum(r['gpu_seconds'] for r in rows) / 60:.0f} min")
-    total.append(f"peak {max(peaks) / 2**20:.1f} GiB" if peaks else "—")
+    total.append(f"peak {max(peaks) / 2**20:.1f} GiB over the measured claims only" if peaks else "—")
     lines.append("| " + " | ".join(total) + " |")
     return "\n".join(lines)
 

@@ -191,3 +191,23 @@ def test_a_ladder_claim_that_does_not_hold_is_recorded_under_its_ladder(tmp_path
 
 
 T13 = "test_T13_leakage_constant_and_residual_share_rises_with_scale"
+
+
+def test_a_joined_file_found_in_place_is_checked_again_before_conversion(tmp_path, monkeypatch):
+    from harness.model.gguf_files import check_sha256
+
+    parts = [b"GGUF" + b"x" * 100, b"y" * 50]
+    spec = _chunked(tmp_path, monkeypatch, parts, hashlib.sha256(b"".join(parts)).hexdigest())
+    path = weights.bundled_gguf(spec)
+    check_sha256(spec, path)  # as joined
+    path.write_bytes(b"GGUF" + b"z" * 150)  # same size, other content: the join is not redone
+    assert weights.bundled_gguf(spec) == path
+    with pytest.raises(WrongWeights, match=r"has sha256 .*not the recorded .*remove it and reinstall"):
+        check_sha256(spec, path)
+
+
+def test_merge_expects_the_extra_group_and_the_ladders_by_name():
+    from harness.report.merge import _expand
+
+    assert _expand(["qwen-ladder"]) == [SMALL, LARGE]
+    assert _expand(["bundled,extra"]) == [*names("bundled"), LARGE]

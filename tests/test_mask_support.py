@@ -76,3 +76,13 @@ def test_on_a_model_the_check_reads_its_mask_and_finds_it_removed():
         scores, pattern = got["blocks.0.attn.hook_scores"], got["blocks.0.attn.hook_pattern"]
         problems = mask_support_problems(scores, pattern, allowed, TINY32)
         assert len(problems) == 1 and "outside the mask are non-zero" in problems[0], name
+
+
+def test_weights_that_are_not_numbers_never_pass():
+    """An overflowed logit (+inf, as in float16) makes its row's weights NaN: neither zero nor non-zero, never held."""
+    rng = np.random.default_rng(2)
+    scores = rng.normal(size=(1, 1, N, N))
+    scores[0, 0, 5, 2] = np.inf
+    pattern = softmax_fp32(scores, CAUSAL)
+    problems = mask_support_problems(scores, pattern, CAUSAL, TINY32)
+    assert problems and problems[0].startswith("8 weights are not finite (first: prompt 0, head 0, query 5, key 0)")

@@ -66,3 +66,20 @@ def bundled_gguf(spec: ModelSpec) -> Path:
     if not path.exists():
         raise WeightsUnavailable(f"{spec.name}: GGUF not found at {path}")
     return path
+
+
+def check_sha256(spec: ModelSpec, path: Path) -> None:
+    """WrongWeights (one line) when the registry records a sha256 for ``spec``'s GGUF and ``path`` does not have it:
+    checked at the join and again before each conversion (a joined file found in place is not trusted by its size)."""
+    want = spec.gguf.get("sha256")
+    if not want:
+        return
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 24):
+            digest.update(block)
+    if digest.hexdigest() != want:
+        raise WrongWeights(
+            f"{spec.name}: {path} has sha256 {digest.hexdigest()[:16]}..., not the recorded {want[:16]}...: remove it "
+            f"and reinstall the parts ({_setup_hint(spec)})"
+        )

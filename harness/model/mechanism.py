@@ -62,6 +62,10 @@ def mask_support_problems(scores: np.ndarray, pattern: np.ndarray, allowed: np.n
     call its mask broken.) Returns one phrase per kind of problem found, none when the support is the mask's."""
     nonzero = pattern > 0
     out = []
+    bad = ~np.isfinite(pattern)
+    if bad.any():  # NaN weights (an overflowed logit) are neither zero nor a support: never held
+        b, h, i, j = np.argwhere(bad)[0]
+        out.append(f"{int(bad.sum())} weights are not finite (first: prompt {b}, head {h}, query {i}, key {j})")
     leaked = nonzero & ~allowed
     if leaked.any():
         b, h, i, j = np.argwhere(leaked)[0]
@@ -69,7 +73,8 @@ def mask_support_problems(scores: np.ndarray, pattern: np.ndarray, allowed: np.n
             f"{int(leaked.sum())} weights outside the mask are non-zero (first: prompt {b}, head {h}, query {i}, key {j})"
         )
     masked = np.where(allowed, scores, -np.inf)
-    gap = masked.max(-1, keepdims=True) - masked
+    with np.errstate(invalid="ignore"):  # inf - inf in a row with an overflowed logit: reported above
+        gap = masked.max(-1, keepdims=True) - masked
     bound = np.log(1 / tiny) - np.log(allowed.sum(-1))[:, None]  # [n, 1]
     missing = allowed & (gap <= bound) & ~nonzero
     if missing.any():

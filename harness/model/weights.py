@@ -21,7 +21,7 @@ import torch
 
 from harness.model import cache, devices
 from harness.model.cache import cache_root
-from harness.model.gguf_files import bundled_gguf, package_dir
+from harness.model.gguf_files import bundled_gguf, check_sha256, package_dir
 from harness.model.rehearsal_mark import check_not_rehearsal, rehearsals_root
 from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
 
@@ -77,6 +77,7 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         t0 = time.time()
+        check_sha256(spec, gguf)  # the joined file is what the registry recorded, whatever made it
         log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
         with mock.patch.dict(os.environ, {"TQDM_DISABLE": "1"}):  # transformers' GGUF bar (tqdm.auto): the two
             tok = AutoTokenizer.from_pretrained(

@@ -37,7 +37,7 @@ from harness.report.merge_inputs import JOB_FILE as JOB_FILE  # harness.submit i
 from harness.report.merge_inputs import MergeError, read_inputs
 from harness.report.merge_inputs import read_input as read_input  # still importable from here
 from harness.report.write import build
-from harness.spec.models import REGISTRY, names
+from harness.spec.models import LADDER_GROUPS, REGISTRY, names
 
 #: Top-level keys of a results.json the merge rebuilds; any other key (``interrupted``, ...) is carried through.
 KNOWN_KEYS = ("run", "settings", "models", "versions", "provenance", "records", "merged")
@@ -76,12 +76,15 @@ def _settings_line(runs: list) -> str | None:
 
 
 def _expand(models) -> list[str]:
-    """Model names of --expect (or --models) tokens: the groups bundled, paper and all expanded."""
+    """Model names of --expect (or --models) tokens: the groups bundled, paper, extra and all, and the ladders
+    (qwen-ladder), expanded."""
     out = []
     for m in models or []:
         for token in (t.strip() for t in str(m).split(",")):
-            if token in ("bundled", "paper"):
+            if token in ("bundled", "paper", "extra"):
                 out += names(token)
+            elif token in LADDER_GROUPS:
+                out += list(LADDER_GROUPS[token])
             elif token == "all":
                 out += names("bundled") + names("paper")
             elif token:

@@ -112,7 +112,7 @@ def weights_of(name: str) -> dict:
                 gguf=marker.get("gguf"),
                 weights_sha256=marker["files"]["model.safetensors"]["sha256"],
             )
-        elif spec.group in ("paper", "local", "rehearsal"):
+        elif spec.group in ("paper", "local", "rehearsal", "dress"):
             folder = local_folder(spec) if spec.group == "local" else paper_folder(spec)
             out.update(
                 folder=str(folder), config_sha256=cache.sha256(folder / "config.json"), weights=_weight_files(folder)

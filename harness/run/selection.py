@@ -66,7 +66,10 @@ def _registered(token: str) -> str:
     """A rehearsal named on its own (``llama-3.2-1b-rehearsal``); another name is a usage error listing them."""
     if token in REGISTRY:
         return token
-    raise UsageError(f"--models: unknown model {token!r}; the rehearsals: {', '.join(names('rehearsal'))}")
+    raise UsageError(
+        f"--models: unknown model {token!r}; the rehearsals: {', '.join(names('rehearsal'))}; "
+        f"full size: {', '.join(names('dress'))}"
+    )
 
 
 def prompt_sets(settings: Settings, spec) -> list[tuple[int, int, str]]:
