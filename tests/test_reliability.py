@@ -489,7 +489,7 @@ def test_a_corpus_fills_a_prompt_set_by_its_token_budget(n_prompts, seq_len, exp
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("name", names("bundled"))
+@pytest.mark.parametrize("name", names("bundled") + names("extra"))
 @pytest.mark.parametrize("source", ["wiki", "bbc"])
 def test_the_registry_token_budgets_are_the_tokenizers_own(name, source):
     """ModelSpec.corpus_tokens (what configure-time checks use) recounted with the model's tokenizer, where its

@@ -47,18 +47,17 @@ def bundled_gguf(spec: ModelSpec) -> Path:
         if not path.exists() or path.stat().st_size != size:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".partial-{os.getpid()}")  # concurrent assemblers never share a file
-            digest = hashlib.sha256()
             with tmp.open("wb") as out:
                 for part in parts:
                     with part.open("rb") as src:
                         while block := src.read(1 << 24):
                             out.write(block)
-                            digest.update(block)
-            if g.get("sha256") and digest.hexdigest() != g["sha256"]:  # a damaged or wrong part: never converted
+            want = g.get("sha256")
+            if want and (got := sha256_of(tmp)) != want:  # a damaged or wrong part: never converted
                 tmp.unlink(missing_ok=True)
                 raise WrongWeights(
-                    f"{spec.name}: the {len(parts)} parts joined give sha256 {digest.hexdigest()[:16]}..., not the "
-                    f"recorded {g['sha256'][:16]}...: reinstall them ({_setup_hint(spec)})"
+                    f"{spec.name}: the {len(parts)} parts joined give sha256 {got[:16]}..., not the "
+                    f"recorded {want[:16]}...: reinstall them ({_setup_hint(spec)})"
                 )
             tmp.rename(path)
     else:  # pragma: no cover - registry data error
@@ -74,12 +73,18 @@ def check_sha256(spec: ModelSpec, path: Path) -> None:
     want = spec.gguf.get("sha256")
     if not want:
         return
+    got = sha256_of(path)
+    if got != want:
+        raise WrongWeights(
+            f"{spec.name}: {path} has sha256 {got[:16]}..., not the recorded {want[:16]}...: remove it "
+            f"and reinstall the parts ({_setup_hint(spec)})"
+        )
+
+
+def sha256_of(path: Path) -> str:
+    """The file's sha256, read in 16 MiB blocks."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
         while block := f.read(1 << 24):
             digest.update(block)
-    if digest.hexdigest() != want:
-        raise WrongWeights(
-            f"{spec.name}: {path} has sha256 {digest.hexdigest()[:16]}..., not the recorded {want[:16]}...: remove it "
-            f"and reinstall the parts ({_setup_hint(spec)})"
-        )
+    return digest.hexdigest()

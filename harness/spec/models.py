@@ -44,6 +44,10 @@ def _identity(hidden: int, layers: int, heads: int, kv_heads: int, vocab: int) -
     )
 
 
+# documents + separators per corpus in the Qwen2.5 BPE (the bundled 0.5B's and the opt-in 1.5B's tokenizer: ModelSpec
+# .corpus_tokens)
+QWEN25_CORPUS_TOKENS = {"wiki": (104417, 470), "bbc": (219105, 5287)}
+
 BUNDLED = [
     ModelSpec(
         name="smollm2-135m",
@@ -89,7 +93,7 @@ BUNDLED = [
         rope="large-theta",
         rope_theta=1e6,
         context=32768,
-        corpus_tokens={"wiki": (104417, 470), "bbc": (219105, 5287)},
+        corpus_tokens=QWEN25_CORPUS_TOKENS,
         caveat="code- and instruction-tuned (Qwen2.5-Coder-0.5B-Instruct) and Q4_K_M-quantised (dequantised to float32 here); the paper measured base Qwen2.5-3B",
         config=_identity(896, 24, 14, 2, 151936),
         gguf={
@@ -118,7 +122,7 @@ EXTRA = [
         rope="large-theta",
         rope_theta=1e6,
         context=32768,
-        corpus_tokens={"wiki": (104417, 470), "bbc": (219105, 5287)},  # the 0.5B model's tokenizer (same BPE)
+        corpus_tokens=QWEN25_CORPUS_TOKENS,  # recounted with its own tokenizer by tests/test_reliability.py
         caveat="code- and instruction-tuned (Qwen2.5-Coder-1.5B-Instruct) and Q4_K_M-quantised (dequantised to float32 here); the paper measured base Qwen2.5-3B",
         config=_identity(1536, 28, 12, 2, 151936),
         gguf={
