@@ -47,13 +47,15 @@ def bundled_gguf(spec: ModelSpec) -> Path:
         if not path.exists() or path.stat().st_size != size:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".partial-{os.getpid()}")  # concurrent assemblers never share a file
+            digest = hashlib.sha256()  # hashed as it is written: the joined file is not read back for it
             with tmp.open("wb") as out:
                 for part in parts:
                     with part.open("rb") as src:
                         while block := src.read(1 << 24):
                             out.write(block)
-            want = g.get("sha256")
-            if want and (got := sha256_of(tmp)) != want:  # a damaged or wrong part: never converted
+                            digest.update(block)
+            want, got = g.get("sha256"), digest.hexdigest()
+            if want and got != want:  # a damaged or wrong part: never converted
                 tmp.unlink(missing_ok=True)
                 raise WrongWeights(
                     f"{spec.name}: the {len(parts)} parts joined give sha256 {got[:16]}..., not the "
