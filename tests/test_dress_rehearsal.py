@@ -78,6 +78,8 @@ def test_the_full_build_estimate_scales_the_narrow_workload_and_keeps_what_was_m
     assert md.splitlines()[-1].startswith("| all | 3 | 50,000 |") and md.endswith(
         "peak 6.0 GiB over the measured claims only |"
     )
+    every = dress_estimate.estimate(narrow, _summary("f", 16, 32, [_row(c, 360, 50, 1000, peak=2**20) for c in rows]))
+    assert dress_estimate.table(every).endswith("| 0.3 h in parts, peak 1.0 GiB (every claim measured) |")
     with pytest.raises(SystemExit):  # two runs at different settings cannot be combined
         other = {**full, "settings": {**full["settings"], "seq_len": 128}}
         dress_estimate.main([_dump(narrow), _dump(other)])
