@@ -42,8 +42,7 @@ def estimate(narrow: dict, full: dict, device_rate: float | None = None) -> list
     where it ran there (alone, it may pay for passes the whole run books to an earlier claim)."""
     (nl, nh), (fl, fh) = _shape(narrow), _shape(full)
     measured = {r["claim"]: r for r in full["claims"]}
-    fwd = sum(r["forward_seconds"] for r in full["claims"])
-    rate = sum(r["layer_tokens"] for r in full["claims"]) / fwd if fwd else None
+    rate = forward_rate(full)
     rows = []
     for r in narrow["claims"]:
         depth = (min(fl, T10_LAYERS) / min(nl, T10_LAYERS)) if r["claim"] == "T10" else fl / nl
