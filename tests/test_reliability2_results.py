@@ -261,6 +261,9 @@ def test_sighup_and_a_repeated_stop_end_a_run_like_ctrl_c():
     from harness.run.signals import Interrupts
 
     hup = signal.getsignal(signal.SIGHUP)  # (this session's own, when the suite's plugin runs it)
+    if hup is signal.SIG_IGN:  # the suite itself started under nohup: SIGHUP is caught here only if not ignored
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    before = signal.getsignal(signal.SIGHUP)
     previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as under nohup, for SIGTERM here
     stops = Interrupts().install()
     try:
@@ -274,7 +277,8 @@ def test_sighup_and_a_repeated_stop_end_a_run_like_ctrl_c():
     finally:
         stops.restore()
         signal.signal(signal.SIGTERM, previous)
-    assert signal.getsignal(signal.SIGHUP) == hup
+    assert signal.getsignal(signal.SIGHUP) == before  # restored exactly
+    signal.signal(signal.SIGHUP, hup)
 
 
 # ---- runs at the same time ----------------------------------------------------------------------------------
