@@ -13,6 +13,11 @@ Case -> test (each failed on d85fd79, before the fix, except where said):
 - `abspos-claims run` orphans its pytest on SIGTERM (exit 143, the child
   writes 75 s later); SIGINT to its PID alone is swallowed .............. test_the_run_command_passes_a_signal_on_and_waits_for_its_pytest[*]
 - verify() interrupted SIGKILLs its pytest: finished results lost ....... test_an_interrupted_verify_keeps_what_finished
+- a signal at an instruction without a line: pytest's report of the
+  interrupt fails (TypeError), exit 1 (CI on 59704c6, a race) .......... test_an_interrupt_whose_traceback_has_an_entry_
+                                                                          without_a_line_is_rendered, test_a_claims_run_
+                                                                          interrupted_at_a_lineless_instruction_still_
+                                                                          ends_as_interrupted
 - full disk: a truncated report.html is left, `latest` points at it, the
   final line names a report.md never written ........................... test_a_full_disk_at_the_end_of_a_run_is_one_line_and_no_truncated_file[*]
 - ABSPOS_CACHE on a full disk: an ~80-line SafetensorError per test ..... tests/test_reliability2_settings.py::
@@ -41,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -279,6 +285,89 @@ def test_sighup_and_a_repeated_stop_end_a_run_like_ctrl_c():
         signal.signal(signal.SIGTERM, previous)
     assert signal.getsignal(signal.SIGHUP) == before  # restored exactly
     signal.signal(signal.SIGHUP, hup)
+
+
+def lineless_entry(after=None):
+    """A traceback entry at an instruction without a line (a ``with`` block's exit), as a signal can leave one."""
+
+    def frame_with_a_with_block():
+        with contextlib.nullcontext():
+            pass
+        return sys._getframe()
+
+    frame = frame_with_a_with_block()
+    lasti = next(start for start, _end, line in frame.f_code.co_lines() if line is None)
+    return types.TracebackType(after, frame, lasti, -1)
+
+
+@pytest.mark.skipif(lineless_entry().tb_lineno is not None, reason="this Python gives every instruction a line")
+def test_an_interrupt_whose_traceback_has_an_entry_without_a_line_is_rendered():
+    """CI, 59704c6: a SIGTERM arrived at an instruction without a line, and pytest's report of the interrupt failed
+    on it (TypeError in TracebackEntry.lineno: exit 1, an internal traceback) instead of ending as interrupted (2).
+    ``mend_tracebacks`` gives such entries a line, in the exception and in those it chains."""
+    from _pytest._code import ExceptionInfo
+
+    from harness.run.signals import mend_tracebacks
+
+    def interrupt(cause=None):
+        try:
+            raise KeyboardInterrupt("interrupted by SIGTERM") from cause
+        except KeyboardInterrupt as e:
+            e.__traceback__.tb_next = lineless_entry()
+            return e
+
+    exc = interrupt(cause=interrupt())
+    with pytest.raises(TypeError):  # the failure seen in CI, before mending
+        ExceptionInfo.from_exception(exc).getrepr(funcargs=True)
+    head = exc.__traceback__
+    mend_tracebacks(exc)
+
+    def lines(e):
+        tb, out = e.__traceback__, []
+        while tb is not None:
+            out.append(tb.tb_lineno)
+            tb = tb.tb_next
+        return out
+
+    assert exc.__traceback__ is head and len(lines(exc)) == 2 and all(isinstance(n, int) for n in lines(exc))
+    assert len(lines(exc.__cause__)) == 2 and all(isinstance(n, int) for n in lines(exc.__cause__))
+    assert "interrupted by SIGTERM" in str(ExceptionInfo.from_exception(exc).getrepr(funcargs=True))
+
+
+LINELESS_INTERRUPT = """import os, signal, sys, time, types
+import pytest
+
+sys.path.insert(0, os.environ["ABSPOS_TESTS_DIR"])
+from test_reliability2_results import lineless_entry
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    try:  # a real SIGTERM, caught by the run's own handler, whose traceback is then given a lineless entry
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+    except KeyboardInterrupt as e:
+        raise e.with_traceback(lineless_entry(e.__traceback__))
+"""
+
+
+@LINUX
+def test_a_claims_run_interrupted_at_a_lineless_instruction_still_ends_as_interrupted(tmp_path):
+    """The same, end to end: a claims run stopped by SIGTERM before its first test, the interrupt carrying an entry
+    without a line, exits 2 and says that none of its tests ran (it exited 1, a TypeError, in CI)."""
+    (tmp_path / "linelessinterrupt.py").write_text(LINELESS_INTERRUPT)
+    env = {
+        **os.environ,
+        "ABSPOS_TESTS_DIR": str(Path(__file__).parent),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    cmd = [PY, "-m", "pytest", "claims", *run_options(tmp_path, "-p", "linelessinterrupt")]
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "TypeError" not in out, out[-3000:]
+    said = "abspos: interrupted by SIGTERM: 3 of 3 selected claim tests never ran; no claim test had finished"
+    assert said in out and "KeyboardInterrupt: interrupted by SIGTERM" in out, out[-3000:]
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())  # nothing to keep
 
 
 # ---- runs at the same time ----------------------------------------------------------------------------------

@@ -99,7 +99,11 @@ class RecordCollector:
         if self.selected is None:  # every worker collects the same selection
             self.selected = [i for i in ids if claim_of(i)]
 
+    @pytest.hookimpl(tryfirst=True)  # before the terminal renders the interrupt
     def pytest_keyboard_interrupt(self, excinfo):
+        signals.mend_tracebacks(excinfo.value)  # an entry without a line would make that rendering fail
+        if excinfo.tb is not excinfo.value.__traceback__ and hasattr(excinfo, "_excinfo"):  # its first entry mended
+            excinfo._excinfo, excinfo._traceback = (excinfo.type, excinfo.value, excinfo.value.__traceback__), None
         self.stop_reason = str(excinfo.value).strip() or excinfo.typename
 
     def interruption(self, session, exitstatus) -> dict | None:
@@ -225,7 +229,7 @@ class RecordCollector:
             tr.write_line(
                 f"abspos: interrupted by {self.interrupted['by']}: {n} of {total} selected claim tests never "
                 f"ran"
-                + (' (results.json lists them under "interrupted")' if n else "")
+                + (' (results.json lists them under "interrupted")' if n and self.records else "")
                 + (
                     "; the results of those that finished are kept"
                     if self.records

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 STOP_SIGNALS = tuple(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None)
 REPEAT_WINDOW = 2.0  # seconds: a second delivery of a stop within this is the same request
@@ -73,6 +74,42 @@ class Interrupts:
             return  # the same stop, delivered twice
         self.at = now
         raise KeyboardInterrupt(f"interrupted again by {name}")
+
+
+def mend_tracebacks(exc: BaseException | None) -> None:
+    """Give every traceback entry of ``exc``, and of each exception it chains, a line number.
+
+    A signal can arrive while CPython (3.11+) runs an instruction that has no line of its own (a ``with`` block's
+    exit, an ``except`` clean-up); the KeyboardInterrupt raised by ``Interrupts`` then carries a traceback entry
+    whose ``tb_lineno`` is None, and pytest's report of the interrupt fails on it with a TypeError: the run ended
+    with exit code 1 and an internal traceback instead of "interrupted" (pytest-dev/pytest-xdist#1196). Such an
+    entry is replaced by one at its frame's last line (or its code's first line); every other entry is kept."""
+    stack, seen = [exc], set()
+    while stack:
+        exc = stack.pop()
+        if exc is None or id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        tb = _mended(exc.__traceback__)
+        if tb is not exc.__traceback__:
+            exc.__traceback__ = tb
+        stack += [exc.__cause__, exc.__context__]
+
+
+def _mended(tb: types.TracebackType | None) -> types.TracebackType | None:
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    after = None
+    for entry in reversed(entries):
+        if entry.tb_lineno is None:
+            frame = entry.tb_frame
+            entry = types.TracebackType(after, frame, entry.tb_lasti, frame.f_lineno or frame.f_code.co_firstlineno)
+        elif entry.tb_next is not after:
+            entry.tb_next = after
+        after = entry
+    return after
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> bool:
