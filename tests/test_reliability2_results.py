@@ -115,6 +115,16 @@ def alive(pid: int) -> bool:
         return False
 
 
+def described(pid: int) -> str:
+    """A process's state, parent and command line, as /proc shows them (for a failure's message)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        return f"state {stat[0]}, parent {stat[1]}: {cmd[:300]}"
+    except OSError:
+        return "gone"
+
+
 def gone(pids, within: float = 15.0) -> bool:
     end = time.monotonic() + within
     while any(alive(p) for p in pids) and time.monotonic() < end:
@@ -219,18 +229,20 @@ def test_an_interrupted_verify_keeps_what_finished(tmp_path, monkeypatch):
     from harness.api import RunInterrupted
 
     class Watch:
-        sent = False
+        sent, tree = False, []
 
         def write(self, text):
             if not self.sent and OUTCOME.search(text):
                 self.sent = True
+                self.tree = sorted(set(descendants(os.getpid())) - before)  # verify's pytest (and any child of it)
                 os.kill(os.getpid(), signal.SIGINT)
 
         def flush(self):
             pass
 
     before = set(descendants(os.getpid()))
-    monkeypatch.setattr(sys, "stdout", Watch())
+    watch = Watch()
+    monkeypatch.setattr(sys, "stdout", watch)
     with pytest.raises(KeyboardInterrupt) as e:
         verify(
             MODEL,
@@ -248,9 +260,11 @@ def test_an_interrupted_verify_keeps_what_finished(tmp_path, monkeypatch):
             ],
         )
     monkeypatch.undo()
-    survivors = [p for p in set(descendants(os.getpid())) - before if not gone([p])]
+    # the processes under this one when the signal went (not any started later, by whatever else runs here)
+    survivors = [p for p in watch.tree if not gone([p])]
+    seen = {p: described(p) for p in survivors}
     kill_all(survivors)
-    assert survivors == [], "verify's pytest outlived it"
+    assert watch.tree and survivors == [], f"verify's pytest outlived it: {seen}"
     results = json.loads((only_run(tmp_path / "reports") / "results.json").read_text())
     assert [x["test"] for x in results["records"]] == [T9A]
     assert results["interrupted"] == {"by": "SIGINT", "not_run": [T10, T12]}
