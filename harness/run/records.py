@@ -101,9 +101,9 @@ class RecordCollector:
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal renders the interrupt
     def pytest_keyboard_interrupt(self, excinfo):
-        signals.mend_tracebacks(excinfo.value)  # an entry without a line would make that rendering fail
-        if excinfo.tb is not excinfo.value.__traceback__ and hasattr(excinfo, "_excinfo"):  # its first entry mended
-            excinfo._excinfo, excinfo._traceback = (excinfo.type, excinfo.value, excinfo.value.__traceback__), None
+        # an entry without a line would make that rendering fail; the first entry, pytest's call that caught the
+        # interrupt, always has one, so the chain is mended behind the traceback ``excinfo`` holds
+        signals.mend_tracebacks(excinfo.value)
         self.stop_reason = str(excinfo.value).strip() or excinfo.typename
 
     def interruption(self, session, exitstatus) -> dict | None:

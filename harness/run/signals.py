@@ -90,9 +90,7 @@ def mend_tracebacks(exc: BaseException | None) -> None:
         if exc is None or id(exc) in seen:
             continue
         seen.add(id(exc))
-        tb = _mended(exc.__traceback__)
-        if tb is not exc.__traceback__:
-            exc.__traceback__ = tb
+        exc.__traceback__ = _mended(exc.__traceback__)
         stack += [exc.__cause__, exc.__context__]
 
 
