@@ -145,12 +145,18 @@ def bos_policy(spec) -> str:
 
 def weights_status(spec) -> str:
     """ "present", or why not (the one-line reason of ``weights.ensure_available``)."""
-    from harness.model.weights import ensure_available  # torch: loaded by this command alone
+    from harness.model.availability import ensure_available  # torch: loaded by this command alone
 
     try:
         ensure_available(spec)
     except (WeightsUnavailable, WrongWeights) as e:
         return f"absent: {e}"
+    if spec.rehearses:  # random weights built on first use: present only once built
+        from harness.model import rehearsal
+
+        if not rehearsal.is_built(spec):
+            size = rehearsal.weights_bytes(spec.rehearses, spec.rehearsal_size)
+            return f"not built yet: built on first use ({size / 1e9:.1f} GB of float32 random weights)"
     return "present"
 
 

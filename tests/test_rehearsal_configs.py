@@ -232,7 +232,7 @@ def test_a_full_build_under_the_paper_models_name_is_refused_in_one_line(models_
     file: the refusal reads only the folder, and Llama-3.2-1B in float32 would be ~5 GB.)"""
     from harness.model import references, rehearsal
 
-    def stand_in_weights(config, folder, seed):
+    def stand_in_weights(config, folder, seed, note):
         (folder / "config.json").write_text(json.dumps({**config, "torch_dtype": "float32"}))
         (folder / "model.safetensors").write_bytes(b"")
 
@@ -241,7 +241,7 @@ def test_a_full_build_under_the_paper_models_name_is_refused_in_one_line(models_
 
     def refusal(name, where=folder):
         return (
-            f"{name}: {where} holds a full rehearsal build of {LLAMA_1B} (random weights: it carries {MARKER}), not "
+            f"{name}: {where} holds a full-size rehearsal build of {LLAMA_1B} (random weights: it carries {MARKER}), not "
             "trained weights; refusing to measure it (a rehearsal loads only as such: "
             "harness.model.rehearsal.rehearsal_spec)"
         )

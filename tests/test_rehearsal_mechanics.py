@@ -14,8 +14,11 @@ import json
 import shutil
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from harness.model import rehearsal, weights
+from harness.model.checkpoint_checks import REHEARSAL_KEY
 from harness.model.rehearsal_mark import MARKER, rehearsals_root
 from harness.outcome.verdict import VERDICTS
 from harness.report.cells import LABEL, verdict_text
@@ -61,8 +64,9 @@ def test_a_rehearsal_is_found_only_under_the_rehearsal_root_and_built_once(tmp_p
         builds.append((name, size, seed))
         where.mkdir(parents=True)
         (where / "config.json").write_text(json.dumps({**rehearsal.rehearsal_config(name), "torch_dtype": "float32"}))
-        (where / "model.safetensors").write_bytes(b"")
-        (where / MARKER).write_text(json.dumps({"model": name, "size": size, "seed": seed}))
+        note = json.dumps({"model": name, "size": size, "seed": seed})
+        save_file({"w": torch.zeros(1)}, str(where / "model.safetensors"), metadata={REHEARSAL_KEY: note})
+        (where / MARKER).write_text(note)
         return where
 
     monkeypatch.setattr(rehearsal, "build_rehearsal", stand_in)
@@ -92,6 +96,8 @@ def test_a_rehearsal_is_found_only_under_the_rehearsal_root_and_built_once(tmp_p
 
 STAND_IN = """
 import pytest
+import torch
+from safetensors.torch import save_file
 from harness.outcome.verdict import ClaimNotHeld, holds
 
 
@@ -157,6 +163,8 @@ def test_the_paper_values_of_the_rehearsed_model_are_applied(pytester, monkeypat
     paper = figure.paper[LLAMA_1B].value
     body = f'''
 import pytest
+import torch
+from safetensors.torch import save_file
 
 @pytest.mark.claim("{cid}")
 def {test}(model_name, figures):

@@ -140,9 +140,21 @@ def test_a_real_folder_with_a_layer_more_is_refused_by_the_claims(tmp_path, smol
 
 
 def tiny_folder(tmp_path: Path, name: str, smol: Path) -> Path:
-    """A tiny random-init model saved as a folder, with SmolLM2's tokenizer beside it."""
+    """A tiny model saved as a folder, with SmolLM2's tokenizer beside it (and an embedding row for each of its
+    tokens): random weights made to look trained (norm scales that vary, matrices of differing spread), since a
+    fresh initialisation is refused as untrained (harness.model.checkpoint_checks)."""
     folder = tmp_path / name
-    weights.random_init_model(get_spec(name)).save_pretrained(folder)
+    spec = get_spec(name)
+    spec = dataclasses.replace(spec, config={**spec.config, "vocab_size": 49152})
+    model = weights.random_init_model(spec)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            if p.dim() == 1:  # norm scales start equal (1, or 0 for Gemma's 1 + w)
+                p.add_(0.1 * torch.rand(p.shape, generator=g))
+            else:
+                p.mul_(0.5 + torch.rand((), generator=g))
+    model.save_pretrained(folder)
     for f in TOKENIZER:
         (folder / f).symlink_to(smol / f)
     return folder

@@ -4,10 +4,11 @@ A reader, or ``latest``, never sees a half-written file; a write that fails (a f
 read-only folder) removes its temporary file, leaves the old file as it was, and raises ``WriteError``, whose message
 is one line naming the file and why.
 
-Every JSON file the suite reads back (results.json, baselines, known outcomes, the stability record) is read by
-``read_json``: a missing, unreadable, non-UTF-8, empty or invalid file raises a ``JSONFileError`` (a ``ValueError``),
-whose message is one line naming the file and what is wrong with it; each kind of file words it through its own
-subclass.
+Every JSON file the suite reads back (results.json, job and submission statuses, baselines, known outcomes, the
+stability record) is read by ``read_json``: a missing, unreadable, non-UTF-8, empty or invalid file, and anything but a
+regular file of at most ``MAX_JSON_BYTES`` (a FIFO, ``/dev/zero``, a device), raises a ``JSONFileError`` (a
+``ValueError``), whose message is one line naming the file and what is wrong with it; each kind of file words it through
+its own subclass. Nothing read is ever executed: JSON only.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import json
 import os
 import secrets
+import stat
 import tempfile
 from pathlib import Path
 from typing import ClassVar, Self
@@ -100,6 +102,8 @@ class JSONFileError(ValueError):
         "undecodable": "not UTF-8 text",
         "empty": "empty file",
         "invalid": "not valid JSON (truncated? {detail})",
+        "special": "not a regular file ({detail}); give the file itself",
+        "large": "{detail}, more than any {what} file the suite writes; refusing to read it",
     }
     #: What to do about the file, added ("; ADVICE") to the problems in ``ADVISED``; none by default.
     ADVICE: ClassVar[str] = ""
@@ -118,7 +122,7 @@ def read_json(path, what: str, error: type[JSONFileError] = JSONFileError) -> ob
     shape of what it parses to is the caller's to check."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_regular(path, what, error)
     except FileNotFoundError as e:
         raise error.of(path, "missing", what, e.strerror or str(e)) from None
     except IsADirectoryError as e:
@@ -133,3 +137,33 @@ def read_json(path, what: str, error: type[JSONFileError] = JSONFileError) -> ob
         raise error.of(
             path, "invalid" if text.strip() else "empty", what, f"{e.msg}: line {e.lineno} column {e.colno}"
         ) from None
+
+
+#: The largest JSON file ``read_json`` reads: a results.json of the whole suite on every model is a few MB
+MAX_JSON_BYTES = 256 * 2**20
+
+
+def _read_regular(path: Path, what: str, error: type[JSONFileError]) -> str:
+    """The text of ``path`` if it is a regular file (after links) of at most ``MAX_JSON_BYTES``: opened without
+    blocking (a FIFO with no writer would wait forever) and checked on the open descriptor, so what is read is what
+    was checked."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(st.st_mode):
+            kind = (
+                "a FIFO"
+                if stat.S_ISFIFO(st.st_mode)
+                else "a device"
+                if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket"
+                if stat.S_ISSOCK(st.st_mode)
+                else "not a file"
+            )
+            raise error.of(path, "special", what, kind)
+        data = f.read(MAX_JSON_BYTES + 1)
+    if len(data) > MAX_JSON_BYTES:
+        raise error.of(path, "large", what, f"over {MAX_JSON_BYTES // 2**20} MiB")
+    return data.decode("utf-8")

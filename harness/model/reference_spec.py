@@ -274,6 +274,12 @@ def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
     adds_bos, bos_id = bos_policy(tokenizer, ref)
     rope, theta = rope_of(config)
     text = getattr(config, "text_config", None) or config
+    rows = getattr(text, "vocab_size", None)
+    if rows and len(tokenizer) > rows:  # ids past the embedding would fail every test with an IndexError
+        raise ReferenceError(
+            f"{ref}: its tokenizer has {len(tokenizer):,} tokens and its embedding {rows:,} rows (vocab_size): "
+            f"another model's tokenizer; refusing it"
+        )
     shape = {
         k: getattr(text, k)
         for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")

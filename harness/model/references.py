@@ -49,10 +49,10 @@ def register(token: str, log=print) -> str | None:
         return None
     alias = paper_alias(ref)
     if alias is not None and not ref.revision:
-        from harness.model.weights import paper_folder
+        from harness.model.weights import checked_paper_folder
 
         try:
-            paper_folder(alias)  # a folder holding another model is refused now (WrongWeights), not at load
+            checked_paper_folder(alias)  # a folder holding another model is refused now (WrongWeights), not at load
         except WeightsUnavailable:
             pass  # absent: its tests skip with the one-line reason, like the paper model's
         return alias.name
@@ -66,6 +66,11 @@ def register(token: str, log=print) -> str | None:
 
         check_identity(alias, folder)
     spec = derive_spec(ref, folder)
+    if spec.folder:  # weights that are not finite, zeros or untrained: one line now, never a verdict
+        from harness.model.checkpoint_checks import check_weights, weight_files
+
+        if weight_files(folder):  # none: its tests skip at load, naming what is missing
+            check_weights(spec, folder, log)
     known = REGISTRY.get(spec.name)
     if known is not None and known.source != spec.source:
         raise ReferenceError(

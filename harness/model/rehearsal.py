@@ -10,12 +10,14 @@ scaled by the same factor as hidden_size, at most ``MLP_WIDTH_CAP`` x hidden_siz
 The RoPE type, theta and scaling, the vocabulary, the special-token ids, the context, tied embeddings, the norms and
 the sliding window are the published ones. ``DEPTH_AND_WIDTH`` names the fields that may differ.
 
-A rehearsal folder is not the paper's model: each carries ``REHEARSAL.json`` (name, size, seed) saying so, and the
-loader refuses a folder carrying it (``rehearsal_mark.check_not_rehearsal``, one line) as a paper model (``weights.paper_folder``,
-hence ``load_pretrained``), and as an ``hf:`` or ``path:`` reference; a "rehearsal" size is refused by shape too
-(``check_identity``). Only ``rehearsal_spec`` (that spec with the rehearsal's shape, marked ``rehearsal``) loads one,
-through the same loading path. So a "full" build, which has the published config exactly, is never measured as the
-paper's model even when placed where its real weights would be.
+A rehearsal folder is not the paper's model: each carries ``REHEARSAL.json`` (name, size, seed) saying so, and its
+weights carry the same note in their safetensors header (``abspos_rehearsal``), so a copy of the weights alone still
+says it. The loader refuses a folder carrying either (``rehearsal_mark.check_not_rehearsal``, and
+``checkpoint_checks.check_weights``, which also refuses untrained weights however they were made) as a paper model
+(``weights.checked_paper_folder``, hence ``load_pretrained``), and as an ``hf:`` or ``path:`` reference; a
+"rehearsal" size is refused by shape too (``check_identity``). Only ``rehearsal_spec`` (that spec with the
+rehearsal's shape, marked ``rehearsal``) loads one, through the same loading path. So a "full" build, which has the
+published config exactly, is never measured as the paper's model even when placed where its real weights would be.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+from harness.model.checkpoint_checks import REHEARSAL_KEY
 from harness.model.rehearsal_mark import MARKER, rehearsals_root
-from harness.spec.models import PAPER, ModelSpec, UnknownModelError, get_spec, register_model
+from harness.spec.models import PAPER, ModelSpec, UnknownModelError, WeightsUnavailable, get_spec, register_model
 from harness.spec.paper_configs import PAPER_CONFIGS, gqa_ratio, head_dim
 
 SIZES = ("rehearsal", "full")
@@ -139,25 +143,123 @@ def default_save_tokenizer() -> SaveTokenizer:
     return save_paper_tokenizer
 
 
-def _write_weights(config: dict[str, Any], folder: Path, seed: int) -> None:
+def _write_weights(config: dict[str, Any], folder: Path, seed: int, note: dict[str, Any]) -> None:
     """A seeded float32 random init of ``config`` saved as safetensors, under the published config.json (kept as
     published, not as this transformers would rewrite it) with ``torch_dtype`` float32, the dtype stored."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, modeling_utils
 
     from harness.model.cache import no_progress_bars
     from harness.model.weights import dtype_kwarg
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(_hf_config(config), **{dtype_kwarg(): torch.float32})
+    save = modeling_utils.safe_save_file
+
+    def marked(tensors, filename, metadata=None):  # the mark goes into each file as it is written
+        return save(tensors, filename, metadata={**(metadata or {}), REHEARSAL_KEY: json.dumps(note)})
+
+    with no_progress_bars(), mock.patch.object(modeling_utils, "safe_save_file", marked):
+        model.save_pretrained(folder)
+    del model
+    for weights in folder.glob("*.safetensors"):  # recognisable from its weights, wherever they are copied
+        if not _marked(weights):  # a transformers that writes its files otherwise: the header is rewritten
+            mark_weights(weights, note)
+        os.chmod(weights, 0o644)  # readable by the other users of a shared $ABSPOS_MODELS_DIR, like the folder
+    (folder / "config.json").write_text(json.dumps({**config, "torch_dtype": "float32"}, indent=2) + "\n")
+
+
+def _hf_config(config: dict[str, Any]):
+    from transformers import AutoConfig
 
     fields = copy.deepcopy(
         {k: v for k, v in config.items() if k not in ("architectures", "model_type")}
     )  # transformers
     # 5 folds rope_theta into the rope_scaling dict it is given (as rope_parameters): the published one stays as it is
-    hf_config = AutoConfig.for_model(config["model_type"], architectures=config["architectures"], **fields)
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(hf_config, **{dtype_kwarg(): torch.float32})
-    with no_progress_bars():
-        model.save_pretrained(folder)
-    (folder / "config.json").write_text(json.dumps({**config, "torch_dtype": "float32"}, indent=2) + "\n")
+    return AutoConfig.for_model(config["model_type"], architectures=config["architectures"], **fields)
+
+
+def weights_bytes(name: str, size: str) -> int:
+    """The float32 bytes of a build's weights (its parameters counted on the meta device: nothing is allocated)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(_hf_config(rehearsal_config(name, size)))
+    return 4 * sum(p.numel() for p in model.parameters())
+
+
+def _memory_available() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (Linux), else None (not checked)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def rehearsal_available(spec: ModelSpec) -> None:
+    """WeightsUnavailable (one line naming the rehearsal) when a registered rehearsal can be neither loaded nor built
+    here: its paper model's tokenizer files or packages are missing or altered, or (not built yet) the disk or memory
+    its build needs is not free."""
+    from harness.model.tokenizers import check_packages
+
+    try:
+        check_packages(spec.rehearses)
+    except WeightsUnavailable as e:
+        raise WeightsUnavailable(f"{spec.name} (built with {e})") from None
+    why = build_problem(spec)
+    if why:
+        raise WeightsUnavailable(why)
+
+
+def build_problem(spec: ModelSpec) -> str | None:
+    """Why a registered rehearsal that is not built yet cannot be built here (None if it can, or is built): its
+    float32 weights need that much free disk under ``rehearsals_root()`` and free memory while they are written
+    (and again when loaded); checked before anything is allocated, one line."""
+    name, size = spec.rehearses, spec.rehearsal_size
+    folder = paper_layout(name, build_root(spec))
+    if name is None or _complete(folder, name, size):
+        return None
+    need = weights_bytes(name, size)
+    where = folder
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    gb = lambda n: f"{n / 1e9:.1f} GB"
+    if free < need * 1.05:
+        return (
+            f"{spec.name}: its build writes {gb(need)} of float32 weights under {build_root(spec)}, where {gb(free)} "
+            f"is free: free space there or set ABSPOS_CACHE to a larger disk"
+        )
+    memory = _memory_available()
+    if memory is not None and memory < need * 1.2:
+        return (
+            f"{spec.name}: its build holds {gb(need)} of float32 weights in memory (then loads them again to measure), "
+            f"and {gb(memory)} is available here: run it on a machine with more memory"
+        )
+    return None
+
+
+def mark_weights(path: Path, note: dict[str, Any]) -> None:
+    """Add ``abspos_rehearsal`` (``note`` as JSON) to a safetensors file's header metadata: the header is rewritten
+    and the tensor data copied after it unchanged (its offsets are relative to the data), into a file renamed over
+    the original, so a copy of the weights alone still says they are random (harness.model.checkpoint_checks)."""
+    with open(path, "rb") as src:
+        n = int.from_bytes(src.read(8), "little")
+        header = json.loads(src.read(n))
+        header["__metadata__"] = {**(header.get("__metadata__") or {}), REHEARSAL_KEY: json.dumps(note)}
+        text = json.dumps(header, separators=(",", ":")).encode()
+        text += b" " * (-len(text) % 8)  # the data stays 8-byte aligned, as safetensors writes it
+        tmp = path.with_name(f".{path.name}.marking")
+        with open(tmp, "wb") as dst:
+            dst.write(len(text).to_bytes(8, "little"))
+            dst.write(text)
+            shutil.copyfileobj(src, dst, 1 << 24)
+    os.chmod(tmp, 0o644)  # readable by the other users of a shared $ABSPOS_MODELS_DIR, like the folder
+    os.replace(tmp, path)
 
 
 def build_rehearsal(
@@ -180,9 +282,9 @@ def build_rehearsal(
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.partial-"))
     try:
-        _write_weights(config, tmp, seed)
-        writer(name, tmp)
         note = {"model": name, "hub_id": get_spec(name).hub_id, "size": size, "seed": seed, "weights": "random"}
+        _write_weights(config, tmp, seed, note)
+        writer(name, tmp)
         (tmp / MARKER).write_text(json.dumps(note, indent=2) + "\n")
         os.chmod(tmp, 0o755)  # mkdtemp's 0o700 would keep the folder from other users sharing $ABSPOS_MODELS_DIR
         tmp.rename(folder)
@@ -229,6 +331,11 @@ def build_root(spec: ModelSpec) -> Path:
     return root / "full" if spec.rehearsal_size == "full" else root
 
 
+def is_built(spec: ModelSpec) -> bool:
+    """Whether a registered rehearsal's build is in place (``ensure_built`` would load it, not build it)."""
+    return _complete(paper_layout(spec.rehearses, build_root(spec)), spec.rehearses, spec.rehearsal_size)
+
+
 def _complete(folder: Path, name: str, size: str = "rehearsal") -> bool:
     """``folder`` holds the build ``ensure_built`` would write: its config and marker, and a weights file."""
     try:
@@ -237,7 +344,23 @@ def _complete(folder: Path, name: str, size: str = "rehearsal") -> bool:
     except (OSError, ValueError):
         return False
     want = {**rehearsal_config(name, size), "torch_dtype": "float32"}
-    return config == want and (note.get("size"), note.get("seed")) == (size, SEED) and any(folder.glob("*.safetensors"))
+    weights = sorted(folder.glob("*.safetensors"))
+    return (
+        config == want
+        and (note.get("size"), note.get("seed")) == (size, SEED)
+        and bool(weights)
+        and all(_marked(w) for w in weights)  # a build from before weights were marked is built again
+    )
+
+
+def _marked(path: Path) -> bool:
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as f:
+            return REHEARSAL_KEY in (f.metadata() or {})
+    except Exception:
+        return False
 
 
 def ensure_built(spec: ModelSpec, log=print) -> Path:
@@ -257,9 +380,14 @@ def ensure_built(spec: ModelSpec, log=print) -> Path:
         with contextlib.suppress(OSError):
             folder.rename(stale / folder.name)
         shutil.rmtree(stale, ignore_errors=True)
+    why = build_problem(spec)  # its disk and memory, before anything is allocated
+    if why:
+        raise WeightsUnavailable(why)
     log(f"[abspos] building {spec.name} (random weights, seed {SEED}) in {folder}")
     try:
         build_rehearsal(name, size, folder, seed=SEED)
+    except WeightsUnavailable as e:  # its paper model's tokenizer files: said as this rehearsal's
+        raise WeightsUnavailable(f"{spec.name} (built with {e})") from None
     except OSError:  # FileExistsError, or the rename's ENOTEMPTY: another process built it first
         if not _complete(folder, name, size):
             raise

@@ -29,7 +29,7 @@ def check_not_rehearsal(name: str, folder: Path | str) -> None:
         return
     try:
         note = json.loads(marker.read_text())
-        what = f"a {note['size']} rehearsal build of {note['model']}"
+        what = f"a {'full-size' if note['size'] == 'full' else 'narrow'} rehearsal build of {note['model']}"
     except (OSError, ValueError, TypeError, KeyError):
         what = "a rehearsal build"
     raise WrongWeights(

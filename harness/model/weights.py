@@ -21,6 +21,7 @@ import torch
 
 from harness.model import cache, devices
 from harness.model.cache import cache_root
+from harness.model.checkpoint_checks import check_finite, check_tokenizer, check_weights
 from harness.model.gguf_files import bundled_gguf, check_sha256, package_dir
 from harness.model.rehearsal_mark import check_not_rehearsal, rehearsals_root
 from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
@@ -105,10 +106,12 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
 
 
 def ensure_available(spec: ModelSpec) -> None:
-    """WeightsUnavailable (one line saying how to provide them) when a model's weights are not on this machine.
-    Cheap: nothing is loaded or converted, so a claim over several models can check them all first."""
+    """WeightsUnavailable (one line saying how to provide them) when a model's weights are not on this machine;
+    WrongWeights when its folder holds another model. Cheap: nothing is loaded or converted (a paper model's folder is
+    checked once, then cached), so a claim over several models can check them all first. (A registered rehearsal:
+    ``harness.model.availability``.)"""
     if spec.group == "paper":
-        paper_folder(spec)
+        checked_paper_folder(spec)
     elif spec.group == "local":
         local_folder(spec)
     elif spec.group in ("bundled", "extra"):
@@ -248,6 +251,16 @@ def paper_folder(spec: ModelSpec) -> Path:
     )
 
 
+def checked_paper_folder(spec: ModelSpec) -> Path:
+    """``paper_folder``, and what it holds checked to be the published checkpoint (or, for a rehearsal, its build):
+    weights finite and, but for a rehearsal, trained (once per folder, cached: harness.model.checkpoint_checks), and
+    the tokenizer its spec names. WrongWeights (one line naming what differs) otherwise."""
+    folder = paper_folder(spec)
+    check_weights(spec, folder)
+    check_folder_tokenizer(spec, folder)
+    return folder
+
+
 def local_folder(spec: ModelSpec) -> Path:
     """The folder of a model given by reference (``harness.model.references``); WeightsUnavailable (one line) when it
     has a config but no weights."""
@@ -313,11 +326,13 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
     if spec.gguf:  # bundled, or a GGUF given by reference: the verified conversion
         folder = converted_folder(spec, log)
         check_identity(spec, folder)
+        check_weights(spec, folder, log)
     elif spec.group == "local":
         folder = local_folder(spec)
         check_identity(spec, folder)  # the folder still holds the model its spec was derived from
+        check_weights(spec, folder, log)
     else:
-        folder = paper_folder(spec)
+        folder = checked_paper_folder(spec)
     kwargs: dict[str, object] = {dtype_kwarg(): dtype}  # attention: set where the model is wrapped (HookedModel)
     if device.startswith("cuda"):
         size = devices.estimate_param_bytes(AutoConfig.from_pretrained(folder, trust_remote_code=False), dtype)
@@ -342,10 +357,28 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
             f"{spec.name}: transformers cannot load {folder} ({type(e).__name__}: {first}); refusing it"
         ) from None
     check_loading(spec, folder, info)
+    tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    check_tokenizer(spec, tok, model.get_input_embeddings().weight.shape[0], folder)
     if "device_map" not in kwargs:
         model = model.to(device)
-    tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    check_finite(spec, model, folder)  # on its device: a pass over the weights in memory
     return model.eval(), tok
+
+
+def check_folder_tokenizer(spec: ModelSpec, folder: Path) -> None:
+    """``check_tokenizer`` on the tokenizer in ``folder``, before anything is loaded (a paper model's folder is
+    checked when it is found: at selection, by ``abspos-claims models`` and at load)."""
+    from transformers import AutoTokenizer
+
+    try:
+        config = json.loads((folder / "config.json").read_text())
+        config = config.get("text_config", config)
+        tok = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    except Exception as e:  # no tokenizer, or one transformers cannot read
+        raise WrongWeights(
+            f"{spec.name}: no usable tokenizer in {folder} ({type(e).__name__}); refusing to measure it"
+        ) from None
+    check_tokenizer(spec, tok, config.get("vocab_size"), folder)
 
 
 def dtype_kwarg() -> str:

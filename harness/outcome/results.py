@@ -46,6 +46,7 @@ class Record(TypedDict, total=False):
     baseline: dict[str, str]  # {"status", "path"} of the recorded baseline it was compared with (no snapshot)
     unstable: str  # where its verdict differs between seeds: ``stability.describe`` of the stability record's entry
     shape: dict[str, int]  # {"layers", "heads"} of the model (the work scales with it: benchmarks/bench_nightly.py)
+    crashed: str  # its xdist worker died while running it (xdist's line); a re-run's record keeps it
     run: str  # a merged run's record: the label of the run it comes from (harness.report.merge)
     merged: str  # a merged run's record judged at the merge (T13 across runs): how it was judged
 

@@ -34,7 +34,7 @@ from harness.model import references
 from harness.outcome.nodeid import parse
 from harness.report.ladder import is_t13, t13_record
 from harness.report.merge_inputs import JOB_FILE as JOB_FILE  # harness.submit imports it from here
-from harness.report.merge_inputs import MergeError, read_inputs
+from harness.report.merge_inputs import MergeError, read_inputs, refuse_output_in_inputs
 from harness.report.merge_inputs import read_input as read_input  # still importable from here
 from harness.report.write import build
 from harness.spec.models import LADDER_GROUPS, REGISTRY, names
@@ -376,6 +376,7 @@ def merge_command(runs, out, allow_mixed: bool = False, expect=None, run_id: str
     """(what to print, exit code): 0 merged, 1 merged with a model failed or missing; MergeError/ResultsFileError
     propagate (the CLI prints their one line, exit 2)."""
     merged = merge(runs, allow_mixed, expect, run_id)
+    refuse_output_in_inputs(runs, Path(out))
     report = write(merged, Path(out))
     info = merged["merged"]
     failed = {f["model"] for f in info["failed"]}

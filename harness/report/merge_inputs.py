@@ -4,9 +4,9 @@ unreadable input is a ResultsFileError (one line); the same run twice, or nothin
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from harness.files.atomic import read_json
 from harness.outcome.results import ResultsFileError, load_results, results_file
 
 JOB_FILE = "job.json"
@@ -17,10 +17,7 @@ class MergeError(ResultsFileError):
 
 
 def _job_status(path: Path) -> dict:
-    try:
-        job = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise ResultsFileError(f"{path}: not a readable job status ({e})") from None
+    job = read_json(path, "job status", ResultsFileError)
     if not isinstance(job, dict) or not isinstance(job.get("model"), str):
         raise ResultsFileError(f'{path}: not a job status (no "model")')
     return job
@@ -50,7 +47,15 @@ def read_input(arg) -> tuple[str, Path, dict]:
                 found,
             )
         if job.get("status") == "succeeded" and found and Path(found).exists():
-            return "run", Path(found), load_results(found)
+            results = load_results(found)
+            if job["model"] in (results.get("models") or []):
+                return "run", Path(found), results
+            job = {  # the job's own model is never replaced by whatever its results path now holds
+                **job,
+                "status": "failed",
+                "reason": f"its results {found} hold {', '.join(results.get('models') or []) or 'no model'}, "
+                f"not {job['model']}",
+            }
         return "job", p, job
     if p.is_dir():
         raise ResultsFileError(f"{p}: no results.json (nor a job.json) in this folder: not a claims run")
@@ -75,3 +80,23 @@ def read_inputs(inputs) -> tuple[list[dict], list[dict]]:
     if not runs and not jobs:
         raise MergeError("nothing to merge: give the runs' results.json files or run folders")
     return runs, jobs
+
+
+def refuse_output_in_inputs(inputs, out: Path) -> None:
+    """MergeError (one line) when ``out`` is, or lies inside, an input's folder (the folder given, or the one holding
+    the results.json or job.json it names): the merge would write over that input's results and reports."""
+    target = out.resolve()
+    for arg in inputs:
+        given = Path(arg)
+        folders = [given if given.is_dir() else given.parent]
+        try:
+            folders.append(read_input(arg)[1].resolve().parent)
+        except (ResultsFileError, OSError):
+            pass  # an unreadable input is refused by the merge itself, in its own line
+        for folder in folders:
+            folder = folder.resolve()
+            if target == folder or folder in target.parents:
+                raise MergeError(
+                    f"--out {out}: {'is' if target == folder else 'lies inside'} the input {arg}'s folder "
+                    f"{folder}; the merge would write over it: choose another --out"
+                )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -52,17 +53,38 @@ def _text(cell) -> str:
 
 
 def md_escape(text) -> str:
-    """Text from a name, note, reason or setting, safe in Markdown that renders HTML (GitHub, a CI job summary):
-    ``&`` and ``<`` as entities, so no tag, comment or entity of its own ever renders (it shows as written). A ``>``
-    opens nothing without a ``<``: it stays as it is, so "A -> B" and ">= 0.87" read the same in the raw file."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;")
+    """Text from a name, note, reason or setting, safe in Markdown that renders HTML (GitHub, a CI job summary): it
+    shows as written and never becomes markup that fetches or links anything.
+
+    ``&`` and ``<`` as entities, so no tag, comment, autolink or entity of its own renders; a backslash doubled and the
+    ``]`` of ``](``, ``][`` and ``]:`` and the ``[`` of ``![`` backslash-escaped, so no link, image or link definition
+    forms (an interval "[0.3, 0.5]" stays as written); the ``:`` of ``://`` and the ``.`` of ``www.`` as
+    entities, so no bare address becomes a link (GitHub's autolinks). A ``>`` opens nothing without a ``<``: it stays
+    as it is, so "A -> B" and ">= 0.87" read the same in the raw file. The suite's own links are ``Link`` cells and
+    image blocks, never escaped text."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace("\\", "\\\\")
+    text = _LINK_BRACKET.sub(r"\\]", text).replace("![", "!\\[")
+    return _NO_AUTOLINK.sub(lambda m: m.group(0).replace(":", "&#58;").replace(".", "&#46;"), text)
+
+
+#: the ``]`` that closes a link's text before its ``(url)`` or ``[ref]``, or a link definition's label (``[ref]: url``)
+_LINK_BRACKET = re.compile(r"\](?=[(\[:])")
+#: the starts of what GitHub's Markdown links without brackets: ``scheme://`` and ``www.``
+_NO_AUTOLINK = re.compile(r"://|(?i:\bwww)\.")
+
+
+def _md_href(href: str) -> str:
+    """A link target the suite wrote (a relative path or an anchor), safe inside ``(...)``."""
+    return (
+        str(href).replace("&", "&amp;").replace("<", "%3C").replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    )
 
 
 def _md_inline(c) -> str:
     if isinstance(c, list):
         return "".join(_md_inline(x) for x in c)
     if isinstance(c, Link):
-        return f"[{md_escape(c.text)}]({md_escape(c.href)})"
+        return f"[{md_escape(c.text)}]({_md_href(c.href)})"
     return md_escape(_text(c))
 
 
@@ -77,11 +99,11 @@ def to_markdown(blocks: list, base: Path) -> str:
             out += ["| " + " | ".join(cell(c) for c in b[1]) + " |", "|" + "---|" * len(b[1])]
             out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in b[2]] + [""]
         elif kind == "img":
-            out += [f"![{md_escape(b[1])}]({md_escape(b[2].relative_to(base).as_posix())})", ""]
+            out += [f"![{md_escape(b[1])}]({_md_href(b[2].relative_to(base).as_posix())})", ""]
         elif kind == "details":
             out += [f"<details><summary>{html.escape(b[1])}</summary>", "", to_markdown(b[2], base), "</details>", ""]
         elif kind == "toc":
-            out += [f"- [{md_escape(text)}](#{md_escape(anchor)})" for text, anchor in b[1]] + [""]
+            out += [f"- [{md_escape(text)}](#{_md_href(anchor)})" for text, anchor in b[1]] + [""]
         elif kind == "h2":
             title = md_escape(b[1]).replace("\n", " ")
             out += [f'<a id="{html.escape(b[2])}"></a>', "", f"## {title}", ""] if len(b) > 2 else [f"## {title}", ""]

@@ -28,13 +28,18 @@ def write_run(
     models: list,
     selection: list[str] | None = None,
     interrupted: dict | None = None,
+    stops=None,
 ) -> Path | None:
     """Write the run into a folder of its own, ``report_dir/run_id`` (made here, never shared: a name taken by
     another run gets a suffix), results.json first (nothing measured is lost: an unwritable or full directory falls
     back to a temporary one, said in one line), then the reports built from it; every file is written atomically
     (harness.files.atomic), and ``latest`` is moved to the run, atomically, only once both are complete. ``interrupted``
-    ({"by", "not_run"}) marks a run that ended before every selected test ran. Returns the run's folder (None: the
-    results could be written nowhere, said in one line)."""
+    ({"by", "not_run"}) marks a run that ended before every selected test ran. ``stops`` (``harness.run.signals.
+    Interrupts``, or None) is how a stop signal reaches this: results.json is written inside its ``deferred()`` block,
+    so a stop never cuts it short; a stop that came once the run's end had begun (``deferred_by``), or one that arrives
+    while the report is built, leaves the report unbuilt and says so in one line naming the kept results (a stop that
+    ended the tests early does not: that run is reported as interrupted). Returns the run's folder (None: the results could
+    be written nowhere, said in one line)."""
     results = {
         "run": run_id,
         "settings": settings.as_dict(),
@@ -46,9 +51,10 @@ def write_run(
     }
     out = None
     try:
-        out = run_folder(report_dir, run_id)
-        results["run"] = out.name
-        write_text(out / "results.json", json.dumps(results, indent=1, allow_nan=True))
+        with stops.deferred() if stops is not None else contextlib.nullcontext():
+            out = run_folder(report_dir, run_id)
+            results["run"] = out.name
+            write_text(out / "results.json", json.dumps(results, indent=1, allow_nan=True))
     except OSError as e:
         if out is not None:
             with contextlib.suppress(OSError):
@@ -65,8 +71,18 @@ def write_run(
             return None
         print(f"abspos: could not write to {report_dir} ({e.strerror}); results are in {out}", file=sys.stderr)
         return out
+    rebuild = f"build it with python -m harness.report build {out}"
     try:
+        if stops is not None and stops.deferred_by:
+            raise KeyboardInterrupt(f"interrupted by {stops.deferred_by}")
         build(out / "results.json")
+    except KeyboardInterrupt as e:  # a stop signal (or Ctrl-C): the results are whole, the report is not written
+        print(
+            f"abspos: {str(e).strip() or 'interrupted'} before the report was written: no report; the results are "
+            f"kept in {out / 'results.json'} ({rebuild})",
+            file=sys.stderr,
+        )
+        return out
     except Exception as e:
         print(
             f"abspos: the report could not be built ({e if isinstance(e, OSError) else f'{type(e).__name__}: {e}'}); "

@@ -22,7 +22,7 @@ from harness.files.paths import BASELINES, KNOWN_OUTCOMES, STABILITY
 from harness.model import devices
 from harness.outcome import known_outcomes, stability
 from harness.outcome.snapshots import Baselines
-from harness.run.selection import UsageError, corpus_problems, selected_models
+from harness.run.selection import UsageError, cache_problem, corpus_problems, model_problems, selected_models
 from harness.spec.models import REGISTRY
 from harness.spec.settings import Settings
 
@@ -115,11 +115,16 @@ class RunContext:
             device = devices.resolve_device(requested.device, devices.current_worker(), devices.gpu_count())
         except devices.DeviceError as e:
             raise UsageError(str(e)) from None
+        why = cache_problem()  # before a reference is converted or a rehearsal built into it
+        if why:
+            raise UsageError(why)
         models = selected_models(o("--models"))
         report_dir = None if o("--no-report") else Path(o("--report-dir"))
         if not hasattr(config, "workerinput"):  # once, on the controller: xdist workers get the same options
             specs = [REGISTRY[m] for m in models]
             for problem in requested.context_problems(specs) + corpus_problems(requested, specs):
+                raise UsageError(problem)
+            for problem in model_problems(specs):  # a folder that is not the model named: one line, no work
                 raise UsageError(problem)
             if report_dir is not None:
                 check_writable(report_dir, "--report-dir")

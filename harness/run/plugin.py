@@ -20,7 +20,7 @@ from harness.capture.progress import Progress
 from harness.capture.session import Session
 from harness.capture.workload import Workload
 from harness.model import devices
-from harness.model.weights import ensure_available
+from harness.model.availability import ensure_available
 from harness.outcome import known_outcomes
 from harness.outcome.figures import Figures
 from harness.outcome.nodeid import param

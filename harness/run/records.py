@@ -5,6 +5,7 @@ matrix at the end of the run and writes the results and the report (harness.repo
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
 import pytest
@@ -81,6 +82,8 @@ class RecordCollector:
         self.stop_reason: str | None = None  # why the session ended early, when no signal says it
         self.interrupted: dict | None = None  # {"by", "not_run"} of a run that ended before every test ran
         self.interrupts = signals.Interrupts(on_first=self._stopping)
+        self.stopped_by: str | None = None  # the stop signal noted by the end of pytest_sessionfinish
+        self.crashes: dict[str, str] = {}  # node id -> how its xdist worker died, until a re-run reports
 
     # ---- an interrupted run (SIGINT, SIGTERM, SIGHUP; -x; pytest.exit) ----------------------------------
     def _stopping(self, name: str) -> None:
@@ -134,6 +137,9 @@ class RecordCollector:
         if report.when == "setup" and report.outcome == "passed":
             self.setup_seconds[report.nodeid] = report.duration  # booked with the call: fixtures run captures
             return
+        if report.when == "???":  # xdist: the worker running it died (killed, out of memory); it may be re-run
+            self.crashed(report, props)
+            return
         if report.when != "call" and report.when != "setup":
             return
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
@@ -145,6 +151,10 @@ class RecordCollector:
                 self.stability, parse(report.nodeid).function, props["model"], self.run.requested.verdict_key()
             )
         )
+        crash = self.crashes.pop(report.nodeid, None)
+        if crash is not None:  # a re-run after its worker crashed: this run's verdict, the crash said beside it
+            self.records = [r for r in self.records if r["test"] != report.nodeid]
+            reason = f"{reason} ({crash}; this is its re-run)" if reason else f"{crash}; this is its re-run"
         figs = [v for k, v in report.user_properties if k == "figure"]
         baseline = next((v for k, v in report.user_properties if k == "baseline"), None)
         forward = next((v for k, v in report.user_properties if k == "forward"), {"seconds": 0.0, "layer_tokens": 0})
@@ -172,6 +182,32 @@ class RecordCollector:
                 **({"baseline": baseline} if baseline else {}),
                 **({"unstable": stability.describe(entry)} if entry else {}),
                 **({"shape": forward["shape"]} if "shape" in forward else {}),
+                **({"crashed": crash} if crash else {}),
+            }
+        )
+
+    def crashed(self, report, props: dict) -> None:
+        """A claim test whose xdist worker died while running it: a harness error record naming the crash, replaced
+        (keeping the crash in its reason) if xdist runs the test again on another worker."""
+        crash = str(report.longrepr).strip().splitlines()[0] if report.longrepr else "its worker crashed"
+        self.crashes[report.nodeid] = crash
+        self.records = [r for r in self.records if r["test"] != report.nodeid]
+        self.records.append(
+            {
+                "test": report.nodeid,
+                "claim": props["claim"],
+                "model": props.get("model"),
+                "outcome": "failed",
+                "verdict": "harness error",
+                "known_outcome": False,
+                "check": None,
+                "reason": f"{crash} (a process killed: out of memory, a time limit or a signal)",
+                "figures": [],
+                "seconds": 0.0,
+                "forward_seconds": 0.0,
+                "layer_tokens": 0,
+                "floor_layer_tokens": 0,
+                "crashed": crash,
             }
         )
 
@@ -224,6 +260,8 @@ class RecordCollector:
 
     def report_lines(self, tr) -> None:
         """Where the results went, and (a partial run) that it was interrupted and what never ran."""
+        if self.interrupts.by and not self.interrupted and self.records:  # every test had finished
+            tr.write_line(f"abspos: interrupted by {self.interrupts.by} after the last claim test finished")
         if self.interrupted and (self.records or self.interrupts.by):
             n, total = len(self.interrupted["not_run"]), len(self.selected or [])
             tr.write_line(
@@ -244,21 +282,32 @@ class RecordCollector:
 
     @pytest.hookimpl(tryfirst=True)  # before xdist tears its workers down: the results are written first
     def pytest_sessionfinish(self, session, exitstatus):
+        """Write what finished. A stop signal from here on never cuts results.json short (``write_run`` writes it in
+        ``Interrupts.deferred``); one that arrives while the report is built leaves the report unwritten, said in one
+        line; either way the run ends as an interrupted one (exit 2)."""
         try:
-            self.interrupted = self.interruption(session, exitstatus)
-            if self.run.report_dir is None or not self.records:
-                return
-            self.report_path = write_run(
-                self.run.report_dir,
-                self.run.run_id,
-                self.records,
-                self.run.requested,
-                list(self.run.models),
-                self.selection,
-                self.interrupted,
-            )
+            with self.interrupts.deferred():
+                self.interrupted = self.interruption(session, exitstatus)
+            if self.run.report_dir is not None and self.records:
+                self.report_path = write_run(
+                    self.run.report_dir,
+                    self.run.run_id,
+                    self.records,
+                    self.run.requested,
+                    list(self.run.models),
+                    self.selection,
+                    self.interrupted,
+                    stops=self.interrupts,
+                )
         finally:
-            self.interrupts.restore()
+            self.interrupts.deferring = True  # the summary that follows is printed whole; unconfigure restores
+            self.stopped_by = self.interrupts.by
+            if self.interrupts.by and session.exitstatus != pytest.ExitCode.USAGE_ERROR:
+                session.exitstatus = pytest.ExitCode.INTERRUPTED  # whenever the stop came, the run was stopped
 
     def pytest_unconfigure(self, config):
         self.interrupts.restore()
+        late = self.interrupts.by if self.session is not None and not self.stopped_by else None
+        if late and self.session.exitstatus != pytest.ExitCode.USAGE_ERROR:  # while the summary was printed
+            self.session.exitstatus = pytest.ExitCode.INTERRUPTED
+            print(f"abspos: interrupted by {late} after the results were written", file=sys.stderr)

@@ -5,11 +5,21 @@ line, which the pytest plugin raises as pytest's usage error and ``abspos-claims
 
 from __future__ import annotations
 
+import os
+
 from harness.capture import corpus
 from harness.model import references, rehearsal
-from harness.model.cache import CacheError
+from harness.model.cache import CacheError, cache_root
 from harness.spec.claims import CLAIMS, length_past_window
-from harness.spec.models import LADDER_GROUPS, REGISTRY, UnknownModelError, WrongWeights, get_spec, names
+from harness.spec.models import (
+    LADDER_GROUPS,
+    REGISTRY,
+    UnknownModelError,
+    WeightsUnavailable,
+    WrongWeights,
+    get_spec,
+    names,
+)
 from harness.spec.settings import Settings, pow2_len
 
 
@@ -52,6 +62,12 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
             f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} (or the groups "
             f"bundled, paper, all, rehearsal; or a reference hf:<org>/<name>, path:<folder>, gguf:<file>)"
         )
+    full = list(dict.fromkeys(n for n in out if REGISTRY[n].group == rehearsal.FULL_GROUP))
+    if len(full) > 1:
+        raise UsageError(
+            f"--models {','.join(full)}: full-size rehearsal builds are named one at a time (each is its paper "
+            f"model's size in float32, built and held in memory: an 8B build is 32 GB)"
+        )
     tiny = [n for n in out if REGISTRY[n].group == "tiny"]
     if tiny:
         raise UsageError(
@@ -60,6 +76,41 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
             f"models ({', '.join(names('bundled') + names('paper'))})"
         )
     return tuple(dict.fromkeys(out))
+
+
+def model_problems(specs) -> list[str]:
+    """One line per selected model whose folder is here but cannot be measured: a paper model's weights or tokenizer
+    that are not its published checkpoint's (harness.model.checkpoint_checks), or a rehearsal this machine cannot
+    build. Weights that are absent are no problem here: their tests skip with the reason. Checked once per folder
+    (cached), before anything is measured."""
+    from harness.model.availability import ensure_available  # torch
+
+    out = []
+    for spec in specs:
+        if spec.group not in ("paper", rehearsal.GROUP, rehearsal.FULL_GROUP):
+            continue
+        try:
+            ensure_available(spec)
+        except WrongWeights as e:
+            out.append(f"--models {spec.name}: {e}")
+        except WeightsUnavailable as e:
+            if spec.group == rehearsal.FULL_GROUP:  # named alone, by name: it cannot be built here
+                out.append(f"--models {spec.name}: {e}")
+    return out
+
+
+def cache_problem() -> str | None:
+    """Why ``$ABSPOS_CACHE`` cannot hold the suite's cache (None if it can): a file, or a folder this user cannot
+    write under."""
+    root = cache_root()
+    where = root
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        return f"ABSPOS_CACHE={root}: {where} is a file, not a folder; point ABSPOS_CACHE at a folder"
+    if not os.access(where, os.W_OK | os.X_OK) and not (root.is_dir() and os.access(root, os.R_OK | os.X_OK)):
+        return f"ABSPOS_CACHE={root}: {where} is not writable here; point ABSPOS_CACHE at a folder of your own"
+    return None
 
 
 def _registered(token: str) -> str:

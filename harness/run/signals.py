@@ -43,6 +43,19 @@ class Interrupts:
         self.at = 0.0
         self.on_first = on_first  # called with the signal's name before the KeyboardInterrupt is raised
         self.previous: dict = {}
+        self.deferring = False  # inside ``deferred()``: a stop is noted, not raised
+        self.deferred_by: str | None = None  # the first stop that came while deferring (the run's end had begun)
+
+    @contextlib.contextmanager
+    def deferred(self):
+        """While the block runs, a stop signal is noted (``deferred_by``, and ``by`` if it is the first) but raises
+        nothing: what the block writes (a run's results.json) is always written whole; the caller then sees
+        ``deferred_by`` and stops."""
+        before, self.deferring = self.deferring, True
+        try:
+            yield self
+        finally:
+            self.deferring = before
 
     def install(self) -> "Interrupts":
         if not _main_thread():  # signal handlers belong to the main thread (pytest run inside a thread: left alone)
@@ -65,11 +78,17 @@ class Interrupts:
     def _handle(self, signum, frame):
         name = signal.Signals(signum).name
         now = time.monotonic()
+        if self.deferring and self.deferred_by is None:
+            self.deferred_by = name
         if self.by is None:
             self.by, self.at = name, now
             if self.on_first is not None:
                 self.on_first(name)
+            if self.deferring:
+                return
             raise KeyboardInterrupt(f"interrupted by {name}")
+        if self.deferring:
+            return
         if now - self.at < REPEAT_WINDOW:
             return  # the same stop, delivered twice
         self.at = now

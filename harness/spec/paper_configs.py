@@ -181,6 +181,41 @@ TOKENIZER_BOS: dict[str, tuple[bool, int | None]] = {
     MISTRAL: (True, 1),
 }
 
+#: What identifies each paper model's published checkpoint beyond the shape its config.json gives, checked once per
+#: folder before it is measured (harness.model.checkpoint_checks). The published weight files' sha256 could not be
+#: read from this machine (no hub) nor found in a public copy, so none is recorded (``weights_sha256`` empty: a
+#: hash added here is checked); the weights are identified instead by what a trained checkpoint has and random or
+#: damaged weights lack: finite values, no matrix of zeros, norm scales that vary (a fresh initialisation sets every
+#: one to 1), matrices whose spreads differ (a fresh initialisation draws every one with std ``initializer_range``),
+#: and no rehearsal mark. The tokenizer is identified by its size (``len(tokenizer)``: Qwen2.5's 151,665 of its
+#: 151,936 embedding rows) and the ids of one probe sentence, as the published tokenizer gives them (the ids here
+#: are those of the project's builds from the published tokenizer files, harness.model.tokenizers, which
+#: tests/test_paper_tokenizers.py checks against independent readers of those files).
+TOKENIZER_PROBE = "The capital of France is Paris, and its river is the Seine."
+_LLAMA3_PROBE = [128000, 791, 6864, 315, 9822, 374, 12366, 11, 323, 1202, 15140, 374, 279, 1369, 483, 13]
+PUBLISHED: dict[str, dict[str, Any]] = {
+    **{
+        name: {"weights_sha256": {}, "tokenizer_size": 128256, "tokenizer_probe": (TOKENIZER_PROBE, _LLAMA3_PROBE)}
+        for name in (LLAMA_1B, LLAMA_3B, LLAMA_8B)
+    },
+    QWEN: {
+        "weights_sha256": {},
+        "tokenizer_size": 151665,
+        "tokenizer_probe": (
+            TOKENIZER_PROBE,
+            [785, 6722, 315, 9625, 374, 12095, 11, 323, 1181, 14796, 374, 279, 1345, 482, 13],
+        ),
+    },
+    MISTRAL: {
+        "weights_sha256": {},
+        "tokenizer_size": 32768,
+        "tokenizer_probe": (
+            TOKENIZER_PROBE,
+            [1, 1183, 6333, 1070, 5611, 1117, 6233, 29493, 1072, 1639, 8550, 1117, 1040, 26285, 29491],
+        ),
+    },
+}
+
 _HF = "https://huggingface.co/{}/blob/main/config.json"
 _LITGPT = "Lightning-AI/litgpt litgpt/config.py (commit 26857050), entry {}"
 _LLAMA_MODELS = "PyPI llama-models 0.3.0, llama_models/sku_list.py arch_args of {} (dim, layers, heads, kv heads, ffn)"

@@ -1,0 +1,260 @@
+"""What a model folder must hold to be measured: weights that are finite and trained, and the tokenizer its spec names.
+
+A config.json says which shape a checkpoint has, not whether its weights are the model: random weights written under
+a published config (a rehearsal build that lost its marker, ``from_config(...).save_pretrained``), a file with a NaN,
+or one of zeros load cleanly and then give verdicts. ``check_weights`` reads every tensor of a folder once and refuses,
+in one line naming what differs:
+
+- any value that is not finite (NaN or inf), and any matrix of zeros: a damaged file;
+- the marks of a fresh initialisation, which a trained checkpoint never has (only for models that claim to be trained,
+  every spec but a rehearsal's): every norm weight constant (transformers initialises RMSNorm scales to one value,
+  1, or 0 where the scale is 1 + w), or every weight matrix with the standard deviation the config's
+  ``initializer_range`` draws (0.02); a trained model's norms vary and its matrices' spreads differ by layer and role;
+- ``abspos_rehearsal`` in a safetensors header: written into every rehearsal build's weights
+  (harness.model.rehearsal), so a build is recognised from its weights, not only from ``REHEARSAL.json``.
+
+The scan's per-tensor summary is cached under ``$ABSPOS_CACHE/weight-checks``, keyed by the folder and each file's
+name, size and mtime (as the conversion manifest is), so a folder is read once however many runs, workers and
+commands check it; a changed file is read again. What the summary is judged against comes from the spec each time.
+
+``check_tokenizer`` compares a loaded tokenizer with its spec: every id it can give has an embedding row, and it
+prepends the BOS token the spec names (or none); for the paper's models (and their rehearsals) also its size and the
+ids of a probe sentence as the published tokenizer gives them (``harness.spec.paper_configs.PUBLISHED``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.files.atomic import write_text
+from harness.model.cache import cache_root
+from harness.spec.models import ModelSpec, WrongWeights
+from harness.spec.paper_configs import PUBLISHED
+
+FORMAT = 1  # the summary's layout: bump to scan every folder again
+WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
+REHEARSAL_KEY = "abspos_rehearsal"  # the safetensors metadata key every rehearsal build's weights carry
+#: a matrix's standard deviation within this fraction of ``initializer_range`` reads as drawn by the initialiser
+INIT_STD_TOLERANCE = 0.05
+#: matrices whose spread says nothing of training: the embedding and the output head (often tied to it)
+MATRIX_EXEMPT = ("embed", "lm_head", "wte", "output.weight")
+
+
+def weight_files(folder: Path) -> list[Path]:
+    return sorted(p for g in WEIGHT_GLOBS for p in Path(folder).glob(g) if p.is_file())
+
+
+# ---- the scan ---------------------------------------------------------------------------------------------------
+
+
+def _tensors(path: Path) -> Iterator[tuple[str, Any]]:
+    """(name, tensor) of one weights file, one tensor at a time; nothing in it is executed (safetensors, or a
+    ``.bin`` read with ``weights_only``)."""
+    import torch
+
+    if path.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as f:
+            for name in f.keys():
+                yield name, f.get_tensor(name)
+    else:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        yield from state.items()
+
+
+def _summary(name: str, t) -> dict[str, Any]:
+    """{"ndim", "n", "nonfinite", "zero", "constant", "value", "std"} of one tensor: its extremes (a NaN or an inf
+    shows in them), and a matrix's standard deviation (the embedding's and the output head's aside: the
+    initialisation marks are read from the layers)."""
+    import torch
+
+    if t.numel() == 0:
+        return {"ndim": t.dim(), "n": 0, "nonfinite": 0, "zero": False, "constant": False, "value": None, "std": 0.0}
+    lo, hi = (float(v) for v in torch.aminmax(t if t.is_floating_point() else t.double()))
+    finite = math.isfinite(lo) and math.isfinite(hi)
+    bad = 0 if finite else int((~torch.isfinite(t)).sum())
+    std = 0.0
+    if finite and t.dim() == 2 and not any(k in name for k in MATRIX_EXEMPT):
+        std = float(t.float().std()) if t.numel() > 1 else 0.0
+    return {
+        "ndim": t.dim(),
+        "n": t.numel(),
+        "nonfinite": bad,
+        "zero": finite and lo == hi == 0.0,
+        "constant": finite and t.numel() > 1 and lo == hi,
+        "value": lo if finite and lo == hi else None,
+        "std": std,
+    }
+
+
+def _marks(path: Path) -> dict[str, str]:
+    """The string metadata of a safetensors file's header (empty for other files)."""
+    if path.suffix != ".safetensors":
+        return {}
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        return dict(f.metadata() or {})
+
+
+def _key(folder: Path) -> dict[str, Any]:
+    files = {}
+    for p in weight_files(folder):
+        st = p.stat()
+        files[p.name] = [st.st_size, st.st_mtime_ns]
+    return {"format": FORMAT, "folder": str(folder.resolve()), "files": files}
+
+
+def _record_path(folder: Path) -> Path:
+    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:20]
+    return cache_root() / "weight-checks" / f"{digest}.json"
+
+
+def scan(folder: Path, log=print, what: str = "") -> dict[str, Any]:
+    """{"tensors": {name: summary}, "marks": {file: metadata}} of every weights file in ``folder``: from the cache when
+    no file changed since it was read (name, size, mtime), else read now (said in one line) and cached."""
+    folder = Path(folder)
+    key, record = _key(folder), _record_path(folder)
+    try:
+        cached = json.loads(record.read_text())
+        if isinstance(cached, dict) and cached.get("key") == key:
+            return cached
+    except (OSError, ValueError):
+        pass
+    size = sum(v[0] for v in key["files"].values())
+    if size > 1 << 28:
+        log(f"[abspos] checking {what or folder.name}'s weights once ({size / 1e9:.1f} GB in {folder}) ...")
+    tensors, marks = {}, {}
+    for path in weight_files(folder):
+        marks[path.name] = _marks(path)
+        for name, tensor in _tensors(path):
+            tensors[name] = _summary(name, tensor)
+    out = {"key": key, "tensors": tensors, "marks": marks}
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        write_text(record, json.dumps(out))
+    except OSError:
+        pass  # an unwritable cache: checked again next time, never skipped
+    return out
+
+
+# ---- judging it -------------------------------------------------------------------------------------------------
+
+
+def weights_problem(found: dict[str, Any], config: dict[str, Any], trained: bool) -> str | None:
+    """Why a folder's scanned weights are not measurable (None when they are), as a phrase after "<folder> holds".
+    ``trained``: also refuse the marks of a rehearsal build and of a fresh initialisation."""
+    tensors = found["tensors"]
+    if not tensors:
+        return "no tensors"
+    bad = {k: v["nonfinite"] for k, v in tensors.items() if v["nonfinite"]}
+    if bad:
+        first = next(iter(bad))
+        return (
+            f"weights that are not finite ({sum(bad.values())} NaN or inf values in {len(bad)} tensor(s), first "
+            f"{first})"
+        )
+    zero = [k for k, v in tensors.items() if v["zero"] and v["ndim"] >= 2]
+    if zero:
+        return f"weight matrices of zeros ({len(zero)} of {sum(v['ndim'] >= 2 for v in tensors.values())}, first {zero[0]})"
+    if not trained:
+        return None
+    marked = next((f for f, m in found["marks"].items() if REHEARSAL_KEY in m), None)
+    if marked:
+        try:
+            note = json.loads(found["marks"][marked][REHEARSAL_KEY])
+            what = f"a {'full-size' if note['size'] == 'full' else 'narrow'} rehearsal build of {note['model']}"
+        except (ValueError, TypeError, KeyError):
+            what = "a rehearsal build"
+        return f"{what} (random weights: {marked} is marked {REHEARSAL_KEY})"
+    norms = {k: v for k, v in tensors.items() if v["ndim"] == 1 and "norm" in k.lower() and k.endswith("weight")}
+    if norms and all(v["constant"] for v in norms.values()):
+        values = sorted({v["value"] for v in norms.values()})
+        return (
+            f"untrained weights: every norm weight is constant ({len(norms)} norms, "
+            f"{'value ' + ', '.join(f'{x:g}' for x in values[:3])}), as initialised, never as trained"
+        )
+    init = float(config.get("initializer_range") or 0.02)
+    matrices = [v["std"] for k, v in tensors.items() if v["ndim"] == 2 and not any(x in k for x in MATRIX_EXEMPT)]
+    if matrices and all(abs(s - init) <= INIT_STD_TOLERANCE * init for s in matrices):
+        return (
+            f"untrained weights: every one of its {len(matrices)} weight matrices has standard deviation "
+            f"{init:g} ± {INIT_STD_TOLERANCE:.0%} (the config's initializer_range), as initialised, never as trained"
+        )
+    return None
+
+
+def check_weights(spec: ModelSpec, folder: Path | str, log=print) -> None:
+    """WrongWeights (one line) unless ``folder``'s weights are finite, hold no matrix of zeros and, for any spec but a
+    rehearsal's, carry none of the marks of a rehearsal build or a fresh initialisation (see the module)."""
+    folder = Path(folder)
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    config = config.get("text_config", config) if isinstance(config, dict) else {}
+    try:
+        found = scan(folder, log, spec.name)
+    except Exception as e:  # a truncated or foreign file (safetensors' own error type included)
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise WrongWeights(
+            f"{spec.name}: the weights in {folder} cannot be read ({type(e).__name__}: {first})"
+        ) from None
+    why = weights_problem(found, config, trained=not spec.rehearsal)
+    if why:
+        raise WrongWeights(f"{spec.name}: {folder} holds {why}; refusing to measure it")
+
+
+# ---- the tokenizer ----------------------------------------------------------------------------------------------
+
+
+def tokenizer_problem(spec: ModelSpec, tok, vocab_size: int | None) -> str | None:
+    """Why a loaded tokenizer is not the one ``spec`` describes (None when it is), as a phrase after "its tokenizer"."""
+    size = len(tok)
+    if vocab_size and size > vocab_size:
+        return (
+            f"has {size:,} tokens and its embedding {vocab_size:,} rows (ids past {vocab_size - 1:,} would index "
+            f"no embedding): another model's tokenizer"
+        )
+    ids = list(tok("x")["input_ids"])
+    adds = bool(ids) and tok.bos_token_id is not None and ids[0] == tok.bos_token_id and len(ids) > 1
+    if spec.adds_bos and not adds:
+        return f"does not prepend the BOS token {spec.bos_token_id} its model expects"
+    if spec.adds_bos and tok.bos_token_id != spec.bos_token_id:
+        return f"prepends BOS id {tok.bos_token_id}, not {spec.bos_token_id}"
+    if not spec.adds_bos and adds and spec.group != "local":
+        return f"prepends a BOS token ({tok.bos_token_id}), which its model's tokenizer does not"
+    published = PUBLISHED.get(spec.rehearses or (spec.name if spec.group == "paper" else ""))
+    if published:
+        if size != published["tokenizer_size"]:
+            return f"has {size:,} tokens, not the {published['tokenizer_size']:,} of the published tokenizer"
+        text, want = published["tokenizer_probe"]
+        got = list(tok(text)["input_ids"])
+        if got != want:
+            return f"encodes {text!r} as {got[:8]}…, not as the published tokenizer does ({want[:8]}…)"
+    return None
+
+
+def check_tokenizer(spec: ModelSpec, tok, vocab_size: int | None, folder: Path | str) -> None:
+    """WrongWeights (one line) when ``tok`` (loaded from ``folder``) is not the tokenizer ``spec`` describes."""
+    why = tokenizer_problem(spec, tok, vocab_size)
+    if why:
+        raise WrongWeights(f"{spec.name}: the tokenizer in {folder} {why}; refusing to measure it")
+
+
+def check_finite(spec: ModelSpec, model, folder: Path) -> None:
+    """WrongWeights (one line) when a loaded parameter is not finite: a NaN or inf is refused at load, never turned
+    into a verdict (the folder's own check reads the files; this reads what was loaded, in the run's dtype)."""
+    import torch
+
+    for name, p in model.named_parameters():  # a NaN or an inf shows in a tensor's extremes (one fast pass)
+        if p.is_floating_point() and p.numel() and not all(map(math.isfinite, torch.aminmax(p.detach()))):
+            raise WrongWeights(
+                f"{spec.name}: {folder} holds weights that are not finite once loaded ({name}); refusing to measure it"
+            )
