@@ -2,8 +2,8 @@
 fewer layers and a narrower width, random weights, its real tokenizer; ``harness.model.rehearsal``), loaded through
 the paper models' own path, and must reach the end of its verdict without a harness error. Random weights never give
 a verdict: each such test ends "rehearsed", its reason saying what it would read. A paper model's path that
-regresses (a crash, a missing capture, a paper value that cannot be looked up) fails here, in the default CI, without
-the paper's weights.
+regresses (a crash, a missing capture, a paper value that cannot be looked up) fails here, in CI's weekly run
+(`--run-slow`: the test takes 11 to 17 minutes), without the paper's weights.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ REHEARSALS = {f"{s.name}-rehearsal": s.name for s in PAPER}
 
 
 @pytest.mark.long
+@pytest.mark.slow  # 11-17 minutes on 2 cores: the weekly run and --run-slow; the rehearsal mechanics stay in the default run
 def test_every_claim_reaches_its_verdict_on_every_paper_architecture_without_a_harness_error(tmp_path):
     proc = subprocess.run(
         [
