@@ -57,18 +57,22 @@ def md_escape(text) -> str:
     shows as written and never becomes markup that fetches or links anything.
 
     ``&`` and ``<`` as entities, so no tag, comment, autolink or entity of its own renders; a backslash doubled and the
-    ``]`` of ``](``, ``][`` and ``]:`` and the ``[`` of ``![`` backslash-escaped, so no link, image or link definition
-    forms (an interval "[0.3, 0.5]" stays as written); the ``:`` of ``://`` and the ``.`` of ``www.`` as
+    ``]`` of ``](`` and ``][``, the ``[`` of ``![`` and the ``]`` that closes a label at a line's start before ``:``
+    backslash-escaped, so no link, image or link definition forms (an interval "[0.3, 0.5]" and "T13 [llama]: …" stay
+    as written); the ``:`` of ``://`` and the ``.`` of ``www.`` as
     entities, so no bare address becomes a link (GitHub's autolinks). A ``>`` opens nothing without a ``<``: it stays
     as it is, so "A -> B" and ">= 0.87" read the same in the raw file. The suite's own links are ``Link`` cells and
     image blocks, never escaped text."""
     text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace("\\", "\\\\")
     text = _LINK_BRACKET.sub(r"\\]", text).replace("![", "!\\[")
+    text = _DEFINITION.sub(lambda m: m.group(1) + "\\]:", text)
     return _NO_AUTOLINK.sub(lambda m: m.group(0).replace(":", "&#58;").replace(".", "&#46;"), text)
 
 
-#: the ``]`` that closes a link's text before its ``(url)`` or ``[ref]``, or a link definition's label (``[ref]: url``)
-_LINK_BRACKET = re.compile(r"\](?=[(\[:])")
+#: the ``]`` that closes a link's text before its ``(url)`` or ``[ref]``
+_LINK_BRACKET = re.compile(r"\](?=[(\[])")
+#: a link definition's label (``[ref]: url``): a ``[`` at a line's start (after up to three spaces), then ``]:``
+_DEFINITION = re.compile(r"^( {0,3}\[[^\]]*)\]:", re.MULTILINE)
 #: the starts of what GitHub's Markdown links without brackets: ``scheme://`` and ``www.``
 _NO_AUTOLINK = re.compile(r"://|(?i:\bwww)\.")
 
