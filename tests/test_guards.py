@@ -8,6 +8,7 @@ P2, only the described model is measured
 - RH3 a full-size rehearsal without its marker at a paper model's place: measured, its baseline recorded
                                                          test_untrained_weights_at_a_paper_models_place_are_refused
                                                          test_a_rehearsal_build_is_recognised_from_its_weights
+                                                         test_recorded_published_hashes_decide
 - RH4 another model's tokenizer in a paper model's folder: measured ... test_another_models_tokenizer_in_a_paper_folder_is_refused
 - RH5 a rehearsal folder with another tokenizer: still "rehearsed" .... test_a_rehearsal_with_another_tokenizer_is_refused
 - NW1 one NaN in a folder's weights: two "not held" verdicts .......... test_a_nan_in_real_weights_is_one_line_before_any_work
@@ -314,6 +315,30 @@ def test_weights_of_zeros_are_refused(tmp_path, smol):
     with pytest.raises(WrongWeights) as e:
         references.register(f"path:{folder}")
     assert "holds weight matrices of zeros (" in one_line(e.value)
+
+
+def test_recorded_published_hashes_decide(tmp_path, monkeypatch):
+    """RH3, where the published files' sha256 is recorded (spec/paper_configs.PUBLISHED): weight files that differ are
+    refused in one line naming the file; the published files pass (hashed once, then from the folder's record)."""
+    from harness.model import checkpoint_checks
+    from harness.spec.paper_configs import PUBLISHED
+
+    monkeypatch.setenv("ABSPOS_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "Llama-3.2-1B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"initializer_range": 0.02}))
+    save_file({"w": torch.randn(8, 8) * 0.02}, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    digest = checkpoint_checks.file_hashes(folder, {}, log=lambda *_: None)["model.safetensors"]
+    spec = REGISTRY[LLAMA_1B]
+    monkeypatch.setitem(PUBLISHED, LLAMA_1B, {**PUBLISHED[LLAMA_1B], "weights_sha256": {"model.safetensors": "0" * 64}})
+    with pytest.raises(WrongWeights) as e:
+        checkpoint_checks.check_weights(spec, folder, log=lambda *_: None)
+    assert "not the published checkpoint (model.safetensors: sha256 " in one_line(e.value)
+    monkeypatch.setitem(PUBLISHED, LLAMA_1B, {**PUBLISHED[LLAMA_1B], "weights_sha256": {"model.safetensors": digest}})
+    checkpoint_checks.check_weights(spec, folder, log=lambda *_: None)  # random weights, but the published file's hash
+    said = []
+    checkpoint_checks.check_weights(spec, folder, log=said.append)
+    assert not said  # the hash is read from the folder's record
 
 
 def minimal_results(model: str, **extra) -> dict:

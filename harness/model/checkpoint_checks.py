@@ -206,9 +206,51 @@ def check_weights(spec: ModelSpec, folder: Path | str, log=print) -> None:
         raise WrongWeights(
             f"{spec.name}: the weights in {folder} cannot be read ({type(e).__name__}: {first})"
         ) from None
+    published = PUBLISHED.get(spec.name, {}).get("weights_sha256") if not spec.rehearsal else None
+    if published:  # the published files' hashes are recorded: they decide (the properties below are a fallback)
+        why = hashes_problem(file_hashes(folder, found, log, spec.name), published)
+        if why:
+            raise WrongWeights(f"{spec.name}: {folder} holds {why}; refusing to measure it")
+        return
     why = weights_problem(found, config, trained=not spec.rehearsal)
     if why:
         raise WrongWeights(f"{spec.name}: {folder} holds {why}; refusing to measure it")
+
+
+def file_hashes(folder: Path, found: dict[str, Any], log=print, what: str = "") -> dict[str, str]:
+    """{file name: sha256} of the folder's weight files, read once and kept in its scan record (same key)."""
+    if "sha256" not in found:
+        log(f"[abspos] hashing {what or folder.name}'s weight files once ...")
+        digests = {}
+        for path in weight_files(folder):
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 24), b""):
+                    h.update(block)
+            digests[path.name] = h.hexdigest()
+        found["sha256"] = digests
+        try:
+            write_text(_record_path(folder), json.dumps(found))
+        except OSError:
+            pass
+    return found["sha256"]
+
+
+def hashes_problem(hashes: dict[str, str], published: dict[str, str]) -> str | None:
+    """Why weight files with these hashes are not the published ones (None when they are), after "<folder> holds"."""
+    if set(hashes) != set(published):
+        missing, extra = sorted(set(published) - set(hashes)), sorted(set(hashes) - set(published))
+        return (
+            f"other weight files than the published checkpoint's (missing {', '.join(missing) or 'none'}; "
+            f"not published {', '.join(extra) or 'none'})"
+        )
+    for name, digest in sorted(hashes.items()):
+        if digest != published[name]:
+            return (
+                f"weights that are not the published checkpoint ({name}: sha256 {digest[:12]}…, published "
+                f"{published[name][:12]}…)"
+            )
+    return None
 
 
 # ---- the tokenizer ----------------------------------------------------------------------------------------------

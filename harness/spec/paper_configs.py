@@ -183,9 +183,9 @@ TOKENIZER_BOS: dict[str, tuple[bool, int | None]] = {
 
 #: What identifies each paper model's published checkpoint beyond the shape its config.json gives, checked once per
 #: folder before it is measured (harness.model.checkpoint_checks). The published weight files' sha256 could not be
-#: read from this machine (no hub) nor found in a public copy, so none is recorded (``weights_sha256`` empty: a
-#: hash added here is checked); the weights are identified instead by what a trained checkpoint has and random or
-#: damaged weights lack: finite values, no matrix of zeros, norm scales that vary (a fresh initialisation sets every
+#: read from this machine (no hub) nor found in a public copy, so none is recorded (``weights_sha256``, {file:
+#: sha256}, is empty; hashes added there decide, hashed once per folder); the weights are identified instead by what a
+#: trained checkpoint has and random or damaged weights lack: finite values, no matrix of zeros, norm scales that vary (a fresh initialisation sets every
 #: one to 1), matrices whose spreads differ (a fresh initialisation draws every one with std ``initializer_range``),
 #: and no rehearsal mark. The tokenizer is identified by its size (``len(tokenizer)``: Qwen2.5's 151,665 of its
 #: 151,936 embedding rows) and the ids of one probe sentence, as the published tokenizer gives them (the ids here
