@@ -331,8 +331,9 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
         folder = local_folder(spec)
         check_identity(spec, folder)  # the folder still holds the model its spec was derived from
         check_weights(spec, folder, log)
-    else:
-        folder = checked_paper_folder(spec)
+    else:  # the tokenizer is checked once loaded, against the embedding (below): not also from the folder here
+        folder = paper_folder(spec)
+        check_weights(spec, folder, log)
     kwargs: dict[str, object] = {dtype_kwarg(): dtype}  # attention: set where the model is wrapped (HookedModel)
     if device.startswith("cuda"):
         size = devices.estimate_param_bytes(AutoConfig.from_pretrained(folder, trust_remote_code=False), dtype)
