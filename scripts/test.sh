@@ -1,13 +1,35 @@
 #!/usr/bin/env bash
-# The whole test suite: harness mechanics (tests/) and every claim on the bundled models (claims/).
-# Paper models run too when their weights are present, and skip with a reason otherwise.
-# This full run is the CI command. Arguments go to pytest; the fast tier while editing the harness is
-#   bash scripts/test.sh tests -m "not long"    # the mechanics without the long-running tests (under 2 min)
-# and the long ones alone: bash scripts/test.sh tests -m long (README, Testing).
+# The test suite: harness mechanics (tests/) and the claims (claims/).
+#
+#   bash scripts/test.sh              # CI's run on every push: tests/ on two xdist workers (one file per worker at a
+#                                     # time), then every claim on SmolLM2-135M and on the paper models present
+#   bash scripts/test.sh --run-slow   # the full run (weekly in CI): the slow harness tests too, then every claim on
+#                                     # every bundled model and the paper models present
+#   bash scripts/test.sh -x --durations=50    # options go to both runs (--models replaces the claims' models)
+#   bash scripts/test.sh tests -m "not long"  # with a path: one pytest run of those arguments (here the mechanics
+#                                             # without the long-running tests, about 2 min)
+#
+# Gemma-3-270M and Qwen2.5-Coder-0.5B take 3/4 of the claims' time on 2 cores; they run in the full run and in the
+# main job (scripts/run-claims.sh), not on every push (README, Testing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .   # lint first: a syntax or import error fails in seconds, not after the claims
 .venv/bin/ruff format --check .   # formatting ([tool.ruff.format] in pyproject.toml)
 .venv/bin/mypy           # types of the lower layers ([tool.mypy] in pyproject.toml lists them)
-exec .venv/bin/python -m pytest "$@"
+PYTEST=(.venv/bin/python -m pytest)
+claims_models=(--models smollm2-135m,paper)
+for arg in "$@"; do
+  if [[ "$arg" != -* && -e "$arg" ]]; then exec "${PYTEST[@]}" "$@"; fi   # a path: exactly the run asked for
+  case "$arg" in
+    --run-slow) claims_models=(--models bundled,paper) ;;
+  esac
+done
+for arg in "$@"; do [[ "$arg" == --models* ]] && claims_models=(); done
+rc=0
+# tests/ files are independent (each its own tmp folders and caches); --dist loadfile keeps a module's fixtures (a
+# shared claims run) on one worker, so each is built once
+"${PYTEST[@]}" tests -n 2 --dist loadfile "$@" || rc=$?
+# the claims in one process: each model's captures are made once and shared by its tests
+"${PYTEST[@]}" claims "${claims_models[@]}" "$@" || { r=$?; [ "$rc" -ne 0 ] || rc=$r; }
+exit "$rc"

@@ -4,6 +4,19 @@ import pytest
 
 from harness.spec.models import REGISTRY
 
+XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def standalone_subprocesses():
+    """A pytest that a test or a module's fixture starts is a run of its own, also when this suite runs on xdist
+    workers: without the worker's variables in its environment (syrupy would take it for a worker and print no
+    snapshot report; the plugin would divide its threads by this suite's worker count)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in XDIST_ENV:
+            mp.delenv(name, raising=False)
+        yield
+
 
 @pytest.fixture
 def restore_registry():

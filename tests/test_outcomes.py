@@ -229,22 +229,22 @@ def t9a(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.long
 def test_a_non_default_run_records_its_baseline_then_compares_with_it(tmp_path):
-    first = t9a(tmp_path, "--seq-len", "64")
+    first = t9a(tmp_path, "--seq-len", "16")
     assert first.returncode == 0, first.stdout + first.stderr
-    line = next(x for x in first.stdout.splitlines() if x.startswith("baseline (seq_len=64; cpu, float32)"))
+    line = next(x for x in first.stdout.splitlines() if x.startswith("baseline (seq_len=16; cpu, float32)"))
     assert "1 tests recorded (no baseline yet for those tests: this run's figures are now their baseline)" in line
     [path] = list(tmp_path.glob("smollm2-135m/*.json"))
-    second = t9a(tmp_path, "--seq-len", "64")
-    assert second.returncode == 0 and "baseline (seq_len=64; cpu, float32): 1 tests matched: " in second.stdout
+    second = t9a(tmp_path, "--seq-len", "16")
+    assert second.returncode == 0 and "baseline (seq_len=16; cpu, float32): 1 tests matched: " in second.stdout
     data = json.loads(path.read_text())
-    assert data["settings"]["seq_len"] == 64 and data["settings"]["device"] == "cpu"
+    assert data["settings"]["seq_len"] == 16 and data["settings"]["device"] == "cpu"
     test = data["tests"]["test_T9a_position0_state_is_identical_across_prompts"]
     test["min_std_position1"] *= 1.01  # beyond rtol 1e-3
     path.write_text(json.dumps(data))
-    third = t9a(tmp_path, "--seq-len", "64")
+    third = t9a(tmp_path, "--seq-len", "16")
     assert third.returncode == 1 and "SnapshotDrift: T9a: measured figures drifted from the baseline" in third.stdout
     assert "min_std_position1" in third.stdout and "ClaimNotHeld" not in third.stdout
-    fourth = t9a(tmp_path, "--seq-len", "64", "--baseline-update")
+    fourth = t9a(tmp_path, "--seq-len", "16", "--baseline-update")
     assert fourth.returncode == 0 and "1 tests re-recorded" in fourth.stdout, fourth.stdout
 
 

@@ -71,14 +71,15 @@ def run_claims(*args: str, env: dict | None = None) -> subprocess.CompletedProce
     )
 
 
-def test_captures_show_progress_in_a_plain_run_and_none_under_ci():
+def test_captures_show_progress_in_a_plain_run_and_none_under_ci(tmp_path):
     """Issue 15: pytest's output capture swallowed the progress line, so a long run showed nothing between dots."""
     plain = {**{k: v for k, v in os.environ.items() if k != "CI"}, "ABSPOS_PROGRESS_AFTER": "0"}  # any speed
-    r = run_claims("--models", "smollm2-135m", "-k", "T9a", "-q", env=plain)
+    short = ("--models", "smollm2-135m", "-k", "T9a", "-q", "--seq-len", "16", "--baseline-dir", str(tmp_path))
+    r = run_claims(*short, env=plain)
     lines = r.stdout.splitlines()
     assert r.returncode == 0, r.stdout + r.stderr
     assert any(line.startswith("[abspos] smollm2-135m ") and " 16 prompts in " in line for line in lines), r.stdout
-    quiet = run_claims("--models", "smollm2-135m", "-k", "T9a", "-q", env={**plain, "CI": "1"})
+    quiet = run_claims(*short, env={**plain, "CI": "1"})
     assert quiet.returncode == 0 and " prompts in " not in quiet.stdout + quiet.stderr
 
 
