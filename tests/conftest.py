@@ -1,5 +1,7 @@
 """Fixtures shared by the harness's own tests."""
 
+import os
+
 import pytest
 
 from harness.spec.models import REGISTRY
@@ -11,8 +13,12 @@ XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_T
 def standalone_subprocesses():
     """A pytest that a test or a module's fixture starts is a run of its own, also when this suite runs on xdist
     workers: without the worker's variables in its environment (syrupy would take it for a worker and print no
-    snapshot report; the plugin would divide its threads by this suite's worker count)."""
+    snapshot report). Its threads are this worker's share of the free cores, as the worker's own: two workers each
+    starting a pytest on all the cores would run twice as many threads as cores."""
     with pytest.MonkeyPatch.context() as mp:
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 0) or 0)
+        if workers > 1 and "ABSPOS_FREE_CORES" in os.environ:
+            mp.setenv("ABSPOS_FREE_CORES", str(max(1, int(os.environ["ABSPOS_FREE_CORES"]) // workers)))
         for name in XDIST_ENV:
             mp.delenv(name, raising=False)
         yield
