@@ -3,7 +3,7 @@
 Pure data first (fast): the committed example run split into one-model runs merges back to the same run; mixed
 settings, mixed commits, a model in two runs and a missing run are one-line errors, or warnings where allowed; a
 failed job and an interrupted run are said in the report; T13's ladder is judged across runs by the test's own
-checks, or said not judged. Then real runs (module fixture, a few minutes on 2 cores): the bundled claims (a fast
+checks, or said not judged. Then real runs (module fixture, 6 minutes on 2 cores, `slow`: with --run-slow): the claims (a fast
 selection) as one run of SmolLM2 and Gemma, and as one-model jobs through submitit's local executor (separate
 processes and report folders) plus a job that fails; the merge of the jobs equals the single run (compare: 0
 changes, the same figures), with each model's provenance kept.
@@ -408,6 +408,7 @@ def test_nightly_workflow_is_a_matrix_plus_merge_and_lints_clean():
 
 
 # ---- real runs: one two-model run against two one-model jobs --------------------------------------------------
+# slow (weekly, --run-slow): the merge itself is checked on every push by the tests above, on the example run's data
 
 # the two smaller bundled models: a merge of one-model jobs is the same mechanics for two models as for three, and
 # Qwen2.5-Coder-0.5B alone would double the fixture's minutes
@@ -476,6 +477,7 @@ def _png_equal(a: Path, b: Path) -> list[str]:
 
 
 @pytest.mark.long
+@pytest.mark.slow  # the `runs` fixture: five claims runs of SmolLM2 and Gemma, 6 minutes on 2 cores
 def test_one_model_runs_merge_to_the_single_run_of_both_models(runs, tmp_path):
     jobs = [runs["submit"] / hm.safe_name(m) for m in MODELS]
     results = [load_results(j / "latest") for j in jobs]
@@ -510,6 +512,7 @@ def test_one_model_runs_merge_to_the_single_run_of_both_models(runs, tmp_path):
 
 
 @pytest.mark.long
+@pytest.mark.slow  # the `runs` fixture: five claims runs of SmolLM2 and Gemma, 6 minutes on 2 cores
 def test_submit_local_jobs_merge_to_the_same_report_and_a_failed_job_shows(runs):
     sub = runs["submit_run"]
     assert sub.returncode == 1, sub.stdout + sub.stderr  # merged, with one job failed
