@@ -23,10 +23,10 @@ if [[ -n "$first" && "$first" != -* && -e "${first%%::*}" ]]; then exec "${PYTES
 claims_models=(--models smollm2-135m,paper)
 for arg in "$@"; do
   case "$arg" in
+    --models*) claims_models=(); break ;;   # the models named win, before or after --run-slow
     --run-slow) claims_models=(--models bundled,paper) ;;
   esac
 done
-for arg in "$@"; do [[ "$arg" == --models* ]] && claims_models=(); done
 # tests/ files are independent (each its own tmp folders and caches); --dist loadfile keeps a module's fixtures (a
 # shared claims run) on one worker, so each is built once
 harness_rc=0

@@ -18,7 +18,9 @@ def standalone_subprocesses():
     with pytest.MonkeyPatch.context() as mp:
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 0) or 0)
         if workers > 1 and "ABSPOS_FREE_CORES" in os.environ:
-            mp.setenv("ABSPOS_FREE_CORES", str(max(1, int(os.environ["ABSPOS_FREE_CORES"]) // workers)))
+            from harness.run.threads import thread_count  # the plugin's own share (torch: only under xdist)
+
+            mp.setenv("ABSPOS_FREE_CORES", str(thread_count(int(os.environ["ABSPOS_FREE_CORES"]), 0, workers)))
         for name in XDIST_ENV:
             mp.delenv(name, raising=False)
         yield

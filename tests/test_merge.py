@@ -3,10 +3,10 @@
 Pure data first (fast): the committed example run split into one-model runs merges back to the same run; mixed
 settings, mixed commits, a model in two runs and a missing run are one-line errors, or warnings where allowed; a
 failed job and an interrupted run are said in the report; T13's ladder is judged across runs by the test's own
-checks, or said not judged. Then real runs (module fixture, 6 minutes on 2 cores, `slow`: with --run-slow): the claims (a fast
-selection) as one run of SmolLM2 and Gemma, and as one-model jobs through submitit's local executor (separate
-processes and report folders) plus a job that fails; the merge of the jobs equals the single run (compare: 0
-changes, the same figures), with each model's provenance kept.
+checks, or said not judged. Then real runs (module fixture, 6 minutes on 2 cores, `slow`: with --run-slow): the
+claims (a fast selection) as one run of SmolLM2 and Gemma, and as one-model jobs through submitit's local executor
+(separate processes and report folders) plus a job that fails; the merge of the jobs equals the single run (compare:
+0 changes, the same figures), with each model's provenance kept.
 """
 
 from __future__ import annotations
