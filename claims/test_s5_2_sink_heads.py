@@ -94,12 +94,12 @@ def test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero(model, sess
 
 @pytest.mark.claim("T4")
 def test_T4_sink_reader_output_carries_token0_identity(model, session, figures):
-    """8 uncommon tokens at 0, each on 8 prompts whose tokens 1..n-1 are different topic prompts' (fidelity review
-    2: with identical suffixes the in-sample R² is 1 by construction). Per top sink reader: R² of its PC1 projection
+    """8 uncommon tokens at 0, each on 8 prompts whose tokens 1..n-1 are different topic prompts' (with
+    identical suffixes the in-sample R² would be 1 by construction). Per top sink reader: R² of its PC1 projection
     on the token-0 identity, held out across prompts, against a permutation null; BH over the 20 heads."""
     s = session.settings
     text = session.prompts(model, n_prompts=N_SINK_TOKENS * REPEATS)
-    prompts = corpus.varied_token0_identity_prompts(text, model.tokenizer, N_SINK_TOKENS, s.seed)
+    prompts = corpus.token0_identity_prompts(text, model.tokenizer, N_SINK_TOKENS, s.seed)
     z, strength = head_outputs(session, model, prompts)
     token0 = prompts.ids[:, 0]
     heads = np.argsort(strength.ravel(), kind="stable")[::-1][:TOP_HEADS]

@@ -55,5 +55,5 @@ def test_T13_leakage_constant_and_residual_share_rises_with_scale(family, sessio
     figures.add("residual_stream_share_by_size", share)
     for name, (value, ci) in stats.items():
         figures.add(f"leakage_{name}" if name == "spread" else f"share_{name}", value, ci=ci)
-    for condition, ok, message in checks:  # named as before: "<this test>: <condition>"
+    for condition, ok, message in checks:  # named as ``holds`` names a check: "<this test>: <condition>"
         holds(ok, message, check=f"{T13_TEST}: {condition}")

@@ -2,10 +2,20 @@
 as tests on real RoPE models. What a claim test uses is importable from here, and the notebook API
 (``verify``, ``Verdicts``, ``RunFailed``: harness/api.py, loaded on first use)."""
 
-from harness.outcome.verdict import ClaimNotHeld, holds
+from harness.outcome.verdict import ClaimNotHeld, NotApplicable, holds
 from harness.spec.claims import CLAIMS, claim, family_sizes
 
-__all__ = ["CLAIMS", "ClaimNotHeld", "RunFailed", "Verdicts", "claim", "family_sizes", "holds", "verify"]
+__all__ = [
+    "CLAIMS",
+    "ClaimNotHeld",
+    "NotApplicable",
+    "RunFailed",
+    "Verdicts",
+    "claim",
+    "family_sizes",
+    "holds",
+    "verify",
+]
 _API = ("RunFailed", "Verdicts", "verify")
 
 

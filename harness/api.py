@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 
 from harness.files.paths import ROOT
 from harness.outcome.results import ResultsFileError, load_results
-from harness.outcome.verdict import verdict_of
+from harness.outcome.verdict import Verdict
 from harness.report.cells import claim_key, measured, model_label, test_name
 from harness.report.render import to_markdown
 from harness.run import signals
@@ -81,7 +81,7 @@ def model_names(models: str | Iterable[str] | None) -> list[str]:
 
 def keyword_expression(claim_ids: Sequence[str]) -> str:
     """The ``-k`` expression selecting every test of the claims (their test function names); an unknown id raises
-    ``claim_registry.UnknownClaim`` (one line listing the registered ids)."""
+    ``harness.spec.claims.UnknownClaim`` (one line listing the registered ids)."""
     return " or ".join(dict.fromkeys(t for cid in claim_ids for t in claim(cid).tests))
 
 
@@ -182,7 +182,7 @@ def verdict_record(r: dict) -> dict:
         "claim": r["claim"],
         "test": test,
         "model": model_label(r),
-        "verdict": verdict_of(r),
+        "verdict": Verdict.of(r).value,
         "reason": r.get("reason") or "",
         "headline": headline(test, figures),
         "figures": figures,
@@ -224,10 +224,10 @@ class Verdicts(list):
         return Verdicts([v for v in self if keep(v)], self.results, self.report)
 
     def held(self) -> "Verdicts":
-        return self._where(lambda v: v["verdict"] == "held")
+        return self._where(lambda v: v["verdict"] == Verdict.HELD)
 
     def not_held(self) -> "Verdicts":
-        return self._where(lambda v: v["verdict"] == "not held")
+        return self._where(lambda v: v["verdict"] == Verdict.NOT_HELD)
 
     def by_model(self) -> dict[str, "Verdicts"]:
         out: dict[str, Verdicts] = {}
@@ -277,7 +277,7 @@ def verify(
     pytest-xdist workers (one model per worker); ``extra_args`` go to pytest unchanged. pytest's output is
     streamed unless ``quiet``. The report is written to a temporary folder and removed, unless ``report_dir`` is
     given: then it stays there, in a run folder of its own (``Verdicts.report``; calls sharing a ``report_dir`` never
-    share a folder). An unknown claim id raises ``claim_registry.UnknownClaim`` and naming no model ``RunFailed``
+    share a folder). An unknown claim id raises ``harness.spec.claims.UnknownClaim`` and naming no model ``RunFailed``
     before anything runs; a usage error (exit 4) or a run without results raises ``RunFailed`` with pytest's error
     line (its last line when it printed none). Interrupted (a notebook's interrupt, SIGTERM, SIGHUP), its pytest is
     told too and writes what finished; ``RunInterrupted`` (a ``KeyboardInterrupt``) is then raised, carrying those

@@ -10,7 +10,7 @@ stability record, METHODS.md's claim table).
     abspos-claims stability record RUN RUN RUN [...] | methods     # -> fixtures/stability.json; METHODS.md's list
     abspos-claims claims table                                     # METHODS.md's claim table
 
-``run`` is ``python -m pytest claims ...`` in a subprocess (``pytest claims`` itself works as before); ``report``
+``run`` is ``python -m pytest claims ...`` in a subprocess (``pytest claims`` itself works the same); ``report``
 is ``python -m harness.report``. Importing this module loads neither torch, transformers nor pytest.
 """
 
@@ -185,7 +185,7 @@ def target(applies: Applies, spec, selected: tuple[str, ...], seq_len: int) -> T
 
 def applies_to(applies: Applies, spec, selected: tuple[str, ...], seq_len: int) -> bool:
     """Whether the test's prediction applies to this model; a family-level test's, when it applies to the model's
-    family and the model is one of the sizes it runs on (``claim_registry.family_sizes``)."""
+    family and the model is one of the sizes it runs on (``harness.spec.claims.family_sizes``)."""
     if applies.why_not(target(applies, spec, selected, seq_len)) is not None:
         return False
     return not family_level(applies) or spec.name in family_sizes(spec.family, selected)

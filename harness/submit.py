@@ -38,7 +38,7 @@ from typing import Any, Sequence
 from harness.api import pytest_argv
 from harness.files.atomic import JSONFileError, read_json, write_text
 from harness.outcome.results import ResultsFileError
-from harness.report.merge import MergeError, _expand, merge_command, safe_name
+from harness.report.merge import MergeError, expand_models, merge_command, safe_name
 from harness.submit_jobs import ended_reason, failure_reason, job_status, record_failure, run_model, wait_for
 
 PROG = "abspos-claims submit"
@@ -162,7 +162,7 @@ def submit_command(argv: Sequence[str]) -> int:
         rest.remove("--")
     if args.collect is not None:
         return collect(args.collect, args.out, args.allow_mixed)
-    models = _expand([args.models] if args.models else [])
+    models = expand_models([args.models] if args.models else [])
     if not models:
         return fail(
             "--models: name the models, one job each (names, bundled, paper, all, or hf:/path:/gguf: references)"

@@ -187,7 +187,7 @@ def test_figures_refuse_undeclared_names_and_record_paper_values():
     node = Node()
     figs = Figures(node, claim("T6"), model="qwen-2.5-3b")
     figs.add("mean_delta_causal", 0.015)
-    assert node.user_properties[-1][1]["paper"] == 0.0153
+    assert figs.reported[-1]["paper"] == 0.0153
     with pytest.raises(UndeclaredFigure):
         figs.add("mean_delta_typo", 1.0)
     assert list(figs.values) == ["mean_delta_causal"]
@@ -263,11 +263,11 @@ def test_paper_values_are_judged_only_at_the_papers_design():
     figs = Figures(node, claim("T6"), model="qwen-2.5-3b", seq_len=128)
     figs.add("mean_delta_bidirectional", 0.0014 * 5)  # far outside, but not at the paper's design
     figs.check_paper()
-    assert "reported, not judged: measured on 128-token prompts" in node.user_properties[-1][1]["paper_check"]
+    assert "reported, not judged: measured on 128-token prompts" in figs.reported[-1]["paper_check"]
     figs.add("mean_delta_causal", 0.0153 * 5, seq_len=PAPER_SEQ_LEN)  # a figure measured at 512 in a 128 run
     with pytest.raises(ClaimNotHeld, match="mean_delta_causal"):
         figs.check_paper()
-    assert node.user_properties[-1][1]["paper_check"].startswith("outside 0.0153 ±")
+    assert figs.reported[-1]["paper_check"].startswith("outside 0.0153 ±")
 
 
 def test_paper_band_is_the_tolerance_or_the_runs_own_ci_half_width():
@@ -280,7 +280,7 @@ def test_paper_band_is_the_tolerance_or_the_runs_own_ci_half_width():
     figs = Figures(node, claim("T6"), model="qwen-2.5-3b", seq_len=PAPER_SEQ_LEN)
     figs.add("mean_delta_bidirectional", 0.0020, ci=[0.0012, 0.0030])
     figs.check_paper()
-    assert node.user_properties[-1][1]["paper_check"] == "within 0.0014 ± 0.0009"
+    assert figs.reported[-1]["paper_check"] == "within 0.0014 ± 0.0009"
 
 
 def test_report_says_which_paper_values_were_judged_and_which_only_reported():

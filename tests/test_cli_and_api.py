@@ -17,7 +17,7 @@ from harness import RunFailed, Verdicts, api, cli, verify
 from harness.files.paths import ROOT
 from harness.model.weights import ensure_available
 from harness.outcome.results import load_results
-from harness.outcome.verdict import verdict_of
+from harness.outcome.verdict import Verdict
 from harness.spec.claims import CLAIMS, LADDER, claim_test
 from harness.spec.models import REGISTRY, WeightsUnavailable, names
 from harness.spec.settings import Settings
@@ -532,7 +532,7 @@ def test_verify_reproduces_the_example_run():
     assert v.report is None and v.results["settings"] == load_results(EXAMPLE)["settings"]
     for r in v:
         want = example[(r["test"], "smollm2-135m")]
-        assert r["verdict"] == verdict_of(want) == "held"
+        assert r["verdict"] == Verdict.of(want) == Verdict.HELD
         assert set(r["headline"]) == set(claim_test(r["test"]).headline) and r["headline"]
         assert close(r["headline"], api.headline(r["test"], want["figures"])), r["headline"]
         assert close({f["name"]: f["value"] for f in r["figures"]}, {f["name"]: f["value"] for f in want["figures"]})

@@ -63,6 +63,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from pytest_runs import run_pytest
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
@@ -86,14 +87,7 @@ def one_line(text: str) -> str:
 
 
 def claims(*args: str, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [PY, "-m", "pytest", "claims", "-p", "no:cacheprovider", *args],
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_pytest(*args, env={**os.environ, **(env or {})}, timeout=timeout)
 
 
 def usage_line(proc: subprocess.CompletedProcess) -> str:
@@ -490,6 +484,8 @@ def test_a_stop_while_the_report_is_written_ends_like_ctrl_c(tmp_path):
 def test_a_crashed_worker_is_recorded_against_its_test(tmp_path):
     """XD1. xdist reports a dead worker's test with when="???" (xdist.dsession.handle_crashitem): it is a harness
     error naming the crash, and a re-run on another worker keeps the crash in its record."""
+    from harness.outcome.claim_result import ClaimResult
+    from harness.outcome.verdict import Verdict
     from harness.run.records import RecordCollector
     from harness.spec.settings import Settings
 
@@ -514,7 +510,7 @@ def test_a_crashed_worker_is_recorded_against_its_test(tmp_path):
         outcome="passed",
         longrepr=None,
         when="call",
-        user_properties=[("claim", "T9a"), ("model", SMOL)],
+        user_properties=[ClaimResult(test, "T9a", SMOL, Verdict.HELD).as_property()],
     )
     collector.pytest_runtest_logreport(rerun)
     (record,) = collector.records

@@ -254,3 +254,28 @@ def test_no_stats_function_is_over_the_line_limit():
                 if n > MAX_STATS_FUNCTION_LINES:
                     long.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {node.name} ({n} lines)")
     assert not long, f"functions in harness/stats over {MAX_STATS_FUNCTION_LINES} lines: " + ", ".join(long)
+
+
+def _hand_built_pytest_commands(path: Path) -> list[str]:
+    """Lines of one test module where a list or tuple holds ``"-m", "pytest"`` (a pytest command line built by hand)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.List | ast.Tuple):
+            words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            if any(a == "-m" and b == "pytest" for a, b in pairwise(words)):
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
+    return found
+
+
+def test_the_tests_start_pytest_through_one_helper():
+    """A test that runs pytest (the claims, or a crafted claim file) builds its command with tests/pytest_runs.py, so
+    every such run starts the same way (cache off, the plugin where no conftest loads it); asserting the product's own
+    command line (``harness.api.pytest_argv``) is not building one."""
+    allowed = {"tests/pytest_runs.py", "tests/test_cli_and_api.py"}
+    found = [
+        f
+        for p in sorted((ROOT / "tests").glob("*.py"))
+        if p.relative_to(ROOT).as_posix() not in allowed
+        for f in _hand_built_pytest_commands(p)
+    ]
+    assert not found, "run pytest through tests/pytest_runs.py: " + ", ".join(found)

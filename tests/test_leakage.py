@@ -553,17 +553,6 @@ def test_causal_mask_share_and_residual_stream_share():
     np.testing.assert_allclose(causal_mask_share(np.array([0.2, 0.0]), np.array([0.05, 0.1])), [0.75, np.nan])
 
 
-def test_t_interval_covers_the_mean_at_its_level():
-    """Coverage of the t-interval for normal draws (T11's random control): 95% within Monte-Carlo error."""
-    from harness.stats.intervals import t_interval
-
-    rng = np.random.default_rng(0)
-    hits = [lo <= 1.0 <= hi for lo, hi in (t_interval(rng.normal(1.0, 0.3, size=10)) for _ in range(2000))]
-    assert abs(np.mean(hits) - 0.95) < 3 * np.sqrt(0.95 * 0.05 / 2000)
-    with pytest.raises(ValueError, match="two draws"):
-        t_interval([1.0])
-
-
 def test_signflip_pvalues_exact_enumeration_and_degenerate_heads():
     """Exact p over all 2^(P-1) patterns; an exact null (y a function of d alone: every prompt carries the same
     rounding residue) gets p = 1, not the smallest p; a non-finite contribution gets NaN, never rejected."""

@@ -1,4 +1,4 @@
-"""Runs made apart, merged into one (harness.report.merge, harness.submit; issue 27).
+"""Runs made apart, merged into one (harness.report.merge, harness.submit).
 
 Pure data first (fast): the committed example run split into one-model runs merges back to the same run; mixed
 settings, mixed commits, a model in two runs and a missing run are one-line errors, or warnings where allowed; a
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pytest_runs import start_pytest
 
 from harness.files.paths import ROOT
 from harness.outcome.figures import plain
@@ -422,22 +423,11 @@ def runs(tmp_path_factory):
     fails, through submitit's local executor (each job its own process and report folder)."""
     pytest.importorskip("submitit")
     base = tmp_path_factory.mktemp("runs")
-    single = subprocess.Popen(
-        [
-            PY,
-            "-m",
-            "pytest",
-            str(ROOT / "claims"),
-            "--models",
-            ",".join(MODELS),
-            *SELECTION,
-            "--report-dir",
-            str(base / "single"),
-        ],
-        cwd=ROOT,
+    single = start_pytest(
+        *("--models", ",".join(MODELS), *SELECTION, "--report-dir", str(base / "single")),
+        target=ROOT / "claims",
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        text=True,
     )
     sub = subprocess.run(
         [

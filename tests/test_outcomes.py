@@ -5,10 +5,10 @@ compares with its own baseline."""
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pytest_runs import run_pytest
 
 from harness.outcome.snapshots import TOLERANCE, tolerance
 from harness.spec.settings import Settings
@@ -78,33 +78,14 @@ def run_crafted(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProces
             }
         )
     )
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            str(tmp_path / "test_crafted.py"),
-            "-p",
-            "harness.run.plugin",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir",
-            str(tmp_path),
-            "--models",
-            m,
-            "--known-outcomes",
-            str(tmp_path / "known.json"),
-            "--stability-record",
-            str(tmp_path / "no-stability.json"),
-            "--report-dir",
-            str(tmp_path / "reports"),
-            "-q",
-            *extra,
-        ],
+    r = run_pytest(
+        *("--models", m, "--known-outcomes", str(tmp_path / "known.json")),
+        *("--stability-record", str(tmp_path / "no-stability.json"), "--report-dir", str(tmp_path / "reports")),
+        *("-q", *extra),
+        target=tmp_path / "test_crafted.py",
+        plugin=True,
+        rootdir=tmp_path,
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
@@ -201,29 +182,10 @@ def test_tolerance_is_declared_per_device_and_dtype():
 
 
 def t9a(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims/test_s5_7_position0.py",
-            "-p",
-            "no:cacheprovider",
-            "--models",
-            "smollm2-135m",
-            "-k",
-            "T9a",
-            "--no-report",
-            "-q",
-            "--tb=line",
-            "--baseline-dir",
-            str(tmp_path),
-            *args,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    return run_pytest(
+        *("--models", "smollm2-135m", "-k", "T9a", "--no-report", "-q", "--tb=line", "--baseline-dir", str(tmp_path)),
+        *args,
+        target="claims/test_s5_7_position0.py",
     )
 
 
@@ -263,26 +225,7 @@ def test_snapshot_update_at_non_default_settings_is_refused_so_committed_snapsho
 @pytest.mark.long
 def test_known_outcomes_in_an_old_format_are_a_usage_error_not_silently_ignored(tmp_path):
     (tmp_path / "known.json").write_text(json.dumps({"test_T5_top30_heads_significant_after_fdr": {"m": "text"}}))
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--models",
-            "smollm2-135m",
-            "--known-outcomes",
-            str(tmp_path / "known.json"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = run_pytest("--collect-only", "-q", "--models", "smollm2-135m", "--known-outcomes", str(tmp_path / "known.json"))
     assert r.returncode == pytest.ExitCode.USAGE_ERROR
     assert "the entry for test_T5_top30_heads_significant_after_fdr is not in the current format" in r.stderr
 

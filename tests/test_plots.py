@@ -1,6 +1,6 @@
 """The report's figures (harness/report/plots.py) on the committed example run and on small synthetic records: no models run.
 
-What issue 15 asks of them: at least 150 dpi, labelled axes with units, readable ticks, a title naming the claim,
+What they must be: at least 150 dpi, labelled axes with units, readable ticks, a title naming the claim,
 the per-layer arrays plotted, the paper's values drawn where the registry has them, a log (or symlog) y axis for
 T7's bin profile, one colour scale for T3's heatmaps, and nothing written (no crash) when the figures are absent.
 """
@@ -17,7 +17,7 @@ pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
 from harness.files.paths import REPORTS  # noqa: E402
-from harness.report import plots  # noqa: E402
+from harness.report import plot_style, plots  # noqa: E402
 from harness.spec.claims import CLAIMS  # noqa: E402
 
 EXAMPLE = REPORTS / "example" / "results.json"
@@ -76,7 +76,7 @@ def visible_axes(figure):
 
 def test_every_png_is_at_least_150_dpi(built):
     plot_list, d = built
-    assert plots.DPI >= 150
+    assert plot_style.DPI >= 150
     pngs = sorted(d.glob("*.png"))
     assert len(pngs) == len(plot_list) >= 15
     for p in pngs:
@@ -218,7 +218,7 @@ def test_T7_with_zero_bins_ci_bands_and_the_gap_uses_symlog(tmp_path):
 
 
 def test_paper_refs_come_from_the_registry():
-    refs = plots.paper_refs("T6", "mean_delta_causal")
+    refs = plot_style.paper_refs("T6", "mean_delta_causal")
     assert [r.label for r in refs] == [
         "paper, Llama-3.2-1B",
         "paper, Llama-3.2-3B",
@@ -229,16 +229,16 @@ def test_paper_refs_come_from_the_registry():
     llama3b = refs[1]
     pv = CLAIMS["T6"].figure("mean_delta_causal").paper["llama-3.2-3b"]
     assert (llama3b.value, llama3b.tolerance) == (0.0143, pytest.approx(pv.tolerance)) and pv.tolerance > 0
-    assert plots.paper_refs("T11", "ablation:baseline") == []  # no paper number in the registry
-    assert plots.paper_refs("T6", "not_a_declared_figure") == [] and plots.paper_refs("T99", "x") == []
+    assert plot_style.paper_refs("T11", "ablation:baseline") == []  # no paper number in the registry
+    assert plot_style.paper_refs("T6", "not_a_declared_figure") == [] and plot_style.paper_refs("T99", "x") == []
     # a paper model run gets its own value only; a bundled model every paper model's
     assert [r.model for r in plots.refs_for("T6", "mean_delta_causal", "qwen-2.5-3b")] == ["qwen-2.5-3b"]
     assert len(plots.refs_for("T6", "mean_delta_causal", "smollm2-135m")) == 5
     # an older results.json's recorded paper value, where the registry has none
     assert plots.refs_for("T9a", "max_std_position0", "m", fig("max_std_position0", 0.0, paper=0.0)) == [
-        plots.PaperRef("", "paper", 0.0, 0.0)
+        plot_style.PaperRef("", "paper", 0.0, 0.0)
     ]
-    assert plots.paper_label("mistral-7b-v0.3") == "Mistral-7B-v0.3"
+    assert plot_style.paper_label("mistral-7b-v0.3") == "Mistral-7B-v0.3"
 
 
 def test_paper_marks_are_drawn_where_the_registry_has_values_and_only_there(by_claim):
@@ -267,7 +267,7 @@ def test_paper_marks_are_drawn_where_the_registry_has_values_and_only_there(by_c
     assert "paper, Llama-3.2-1B: 0.92" in legend and "paper, Qwen2.5-3B: 1" in legend
 
 
-# ---- the other figures issue 15 names ---------------------------------------------------------------
+# ---- the other figures ---------------------------------------------------------------
 
 
 def test_T1_scatter_has_log_sink_axis_one_point_per_cell_and_chance(by_claim):

@@ -3,34 +3,15 @@
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from pytest_runs import ROOT, run_pytest
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.long  # every test here runs pytest on the claims in a subprocess
 
 
 def collect(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "--collect-only",
-            "-q",
-            "--no-report",
-            "-p",
-            "no:cacheprovider",
-            *args,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_pytest("--collect-only", "-q", "--no-report", *args)
 
 
 @pytest.mark.parametrize(
@@ -61,18 +42,11 @@ def test_bundled_selection_collects_every_claim_per_model():
 
 
 def run_claims(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "claims", "--no-report", "-p", "no:cacheprovider", "-rs", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    return run_pytest("--no-report", "-rs", *args, env=env)
 
 
 def test_captures_show_progress_in_a_plain_run_and_none_under_ci(tmp_path):
-    """Issue 15: pytest's output capture swallowed the progress line, so a long run showed nothing between dots."""
+    """pytest's output capture must not swallow the progress line: a long run shows what runs between its dots."""
     plain = {**{k: v for k, v in os.environ.items() if k != "CI"}, "ABSPOS_PROGRESS_AFTER": "0"}  # any speed
     short = ("--models", "smollm2-135m", "-k", "T9a", "-q", "--seq-len", "16", "--baseline-dir", str(tmp_path))
     r = run_claims(*short, env=plain)
@@ -119,30 +93,12 @@ def t9a_in(tmp_path, perturb: float) -> subprocess.CompletedProcess:
     snap = json.loads((ROOT / "claims" / "__snapshots__" / "test_s5_7_position0" / SNAP).read_text())
     snap["min_std_position1"] *= perturb
     (tmp_path / "__snapshots__" / "test_s5_7_position0" / SNAP).write_text(json.dumps(snap, indent=2))
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            str(tmp_path / "test_s5_7_position0.py"),
-            "-p",
-            "harness.run.plugin",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir",
-            str(tmp_path),
-            "--models",
-            "smollm2-135m",
-            "-k",
-            "T9a",
-            "--no-report",
-            "-q",
-            "--tb=line",
-        ],
+    return run_pytest(
+        *("--models", "smollm2-135m", "-k", "T9a", "--no-report", "-q", "--tb=line"),
+        target=tmp_path / "test_s5_7_position0.py",
+        plugin=True,
+        rootdir=tmp_path,
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
 
@@ -213,20 +169,14 @@ def test_snapshot_drift_fails_a_held_claim_as_a_harness_error(tmp_path):
     ],
 )
 def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option, value, says):
-    """Issue 14 items 1-2 (review U4-U13): never a crash in every test, never a meaningless setting reported as a
+    """Never a crash in every test, never a meaningless setting reported as a
     claim not held, never a full run that then has nowhere to write its results."""
     models = {"131072": "bundled", "32768": "qwen2.5-coder-0.5b"}.get(value, "smollm2-135m")
     args = ("--models", models, option, value)
     r = (
         collect(*args)
         if option != "--report-dir"
-        else subprocess.run(  # collect() passes --no-report
-            [sys.executable, "-m", "pytest", "claims", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        else run_pytest("--collect-only", "-q", *args)  # collect() passes --no-report
     )
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     lines = [x for x in r.stderr.splitlines() if x.strip() and "inifile:" not in x and "rootdir:" not in x]
@@ -237,29 +187,9 @@ def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "1"]], ids=["plain", "xdist"])
 def test_require_weights_fails_a_run_whose_models_are_absent_and_passes_one_whose_are_present(tmp_path, xdist):
-    """Issue 15: the nightly (which runs under -n) went green having measured nothing when HF_HOME was unset."""
+    """A nightly (which runs under -n) never goes green having measured nothing (its models' weights absent)."""
     env = {**os.environ, "ABSPOS_MODELS_DIR": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hub")}
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "-q",
-            "--no-report",
-            "-p",
-            "no:cacheprovider",
-            "-m",
-            "paper and llama",
-            "--require-weights",
-            *xdist,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    r = run_pytest("-q", "--no-report", "-m", "paper and llama", "--require-weights", *xdist, env=env)
     assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
     line = [x for x in (r.stdout + r.stderr).splitlines() if "--require-weights: " in x]
     assert len(line) == 1 and "llama-3.1-8b weights not found" in line[0], r.stdout + r.stderr

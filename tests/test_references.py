@@ -14,10 +14,10 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pytest_runs import run_pytest
 
 from harness.model import references, weights
 from harness.model.references import Reference, ReferenceError, parse
@@ -120,31 +120,10 @@ def test_the_same_figures_through_path_hf_and_gguf_as_the_registry_entry(tmp_pat
     gguf.symlink_to(weights.bundled_gguf(get_spec("smollm2-135m")))
     models = f"smollm2-135m,path:{folder},hf:my-org/smol-instruct,gguf:{gguf}"
     env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "--models",
-            models,
-            "-k",
-            "T9a or T5_top30 or T2",
-            *SMALL,
-            "--report-dir",
-            str(tmp_path / "reports"),
-            "--baseline-dir",
-            str(tmp_path / "baselines"),
-            "-p",
-            "no:randomly",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ],
-        cwd=ROOT,
+    proc = run_pytest(
+        *("--models", models, "-k", "T9a or T5_top30 or T2", *SMALL, "--report-dir", str(tmp_path / "reports")),
+        *("--baseline-dir", str(tmp_path / "baselines"), "-p", "no:randomly", "-q"),
         env=env,
-        capture_output=True,
-        text=True,
         timeout=900,
     )
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
@@ -349,25 +328,8 @@ def test_a_paper_models_hub_id_is_that_paper_model_and_its_folder_must_hold_it(t
 
 
 def run_claims(tmp_path, models: str, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
-            "--models",
-            models,
-            "--no-report",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--baseline-dir",
-            str(tmp_path / "baselines"),
-            *extra,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    return run_pytest(
+        *("--models", models, "--no-report", "-q", "--baseline-dir", str(tmp_path / "baselines"), *extra),
         timeout=600,
         env={**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"},
     )

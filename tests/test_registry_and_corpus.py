@@ -104,17 +104,6 @@ def test_sink_variants(wiki_available):
         corpus.bos_at(text, get_spec("tiny-qwen2"), 8)
 
 
-def test_token0_identity_design_varies_only_the_token_at_zero(wiki_available):
-    """§4's T4 design: token 0 from the uncommon range, each recurring, everything after it identical."""
-    tok = ToyTokenizer()
-    text = corpus.topic_prompts(tok, get_spec("tiny-qwen2"), 4, 32, seed=0)
-    ps = corpus.token0_identity_prompts(text, tok, n_tokens=3, n_prompts=9, seed=1)
-    assert ps.ids.shape == (9, 32)
-    assert np.all(ps.ids[:, 1:] == text.ids[0, 1:])
-    assert np.all(ps.ids[:, 0] >= 500) and len(set(ps.ids[:, 0])) == 3
-    assert np.array_equal(ps.ids[:3, 0], ps.ids[3:6, 0])
-
-
 def test_random_token_control_avoids_special_and_blank_tokens():
     tok = ToyTokenizer()
     ps = corpus.random_token_prompts(tok, get_spec("tiny-qwen2"), 4, 200, seed=0)

@@ -34,13 +34,20 @@ from harness.spec.paper_configs import (
     QKV_BIAS,
     SOURCES,
     TOKENIZER_BOS,
-    effective_sliding_window,
     gqa_ratio,
     head_dim,
 )
 
 PAPER = names("paper")
 ABSENT = object()
+
+
+def effective_sliding_window(config: dict) -> int | None:
+    """The attention window a config gives in effect: Qwen2's ``sliding_window`` counts only with
+    ``use_sliding_window`` (as transformers reads it); None is full attention."""
+    if config.get("use_sliding_window") is False:
+        return None
+    return config.get("sliding_window")
 
 
 def rope(config: dict) -> dict:

@@ -1,4 +1,4 @@
-"""Issue 26: the rehearsal tier. Every claim test runs on each paper model's ``rehearsal`` build (its exact config at
+"""The rehearsal tier. Every claim test runs on each paper model's ``rehearsal`` build (its exact config at
 fewer layers and a narrower width, random weights, its real tokenizer; ``harness.model.rehearsal``), loaded through
 the paper models' own path, and must reach the end of its verdict without a harness error. Random weights never give
 a verdict: each such test ends "rehearsed", its reason saying what it would read. A paper model's path that
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pytest_runs import run_pytest
 
 from harness.outcome.nodeid import parse
+from harness.outcome.verdict import Verdict
 from harness.spec.models import FAMILIES, PAPER
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,17 +26,12 @@ REHEARSALS = {f"{s.name}-rehearsal": s.name for s in PAPER}
 @pytest.mark.long
 @pytest.mark.slow  # 11-17 minutes on 2 cores: the weekly run and --run-slow; the rehearsal mechanics stay in the default run
 def test_every_claim_reaches_its_verdict_on_every_paper_architecture_without_a_harness_error(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable, "-m", "pytest", "claims", "--models", "rehearsal", "-p", "no:randomly",
-            "-p", "no:cacheprovider", "-q", "--report-dir", str(tmp_path), "--baseline-dir", str(tmp_path / "b"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    proc = run_pytest(
+        *("--models", "rehearsal", "-p", "no:randomly", "-q", "--report-dir", str(tmp_path)),
+        *("--baseline-dir", str(tmp_path / "b")),
         timeout=1800,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},  # never a hub: the builds are made here, from the configs
-    )  # fmt: skip
+    )
     out = proc.stdout[-4000:] + proc.stderr[-2000:]
     found = list(tmp_path.glob("run-*/results.json"))
     assert found, out
@@ -46,7 +41,9 @@ def test_every_claim_reaches_its_verdict_on_every_paper_architecture_without_a_h
         """Anything but a rehearsal's "rehearsed", an inapplicable prediction, a slow variant, or a claim test
         that runs on no model (EQ3's softmax: a verdict on arithmetic)."""
         v, family = r["verdict"], parse(r["test"]).param in FAMILIES
-        if v in ("rehearsed", "n/a") or (v == "skipped" and r["reason"].startswith("slow variant")):
+        if v in (Verdict.REHEARSED, Verdict.NOT_APPLICABLE) or (
+            v == Verdict.SKIPPED and r["reason"].startswith("slow variant")
+        ):
             return False
         return not (r["model"] is None and not family and v == "held")
 

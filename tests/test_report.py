@@ -319,7 +319,7 @@ def lead_rows(md: str) -> list[list[str]]:
 
 @pytest.mark.parametrize("which", ["synthetic", "committed example"])
 def test_the_report_leads_with_one_row_per_test_and_model_with_criterion_paper_and_method(built, which):
-    """Issue 15: every claim row states its criterion (with thresholds), the paper's number labelled with its
+    """Every claim row states its criterion (with thresholds), the paper's number labelled with its
     paper model, and links the claim's decision in METHODS.md."""
     md = built[1] if which == "synthetic" else (paths.REPORTS / "example" / "report.md").read_text()
     rows = lead_rows(md)
@@ -337,7 +337,7 @@ def test_the_report_leads_with_one_row_per_test_and_model_with_criterion_paper_a
 
 
 def test_a_run_records_its_provenance_and_the_report_shows_it(tmp_path):
-    """Issue 15: commit and dirty flag, machine, versions, the pytest selection, each model's weights and caveat."""
+    """Commit and dirty flag, machine, versions, the pytest selection, each model's weights and caveat."""
     from harness.spec.settings import Settings
 
     rec = {

@@ -1,4 +1,4 @@
-"""T10's design (§4 "Length-scaling", §5.8; fidelity review 2, section 3): post-softmax weights, on stratified
+"""T10's design (§4 "Length-scaling", §5.8): post-softmax weights, on stratified
 pairs, at heads 0–3 of layers 0–3, at sixteen lengths 16–512.
 
 The paper's stated cause of the decay is "the attenuation of the causal-mask component" (§5.8), which exists only

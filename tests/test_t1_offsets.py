@@ -1,4 +1,4 @@
-"""T1 (fidelity review 2): prompts that start inside a document, "at chance" as an equivalence, the token-at-0
+"""T1's design: prompts that start inside a document, "at chance" as an equivalence, the token-at-0
 identity baseline, and the check that T1a's verdict does not come from the word at position 0."""
 
 import numpy as np
@@ -57,8 +57,8 @@ def test_offset_prompts_start_inside_a_document_at_a_neutral_word(wiki):
 
 
 def test_topic_prompts_are_unchanged_by_the_offset_builder(wiki):
-    """``topic_prompts`` (every other claim's prompts) still starts each prompt at a document's first word, as before
-    the offset variant shared its loop."""
+    """``topic_prompts`` (every other claim's prompts) starts each prompt at a document's first word, the
+    offset variant sharing its loop."""
     tok = WordTokenizer()
     ps = corpus.topic_prompts(tok, get_spec("tiny-qwen2"), 8, 40, seed=5)
     words = {i: w for w, i in tok.ids.items()}

@@ -110,7 +110,7 @@ def offset_topic_prompts(
     tokenizer, spec: ModelSpec, n_prompts: int, seq_len: int, seed: int = 0, source: str = "wiki"
 ) -> PromptSet:
     """``topic_prompts``'s documents in the same seeded order, but each prompt's text starts inside a document, at a
-    topic-neutral word (T1, fidelity review 2): the j-th prompt of every topic starts at the word ``NEUTRAL_WORDS[
+    topic-neutral word (T1): the j-th prompt of every topic starts at the word ``NEUTRAL_WORDS[
     order[j % 14]]`` (``order`` one seeded permutation, a stream of its own), at one of that word's occurrences after
     the first word of the next document holding one (drawn uniformly; documents without one are passed over). The
     token at 0 (no-BOS models) or 1 (BOS models) is then neither a lead's topic-typical first word ("John", "The",
@@ -231,16 +231,6 @@ def fixed_token_at_zero(prompts: PromptSet, token_id: int) -> PromptSet:
     return replace(prompts, ids=ids, name=f"{prompts.name}+fixed@0")
 
 
-def token0_identity_prompts(prompts: PromptSet, tokenizer, n_tokens: int, n_prompts: int, seed: int = 0) -> PromptSet:
-    """The sink-token identity design (§4): ``n_prompts`` prompts whose token at 0 is one of ``n_tokens`` tokens
-    drawn uniformly from the uncommon range (seeded), cycled so each recurs (prompt p gets token p % n_tokens),
-    and whose remaining tokens are identical across prompts (the first prompt's tokens 1..n-1)."""
-    tokens = np.random.default_rng(seed).choice(uncommon_vocab(tokenizer), size=n_tokens, replace=False)
-    ids = np.repeat(prompts.ids[:1], n_prompts, axis=0)
-    ids[:, 0] = tokens[np.arange(n_prompts) % n_tokens]
-    return PromptSet(ids, np.zeros(n_prompts, dtype=np.int64), prompts.topics, f"{prompts.name}+identity{n_tokens}@0")
-
-
 def neutral_token_at_zero(prompts: PromptSet, tokenizer, seed: int = 0) -> PromptSet:
     """Replace the token at position 0 by a topic-neutral token (the first token of one of ``NEUTRAL_WORDS``): the
     k-th prompt of every label gets word ``order[k % 14]`` (``order`` one seeded permutation), so on a balanced set
@@ -254,10 +244,9 @@ def neutral_token_at_zero(prompts: PromptSet, tokenizer, seed: int = 0) -> Promp
     return replace(prompts, ids=ids, name=f"{prompts.name}+neutral@0")
 
 
-def varied_token0_identity_prompts(prompts: PromptSet, tokenizer, n_tokens: int, seed: int = 0) -> PromptSet:
-    """T4's design (fidelity review 2): every prompt keeps its own tokens 1..n-1 (the suffixes vary) and gets at 0
-    one of ``n_tokens`` tokens drawn uniformly from the uncommon range (seeded, the draw of
-    ``token0_identity_prompts``), prompt p the token p % n_tokens, so each identity recurs len(prompts) / n_tokens
+def token0_identity_prompts(prompts: PromptSet, tokenizer, n_tokens: int, seed: int = 0) -> PromptSet:
+    """T4's design: every prompt keeps its own tokens 1..n-1 (the suffixes vary) and gets at 0
+    one of ``n_tokens`` tokens drawn uniformly from the uncommon range (seeded), prompt p the token p % n_tokens, so each identity recurs len(prompts) / n_tokens
     times, on prompts of every topic when the set is topic-balanced in blocks of a multiple of ``n_tokens``."""
     if len(prompts) % n_tokens or len(prompts) < 2 * n_tokens:
         raise ValueError(f"{len(prompts)} prompts do not repeat each of {n_tokens} tokens equally, at least twice")

@@ -17,7 +17,7 @@ from harness.stats import intervals, nulls
 from harness.stats import leakage as lk
 from harness.stats.pairs import PairSet
 
-WEIGHT = PatternAtPairs()  # post-softmax weights (the paper's target); ScoresAtPairs() for the logits
+WEIGHT = PatternAtPairs()  # post-softmax weights (the paper's target)
 
 
 def by_layer(per_head: np.ndarray, n_layers: int) -> np.ndarray:

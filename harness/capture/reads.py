@@ -22,7 +22,7 @@ from harness.model.edits import Edit
 class Read:
     point: str  # hook point per layer, e.g. "attn.hook_pattern"
     embed: bool = False  # also read hook_embed (axis 1 then starts with the embedding)
-    pairs: str | None = None  # the pair set it reads at ("stratified", "uniform"), if any
+    pairs: str | None = None  # the pair set it reads at ("stratified": the session's pairs), if any
 
     def reader(self, seq_len: int, pairs):
         raise NotImplementedError
@@ -37,13 +37,6 @@ class PatternAtPairs(Read):
 
     def reader(self, seq_len, pairs):
         return cap.PairReader(pairs.i, pairs.j)
-
-
-@dataclass(frozen=True)
-class ScoresAtPairs(PatternAtPairs):
-    """Pre-softmax logits at the session's pairs: [N, L, P, H]."""
-
-    point = "attn.hook_scores"
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from harness.model.rehearsal import ensure_built
 from harness.model.weights import load_pretrained, random_init_model
 from harness.spec.models import WeightsUnavailable, get_spec
 from harness.spec.settings import Settings
-from harness.stats.pairs import PairSet, stratified_pairs, uniform_pairs
+from harness.stats.pairs import PairSet, stratified_pairs
 
 
 class ModelLoadFailed(RuntimeError):
@@ -126,15 +126,10 @@ class Session:
             raise self._prompts[key]
         return self._prompts[key]
 
-    def pairs(self, seq_len: int | None = None, kind: str = "stratified") -> PairSet:
-        """The (query, key) pairs every prompt and condition shares: stratified by query bin (default)
-        or uniform over all causal pairs."""
-        s, n = self.settings, seq_len or self.settings.seq_len
-        if kind == "stratified":
-            return stratified_pairs(n, s.n_pairs, seed=s.seed)
-        if kind == "uniform":
-            return uniform_pairs(n, s.n_pairs, seed=s.seed)
-        raise ValueError(f"unknown pair kind {kind!r}: stratified or uniform")
+    def pairs(self, seq_len: int | None = None) -> PairSet:
+        """The (query, key) pairs every prompt and condition shares, stratified by query bin."""
+        s = self.settings
+        return stratified_pairs(seq_len or s.seq_len, s.n_pairs, seed=s.seed)
 
     def memo(self, model: HookedModel, what: Hashable, compute):
         """A derived result computed once per model and session (e.g. a probe grid several claim tests read);
@@ -189,7 +184,7 @@ class Session:
         layers = tuple(range(model.n_layers if run.layers is None else min(run.layers, model.n_layers)))
         readers, layout = {}, {}
         for r, rows in reads.items():
-            reader = r.reader(seq_len, self.pairs(seq_len, r.pairs) if r.pairs else None)
+            reader = r.reader(seq_len, self.pairs(seq_len) if r.pairs else None)
             hooks = ([hook_name("hook_embed")] if r.embed else []) + [hook_name(r.point, l) for l in layers]
             layout[r] = [f"{r!r}|{h}" for h in hooks]
             readers.update({f"{r!r}|{h}": (h, reader, rows) for h in hooks})

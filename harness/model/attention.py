@@ -76,7 +76,7 @@ def abspos_attention(module, query, key, value, attention_mask, scaling, dropout
 
 
 EXACT = (torch.float32, torch.float64)  # by need only where the paths agree to float round-off: in bf16/fp16 the
-# paths differ by up to 1% per weight, so a figure would depend on which reads share its pass; eager there, as before
+# paths differ by up to 1% per weight, so a figure would depend on which reads share its pass; eager there
 
 
 def _hooked_mask(hooks, mask, layer):

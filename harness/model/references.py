@@ -11,24 +11,9 @@ refused with one line saying what is missing, before anything is collected.
 
 from __future__ import annotations
 
-from harness.model.reference_files import folder_of, hf_folder  # noqa: F401  (importable from here as before)
+from harness.model.reference_files import folder_of
 from harness.model.reference_parse import KINDS, Reference, ReferenceError, parse
-from harness.model.reference_spec import (  # noqa: F401  (importable from here as before)
-    FAMILY_OF,
-    HANDLED,
-    NOPE_LAYERS,
-    attention_keywords,
-    bos_policy,
-    custom_code_note,
-    derive_spec,
-    gguf_file,
-    layer_count_problem,
-    measurability_problems,
-    read_config,
-    refuse_custom_code,
-    rope_of,
-    sliding_window_of,
-)
+from harness.model.reference_spec import derive_spec
 from harness.spec.models import REGISTRY, ModelSpec, WeightsUnavailable, WrongWeights, register_model
 
 

@@ -133,13 +133,6 @@ def tokenizer_folder(name: str, log=print) -> Path:
     return cache.ensure(folder, digest, build, log, what=f"{key} tokenizer", note={"source": key, "built_for": name})
 
 
-def paper_tokenizer(name: str, log=print) -> PreTrainedTokenizerFast:
-    """A paper model's tokenizer, by registry name (``llama-3.2-1b`` ... ``mistral-7b-v0.3``), from the cache."""
-    from transformers import PreTrainedTokenizerFast
-
-    return PreTrainedTokenizerFast.from_pretrained(tokenizer_folder(name, log))
-
-
 def save_paper_tokenizer(name: str, folder: str | Path, log=print) -> list[Path]:
     """Write a paper model's tokenizer files into ``folder`` (created if needed), where
     ``AutoTokenizer.from_pretrained(folder)`` reads them; the paths written."""

@@ -48,7 +48,9 @@ class Figures:
         self.seq_len = seq_len  # the run's prompt length: what a figure is measured at unless ``add`` says otherwise
         self.values: dict[str, Any] = {}
         self.recorded: dict[str, dict] = {}  # name -> the figure as reported (check_paper adds its paper check)
+        self.reported: list[dict] = []  # every figure recorded, in order: what the test's result carries
         self.baseline, self.update, self.snapshot_checked = baseline, update, False
+        self.baseline_status: dict[str, str] | None = None  # {"status", "path"} once compared with a baseline
 
     def add(self, name: str, value, paper=None, ci=None, note: str = "", seq_len: int | None = None) -> object:
         """Record a figure. ``paper`` defaults to the paper's number for this model, if it reports one; ``seq_len``
@@ -62,7 +64,7 @@ class Figures:
         if ref is not None:
             figure["seq_len"] = seq_len or self.seq_len
         self.recorded[name] = figure
-        self.node.user_properties.append(("figure", figure))
+        self.reported.append(figure)
         return value
 
     def check_snapshot(self) -> None:
@@ -82,7 +84,7 @@ class Figures:
         if self.baseline is None:
             return
         status, path, moved = self.baseline.check(self.model, self.node.originalname, self.values, self.update)
-        self.node.user_properties.append(("baseline", {"status": status, "path": str(path)}))
+        self.baseline_status = {"status": status, "path": str(path)}
         if moved:
             raise SnapshotDrift(
                 f"{self.claim.id}: measured figures drifted from the baseline {path} beyond "

@@ -19,6 +19,7 @@ from typing import Any, cast
 from harness.files.atomic import JSONFileError, read_json, write_text
 from harness.files.paths import KNOWN_OUTCOMES
 from harness.outcome.nodeid import test_function
+from harness.outcome.verdict import Verdict
 
 PATH = KNOWN_OUTCOMES
 
@@ -120,11 +121,11 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
     changes = []
     for r in results["records"]:
         model = _record_key(r)
-        if not model or r.get("verdict") not in ("not held", "held", "stale") or local(model):
+        if not model or r.get("verdict") not in (Verdict.NOT_HELD, Verdict.HELD, Verdict.STALE) or local(model):
             continue  # a model given by reference (hf:, path:, gguf:) is a checkpoint of the day, never recorded
         func = test_function(r["test"])
         kept = [e for e in data.get(func, {}).get(model, []) if isinstance(e, dict) and e.get("settings") != key]
-        if r["verdict"] in ("held", "stale"):
+        if r["verdict"] in (Verdict.HELD, Verdict.STALE):
             if len(kept) != len(data.get(func, {}).get(model, [])):
                 changes.append(f"{func}[{model}]: removed (held)")
                 data[func][model] = kept

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Required, TypedDict, cast
 
 from harness.files.atomic import JSONFileError, read_json
-from harness.outcome.verdict import VERDICTS
+from harness.outcome.verdict import Verdict
 
 
 class Figure(TypedDict, total=False):
@@ -28,13 +28,13 @@ class Record(TypedDict, total=False):
     """One claim test on one model: an element of results.json's "records" (written by ``harness.run.records``,
     read by the reports, known-outcome recording, the stability record and the notebook API). A plain dict at run
     time; ``_record_problem`` says which keys a file must have for it to be reported. Files written before
-    verdicts existed have no "verdict" (``verdict_of`` reads their "outcome")."""
+    verdicts existed have no "verdict" (``Verdict.of`` reads their "outcome")."""
 
     test: Required[str]  # the pytest node id: "claims/test_s5_3_leakage.py::test_T5_...[smollm2-135m]"
     claim: Required[str]  # the claim's id in the registry ("T5")
     model: str | None  # the model, or None for a test across models (EQ3's softmax, T13 per family)
     outcome: str  # pytest's outcome: "passed", "failed", "skipped" or "xfailed"
-    verdict: str  # "held", "not held", "stale", "harness error", "n/a" or "skipped" (of VERDICTS; never "unstable")
+    verdict: str  # a ``Verdict``'s value, never "unstable" (``Verdict.of`` shows it where the stability record says)
     known_outcome: bool  # a recorded known outcome (fixtures/known_outcomes.json) expected it not to hold
     check: str | None  # the failing assertion (``ClaimNotHeld.check``), None where none failed
     reason: str  # the ClaimNotHeld message, the skip or n/a reason, or the error ("" when it held)
@@ -73,7 +73,7 @@ def _record_problem(r) -> str | None:
             return f'has no "{k}" string'
     if r.get("model") is not None and not isinstance(r["model"], str):
         return '"model" is not a string'
-    if r.get("verdict") and (not isinstance(r["verdict"], str) or r["verdict"] not in VERDICTS):
+    if r.get("verdict") and (not isinstance(r["verdict"], str) or r["verdict"] not in set(Verdict)):
         return f"has an unknown verdict {r['verdict']!r}"
     if not r.get("verdict") and not isinstance(r.get("outcome"), str):
         return 'has no "outcome" string'

@@ -18,8 +18,7 @@ from harness.files.atomic import JSONFileError, read_json, write_text
 from harness.files.paths import STABILITY
 from harness.outcome.nodeid import test_function
 from harness.outcome.results import Record, load_results
-
-DECIDED = ("held", "not held")
+from harness.outcome.verdict import DECIDED, NOT_RUN, Verdict
 
 
 def _scalars(record: Record) -> dict[str, float]:
@@ -47,17 +46,17 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for seed, run in zip(seeds, runs):
         r: Record
         for r in run["records"]:
-            if r.get("model") and r.get("verdict") not in ("n/a", "skipped", None):
+            if r.get("model") and r.get("verdict") not in (*NOT_RUN, None):
                 e = tests.setdefault(test_function(r["test"]), {}).setdefault(
                     r["model"], {"verdicts": {}, "figures": {}}
                 )
-                e["verdicts"][str(seed)] = "held" if r["verdict"] == "stale" else r["verdict"]
+                e["verdicts"][str(seed)] = Verdict.HELD.value if r["verdict"] == Verdict.STALE else r["verdict"]
                 for name, v in _scalars(r).items():
                     e["figures"].setdefault(name, []).append(v)
     for per_model in tests.values():
         for e in per_model.values():
             e["unstable"] = len({v for v in e["verdicts"].values() if v in DECIDED}) > 1
-            e["harness_error_seeds"] = sorted(k for k, v in e["verdicts"].items() if v == "harness error")
+            e["harness_error_seeds"] = sorted(k for k, v in e["verdicts"].items() if v == Verdict.HARNESS_ERROR)
             figs = e.pop("figures")
             e["ranges"] = {k: [min(v), max(v)] for k, v in figs.items()} if e["unstable"] else {}
     return {"settings": settings[0].verdict_key(), "seeds": sorted(seeds), "tests": tests}

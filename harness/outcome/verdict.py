@@ -1,44 +1,117 @@
-"""What a claim test's verdict is made of: the verdict vocabulary, ``holds``, and the exceptions a verdict is read from.
+"""What a claim test's verdict is: the ``Verdict`` vocabulary, the exceptions a verdict is read from, ``holds``, and
+``decide``, the one function that turns how a claim test ended into its verdict.
 
-A claim that does not hold raises ``ClaimNotHeld`` (an AssertionError); known failures are strict
-xfails that accept only this exception, so a snapshot drift or a crash is never hidden by them.
-The numbers a test measured are ``harness.outcome.figures.Figures``, checked by the plugin after the test body.
+A claim that does not hold raises ``ClaimNotHeld`` (an AssertionError); known failures are strict xfails that accept
+only this exception, so a snapshot drift or a crash is never hidden by them. A test that the paper's prediction does
+not apply to ends in ``NotApplicable`` (a pytest skip to pytest). The numbers a test measured are
+``harness.outcome.figures.Figures``, checked by the plugin after the test body.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import linecache
 import sys
 from collections.abc import Mapping
+from enum import StrEnum
 from types import FrameType
 from typing import Any, cast
 
-#: The outcomes a claim test ends as, each with what it means (the terminal, results.json and the report).
-VERDICTS = {
-    "held": "the claim held",
-    "not held": "the claim did not hold: ClaimNotHeld with the figure measured in this run",
-    "stale": "recorded as not holding, and it now holds: re-take the known outcome",
-    "harness error": "anything else (a crash, a snapshot drift, a missing capture): no verdict on the claim",
-    "n/a": "the paper's prediction does not apply to this model",
-    "skipped": "not run (weights absent, a slow variant)",
-    "unstable": "the verdict differs between seeds (fixtures/stability.json)",
-    "rehearsed": "a rehearsal model (a paper architecture with random weights): the test ran to its verdict without "
-    "a harness error; held or not held on random weights is no verdict (the reason says which it would read)",
+
+class Verdict(StrEnum):
+    """The outcomes a claim test ends as. The values are what results.json, known outcomes and the stability record
+    store; ``meaning`` says what each means, ``label`` and ``css`` how a report shows it."""
+
+    HELD = "held"
+    NOT_HELD = "not held"
+    INCONCLUSIVE = "inconclusive"
+    STALE = "stale"
+    HARNESS_ERROR = "harness error"
+    NOT_APPLICABLE = "n/a"
+    SKIPPED = "skipped"
+    UNSTABLE = "unstable"
+    REHEARSED = "rehearsed"
+
+    @property
+    def meaning(self) -> str:
+        return _ABOUT[self][0]
+
+    @property
+    def label(self) -> str:
+        return _ABOUT[self][1]
+
+    @property
+    def css(self) -> str:
+        return _ABOUT[self][2]
+
+    @classmethod
+    def of(cls, r: Mapping[str, Any]) -> Verdict:
+        """A run record's verdict as shown (``r``: a ``harness.outcome.results.Record``): UNSTABLE where the stability
+        record says it flips between seeds; results.json files written before verdicts existed are read by their
+        pytest outcome."""
+        if r.get("verdict"):
+            v = cls(r["verdict"])
+        else:
+            v = {
+                "passed": cls.HELD,
+                "xpassed": cls.HELD,
+                "xfailed": cls.NOT_HELD,
+                "failed": cls.NOT_HELD if "ClaimNotHeld" in str(r.get("reason")) else cls.HARNESS_ERROR,
+            }.get(
+                r["outcome"],
+                cls.NOT_APPLICABLE if str(r.get("reason")).startswith("not applicable") else cls.SKIPPED,
+            )
+        return cls.UNSTABLE if r.get("unstable") and v in DECIDED else v
+
+
+#: (what it means, how a report words it, its css class) per verdict.
+_ABOUT = {
+    Verdict.HELD: ("the claim held", "held", "held"),
+    Verdict.NOT_HELD: ("the claim did not hold: ClaimNotHeld with the figure measured in this run", "not held", "not"),
+    Verdict.INCONCLUSIVE: (
+        "the run's interval straddles the criterion's threshold: the data cannot decide",
+        "inconclusive",
+        "stale",
+    ),
+    Verdict.STALE: (
+        "recorded as not holding, and it now holds: re-take the known outcome",
+        "held — stale known outcome, re-take it",
+        "stale",
+    ),
+    Verdict.HARNESS_ERROR: (
+        "anything else (a crash, a snapshot drift, a missing capture): no verdict on the claim",
+        "harness error (no verdict)",
+        "error",
+    ),
+    Verdict.NOT_APPLICABLE: ("the paper's prediction does not apply to this model", "not applicable", "skip"),
+    Verdict.SKIPPED: ("not run (weights absent, a slow variant)", "skipped", "skip"),
+    Verdict.UNSTABLE: (
+        "the verdict differs between seeds (fixtures/stability.json)",
+        "unstable across seeds",
+        "stale",
+    ),
+    Verdict.REHEARSED: (
+        "a rehearsal model (a paper architecture with random weights): the test ran to its verdict without a harness "
+        "error; held or not held on random weights is no verdict (the reason says which it would read)",
+        "rehearsed (random weights: machinery checked, no verdict)",
+        "skip",
+    ),
 }
 
-
-def verdict_of(r: Mapping[str, Any]) -> str:
-    """A run record's verdict as shown (``r``: a ``harness.outcome.results.Record``): "unstable" where the stability
-    record says it flips between seeds; results.json files written before verdicts existed are read by their pytest
-    outcome."""
-    v = r.get("verdict") or {
-        "passed": "held",
-        "xpassed": "held",
-        "xfailed": "not held",
-        "failed": "not held" if "ClaimNotHeld" in str(r.get("reason")) else "harness error",
-    }.get(r["outcome"], "n/a" if str(r.get("reason")).startswith("not applicable") else "skipped")
-    return "unstable" if r.get("unstable") and v in ("held", "not held") else v
+#: The verdicts that say something about the claim (a seed can flip one of them into the other).
+DECIDED = (Verdict.HELD, Verdict.NOT_HELD)
+#: The verdicts a report colours a cell of several by, worst first.
+SEVERITY = (
+    Verdict.HARNESS_ERROR,
+    Verdict.STALE,
+    Verdict.UNSTABLE,
+    Verdict.INCONCLUSIVE,
+    Verdict.NOT_HELD,
+    Verdict.HELD,
+)
+#: The verdicts of tests that measured nothing on purpose (the prediction is for other models, or it was not run).
+NOT_RUN = (Verdict.NOT_APPLICABLE, Verdict.SKIPPED)
 
 
 class ClaimNotHeld(AssertionError):
@@ -53,6 +126,12 @@ class ClaimNotHeld(AssertionError):
 class SnapshotDrift(AssertionError):
     """Measured figures moved beyond the snapshot tolerance: a change in the harness or its dependencies,
     never a verdict on the claim."""
+
+
+class NotApplicable(Exception):
+    """The paper's prediction does not apply to this model (decided at collection from the claim's applicability,
+    or in a test body from what it measured); the message says why. The plugin ends the test as a pytest skip and
+    hands ``decide`` this type ("n/a" to the suite, never "skipped")."""
 
 
 class KnownOutcomeMismatch(AssertionError):
@@ -91,3 +170,54 @@ def holds(condition: bool, message: str, check: str | None = None) -> None:
             frame = sys._getframe(1)
             check = f"{_function_name(frame)}: {_condition_source(frame)}"
         raise ClaimNotHeld(message, check)
+
+
+def _error_text(e: BaseException) -> str:
+    """``Type: message`` of an exception, its type named in full unless it is a builtin or the harness's own."""
+    kind = type(e)
+    own = kind.__module__ == "builtins" or kind.__module__.startswith("harness.") or hasattr(builtins, kind.__name__)
+    name = kind.__qualname__ if own else f"{kind.__module__}.{kind.__qualname__}"
+    text = str(e)
+    return f"{name}: {text}" if text else name
+
+
+def decide(
+    phase: str,
+    error: BaseException | None,
+    *,
+    known: Mapping[str, Any] | None = None,
+    rehearses: str | None = None,
+    not_held: ClaimNotHeld | None = None,
+) -> tuple[Verdict, bool, str, str | None]:
+    """(verdict, whether a recorded known outcome expected it, the reason in this run, the failing assertion) of a
+    claim test that ended in ``phase`` ("setup" or "call") with ``error`` (None: it ran to its end). ``known``: the
+    recorded known outcome it is expected to repeat; ``rehearses``: the paper model(s) a rehearsal stands for (random
+    weights: held and not held alike end the call without an error, and it reads "rehearsed"); ``not_held``: the
+    ClaimNotHeld its body or its paper values raised, if any. Decided by the exception's type alone."""
+    import pytest  # here: the verdict vocabulary loads without pytest (the report, the notebook API)
+
+    check = not_held.check if not_held is not None else None
+    if isinstance(error, NotApplicable):
+        return Verdict.NOT_APPLICABLE, False, str(error), None
+    if isinstance(error, pytest.skip.Exception):  # weights absent, a slow variant, an incomplete ladder
+        return Verdict.SKIPPED, False, error.msg or "", None
+    if phase != "call":
+        return Verdict.HARNESS_ERROR, False, _error_text(error) if error is not None else "", None
+    if error is None:
+        if rehearses:
+            would = f"not held at {check}: {not_held}" if not_held is not None else "held"
+            return Verdict.REHEARSED, False, f"rehearsal of {rehearses} (random weights), would read: {would}", check
+        if known is not None:
+            recorded = f"recorded not held at {known['check']}: {known['measured']}"
+            return (
+                Verdict.STALE,
+                False,
+                f"held in this run, but recorded as not holding ({recorded}): re-take the known outcome",
+                None,
+            )
+        return Verdict.HELD, False, "", None
+    if isinstance(error, KnownOutcomeMismatch) and not_held is not None:
+        return Verdict.NOT_HELD, False, str(not_held), check
+    if isinstance(error, ClaimNotHeld) and not isinstance(error, KnownOutcomeMismatch):
+        return Verdict.NOT_HELD, known is not None, str(error), error.check
+    return Verdict.HARNESS_ERROR, False, _error_text(error), check

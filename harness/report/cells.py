@@ -8,22 +8,10 @@ from __future__ import annotations
 import re
 
 from harness.outcome.nodeid import parse
-from harness.outcome.verdict import verdict_of
+from harness.outcome.verdict import Verdict
 from harness.report.render import fmt
 from harness.spec.claims import CLAIMS
 from harness.spec.models import FAMILIES
-
-#: Report wording and css class of each verdict (harness.outcome.verdict.VERDICTS says what each means).
-LABEL = {
-    "held": ("held", "held"),
-    "not held": ("not held", "not"),
-    "stale": ("held — stale known outcome, re-take it", "stale"),
-    "harness error": ("harness error (no verdict)", "error"),
-    "n/a": ("not applicable", "skip"),
-    "skipped": ("skipped", "skip"),
-    "unstable": ("unstable across seeds", "stale"),
-    "rehearsed": ("rehearsed (random weights: machinery checked, no verdict)", "skip"),
-}
 
 
 def claim_key(c: str):
@@ -50,11 +38,12 @@ def model_label(r: dict) -> str:
 
 
 def verdict_text(r: dict, with_reason: bool) -> str:
-    v = LABEL[verdict_of(r)][0] + (" (recorded known outcome)" if r.get("known_outcome") else "")
+    verdict = Verdict.of(r)
+    v = verdict.label + (" (recorded known outcome)" if r.get("known_outcome") else "")
     reason = " ".join(str(r.get("reason") or "").split())
-    if verdict_of(r) == "unstable":
+    if verdict == Verdict.UNSTABLE:
         reason = f"{r['unstable']}; this run: {r['verdict']}" + (f": {reason}" if reason else "")
-    return f"{v}: {reason[:300]}" if with_reason and reason and verdict_of(r) != "held" else v
+    return f"{v}: {reason[:300]}" if with_reason and reason and verdict != Verdict.HELD else v
 
 
 def _one(r: dict, name: str, column: int | None) -> str:

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.outcome.results import load_results
-from harness.outcome.verdict import verdict_of
+from harness.outcome.verdict import Verdict
 from harness.report.render import fmt, to_markdown
 
 
@@ -26,7 +26,8 @@ def tolerance(text: str) -> float:
     return value
 
 
-def _figures(r: dict) -> dict:
+def figures_by_name(r: dict) -> dict:
+    """A record's figures by name; a name recorded more than once is numbered from its second ("name#2")."""
     out, seen = {}, Counter()
     for f in r.get("figures") or []:
         seen[f["name"]] += 1
@@ -51,15 +52,15 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
                     *key,
                     "",
                     "",
-                    "" if a is None else verdict_of(a),
-                    "" if b is None else verdict_of(b),
+                    "" if a is None else Verdict.of(a),
+                    "" if b is None else Verdict.of(b),
                     "test only in " + ("new" if a is None else "old"),
                 ]
             )
             continue
-        if verdict_of(a) != verdict_of(b):
-            rows.append([*key, "", "", verdict_of(a), verdict_of(b), "verdict changed"])
-        fa, fb = _figures(a), _figures(b)
+        if Verdict.of(a) != Verdict.of(b):
+            rows.append([*key, "", "", Verdict.of(a), Verdict.of(b), "verdict changed"])
+        fa, fb = figures_by_name(a), figures_by_name(b)
         for name in dict.fromkeys([*fa, *fb]):
             if name not in fa or name not in fb:
                 rows.append(

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.files.paths import METHODS
-from harness.outcome.verdict import VERDICTS, verdict_of
+from harness.outcome.verdict import SEVERITY, Verdict
 from harness.report.cells import (
-    LABEL,
     claim_key,
     claim_texts,
     fingerprint,
@@ -149,7 +148,7 @@ def paper_checks(r: dict) -> str:
 def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
     rows = []
     for r in sorted(results["records"], key=lambda r: (claim_key(r["claim"]), test_name(r), model_label(r))):
-        if (verdict_of(r) == "n/a") == applicable:
+        if (Verdict.of(r) == Verdict.NOT_APPLICABLE) == applicable:
             continue
         test, cid = test_name(r), r["claim"]
         c = claim_test(test) if cid in CLAIMS else None
@@ -160,7 +159,7 @@ def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
                 model_label(r),
                 paper_numbers(cid, test, r.get("model")) if c else "",
                 measured(r, c.headline, c.column) if c else "",
-                (verdict_text(r, verdict_of(r) != "n/a"), LABEL[verdict_of(r)][1]),
+                (verdict_text(r, Verdict.of(r) != Verdict.NOT_APPLICABLE), Verdict.of(r).css),
                 methods_link(cid, base),
             ]
         )
@@ -187,20 +186,21 @@ def lead_table(results: dict, base: Path | None) -> list:
 
 
 def matrix(results: dict) -> list:
-    """The claims × models matrix (tests per cell by verdict), with its legend: a column per model of the run, and
-    per family or "(no model)" for tests without one."""
+    """The claims × models matrix (tests per cell by verdict), with its legend (the verdicts it shows): a column per
+    model of the run, and per family or "(no model)" for tests without one."""
     texts, mx = claim_texts(), verdict_matrix(results["records"], results.get("models") or [])
     rows = []
     for claim in mx.claims:
         row = [claim, texts.get(claim, "")]
         for m in mx.models:
             c = mx.counts(claim, m)
-            worst = next((LABEL[v][1] for v in ("harness error", "stale", "unstable", "not held", "held") if c[v]), "")
-            row.append((", ".join(f"{n} {LABEL[v][0]}" for v, n in c.items()) or "not run", worst))
+            worst = next((v.css for v in SEVERITY if c[v]), "")
+            row.append((", ".join(f"{n} {v.label}" for v, n in c.items()) or "not run", worst))
         rows.append(row)
+    seen = {v for counts in mx.cells.values() for v in counts}
     legend = (
         "Each cell counts the claim's tests on that model by verdict: "
-        + "; ".join(f"{LABEL[v][0]} = {what}" for v, what in VERDICTS.items())
+        + "; ".join(f"{v.label} = {v.meaning}" for v in Verdict if v in seen)
         + '. "<family> family": a test over a model '
         'family (T13); "(no model)": a property tested without a model (EQ3\'s softmax).'
     )
@@ -231,7 +231,7 @@ def provenance_blocks(results: dict) -> list:
 def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
     rows = []
     for r in records:
-        css = LABEL[verdict_of(r)][1]
+        css = Verdict.of(r).css
         for k, f in enumerate(r.get("figures") or [{}]):
             name = f.get("name", "") + (f" ({f['note']})" if f.get("note") else "")
             rows.append(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.outcome.nodeid import parse
+from harness.outcome.verdict import NOT_RUN, Verdict
 from harness.spec.claims import LADDER, Target, claim, family_sizes
 from harness.spec.models import REGISTRY
 from harness.stats.scaling import composition_checks, composition_intervals
@@ -59,8 +60,13 @@ def ladder_verdict(sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: 
     ]
     for source, ok, message in checks:
         if not ok:
-            return {"verdict": "not held", "check": f"{T13_TEST}: {source}", "reason": message, "figures": figures}
-    return {"verdict": "held", "check": None, "reason": "", "figures": figures}
+            return {
+                "verdict": Verdict.NOT_HELD.value,
+                "check": f"{T13_TEST}: {source}",
+                "reason": message,
+                "figures": figures,
+            }
+    return {"verdict": Verdict.HELD.value, "check": None, "reason": "", "figures": figures}
 
 
 def _not_judged(first: dict, reason: str) -> tuple[dict, str]:
@@ -68,7 +74,7 @@ def _not_judged(first: dict, reason: str) -> tuple[dict, str]:
         **first,
         **blank(),
         "outcome": "skipped",
-        "verdict": "skipped",
+        "verdict": Verdict.SKIPPED.value,
         "reason": reason,
         "merged": "not judged",
     }, reason
@@ -117,13 +123,13 @@ def t13_record(
     seq_len = int(settings.get("seq_len") or 128)
     why = LADDER.why_not(Target(None, family, known, seq_len))
     if why is not None and not unknown:
-        if all(r.get("verdict") == "n/a" and r.get("reason") == why for _, r in kept):
+        if all(r.get("verdict") == Verdict.NOT_APPLICABLE and r.get("reason") == why for _, r in kept):
             return first, None
         return {
             **first,
             **blank(),
             "outcome": "skipped",
-            "verdict": "n/a",
+            "verdict": Verdict.NOT_APPLICABLE.value,
             "reason": why,
             "merged": "applicability over the merged models",
         }, None
@@ -138,7 +144,7 @@ def t13_record(
     judged = [
         (label, r)
         for label, r in kept
-        if r.get("verdict") not in ("n/a", "skipped") and (r.get("figures") or [{}])[0].get("value") == sizes
+        if r.get("verdict") not in NOT_RUN and (r.get("figures") or [{}])[0].get("value") == sizes
     ]
     if judged:  # one input run measured the whole ladder itself
         return dict(judged[0][1]), None
@@ -162,4 +168,10 @@ def t13_record(
             else ", on point estimates (no bootstrap rows kept: no CI)"
         )
     )
-    return {**first, **blank(), "outcome": "passed" if v["verdict"] == "held" else "failed", **v, "merged": note}, note
+    return {
+        **first,
+        **blank(),
+        "outcome": "passed" if v["verdict"] == Verdict.HELD else "failed",
+        **v,
+        "merged": note,
+    }, note

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import NamedTuple
 
-from harness.outcome.verdict import verdict_of
+from harness.outcome.verdict import Verdict
 from harness.report.cells import claim_key, model_label
 
 
@@ -24,6 +24,6 @@ class Matrix(NamedTuple):
 def verdict_matrix(records: list, models=()) -> Matrix:
     cells: dict = {}
     for r in records:
-        cells.setdefault((r["claim"], model_label(r)), Counter())[verdict_of(r)] += 1
+        cells.setdefault((r["claim"], model_label(r)), Counter())[Verdict.of(r)] += 1
     claims = sorted(dict.fromkeys(r["claim"] for r in records), key=claim_key)
     return Matrix(claims, list(dict.fromkeys([*models, *(model_label(r) for r in records)])), cells)

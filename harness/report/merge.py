@@ -33,9 +33,7 @@ from harness.files.atomic import write_text
 from harness.model import references
 from harness.outcome.nodeid import parse
 from harness.report.ladder import is_t13, t13_record
-from harness.report.merge_inputs import JOB_FILE as JOB_FILE  # harness.submit imports it from here
 from harness.report.merge_inputs import MergeError, read_inputs, refuse_output_in_inputs
-from harness.report.merge_inputs import read_input as read_input  # still importable from here
 from harness.report.write import build
 from harness.spec.models import LADDER_GROUPS, REGISTRY, names
 
@@ -75,7 +73,7 @@ def _settings_line(runs: list) -> str | None:
     return "settings differ: " + "; ".join(out) if out else None
 
 
-def _expand(models) -> list[str]:
+def expand_models(models) -> list[str]:
     """Model names of --expect (or --models) tokens: the groups bundled, paper, extra and all, and the ladders
     (qwen-ladder), expanded."""
     out = []
@@ -249,7 +247,7 @@ def failed_models(jobs: list, expect, owner: dict, warnings: list[str]) -> list[
                 "source": str(j["path"]),
             }
         )
-    for m in [_model_name(x) for x in _expand(expect)]:
+    for m in [_model_name(x) for x in expand_models(expect)]:
         if m not in owner and all(f["model"] != m for f in failed):
             failed.append(
                 {

@@ -73,12 +73,6 @@ from harness.report.plot_style import (
     styled,
     val,
 )
-
-# re-exported: callers and tests reach these as harness.report.plots.<name>
-from harness.report.plot_style import DPI as DPI
-from harness.report.plot_style import PaperRef as PaperRef
-from harness.report.plot_style import paper_label as paper_label
-from harness.report.plot_style import paper_refs as paper_refs
 from harness.spec.claims import CLAIMS, UndeclaredFigure
 from harness.stats.heads import decile_split
 

@@ -21,9 +21,9 @@ from typing import NamedTuple
 
 from harness.outcome.nodeid import parse, test_function
 from harness.outcome.results import ResultsFileError, load_results, results_file
-from harness.outcome.verdict import verdict_of
-from harness.report.cells import LABEL, claim_key, fingerprint, measured, test_name
-from harness.report.compare import _figures, run_differences
+from harness.outcome.verdict import Verdict
+from harness.report.cells import claim_key, fingerprint, measured, test_name
+from harness.report.compare import figures_by_name, run_differences
 from harness.report.render import to_html, to_markdown
 from harness.spec.claims import CLAIMS, claim_test
 from harness.spec.models import FAMILIES, REGISTRY
@@ -147,14 +147,14 @@ def paired_records(a: Side, b: Side) -> list[tuple[str, str, dict | None, dict |
 
 
 def verdict_name(r: dict | None) -> str:
-    """A record's verdict as shown (harness.outcome.verdict.verdict_of), "not run" when the side has no such test."""
-    return NOT_RUN if r is None else verdict_of(r)
+    """A record's verdict as shown (``Verdict.of``), "not run" when the side has no such test."""
+    return NOT_RUN if r is None else Verdict.of(r)
 
 
 def verdict_cell(r: dict | None) -> tuple[str, str]:
     """The verdict as a table cell with the report's css class for it."""
     v = verdict_name(r)
-    return v, "skip" if r is None else LABEL[v][1]
+    return v, "skip" if r is None else Verdict(v).css
 
 
 def criterion_of(claim: str, key: str):
@@ -172,7 +172,7 @@ def headline_change(ra: dict | None, rb: dict | None, headline: tuple[str, ...])
     """The relative change of each scalar headline figure from A to B (named when the criterion has several)."""
     if ra is None or rb is None:
         return ""
-    fa, fb = _figures(ra), _figures(rb)
+    fa, fb = figures_by_name(ra), figures_by_name(rb)
     changes = [(n, relative_change(fa.get(n), fb.get(n))) for n in headline]
     changes = [(n, c) for n, c in changes if c]
     return changes[0][1] if len(headline) == 1 and changes else ", ".join(f"{n} {c}" for n, c in changes)
@@ -254,14 +254,14 @@ def differing_figures(pairs: list, rtol: float, atol: float) -> list[list[str]]:
         [claim, key, phrase]
         for claim, key, ra, rb in pairs
         if ra is not None and rb is not None
-        for phrase in moved_figures(_figures(rb), _figures(ra), rtol, atol)
+        for phrase in moved_figures(figures_by_name(rb), figures_by_name(ra), rtol, atol)
     ]
 
 
 def summary_line(pairs: list) -> str:
     """Counts of verdict agreements and changes (each kind of change) over the paired tests (paired_records), and
     of tests run on one side only."""
-    both = [(verdict_of(ra), verdict_of(rb)) for _, _, ra, rb in pairs if ra is not None and rb is not None]
+    both = [(Verdict.of(ra), Verdict.of(rb)) for _, _, ra, rb in pairs if ra is not None and rb is not None]
     changed = Counter(f"{va} → {vb}" for va, vb in both if va != vb)
     kinds = f" ({', '.join(f'{n} {what}' for what, n in changed.most_common())})" if changed else ""
     return (

@@ -10,7 +10,6 @@ claim test body the plugin compares its figures with the snapshot and with the p
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 
 import pytest
@@ -19,12 +18,12 @@ from harness.capture.plan import Plan
 from harness.capture.progress import Progress
 from harness.capture.session import Session
 from harness.capture.workload import Workload
-from harness.model import devices
 from harness.model.availability import ensure_available
 from harness.outcome import known_outcomes
+from harness.outcome.claim_result import NO_WORK, ClaimResult
 from harness.outcome.figures import Figures
 from harness.outcome.nodeid import param
-from harness.outcome.verdict import ClaimNotHeld, KnownOutcomeMismatch
+from harness.outcome.verdict import ClaimNotHeld, KnownOutcomeMismatch, NotApplicable, decide
 from harness.run import signals, threads
 from harness.run.context import RunContext
 from harness.run.options import pytest_addoption  # noqa: F401  (the hook, on this plugin)
@@ -36,8 +35,22 @@ from harness.spec.models import FAMILIES, REGISTRY, WeightsUnavailable, names
 RUN = pytest.StashKey[RunContext]()
 PLAN = pytest.StashKey[Plan]()  # what the selected tests read of each unedited pass (harness.capture.plan)
 KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected to repeat
+NOT_APPLICABLE = pytest.StashKey[str]()  # why the paper's prediction does not apply to a claim test's model
+REHEARSES = pytest.StashKey[str]()  # the paper model(s) a rehearsal's claim test rehearses
+NOT_HELD = pytest.StashKey[ClaimNotHeld]()  # the ClaimNotHeld a claim test's body or paper values raised
+WORK = pytest.StashKey[dict]()  # the forward work booked to a claim test (harness.capture.workload)
+REQUIRED = pytest.StashKey[bool]()  # --require-weights checked (once, on the first xdist worker's collection)
 PROGRESS = pytest.StashKey[Progress]()  # where this process's capture status lines go (harness.capture.progress)
 WORKLOAD = pytest.StashKey[Workload]()  # this process's forward work, booked per test (harness.capture.workload)
+WORK_AT_SETUP = pytest.StashKey[tuple]()  # the workload when the test's setup began: its fixtures' passes are its own
+LOAD_AT_SETUP = pytest.StashKey[float]()  # model-loading seconds then: a load in its setup is not the test's time
+
+
+def skip_not_applicable(item, reason: str):
+    """End a claim test its model's prediction does not apply to: a skip to pytest (shown at the test's own line),
+    remembered on the item so that its result reads ``NotApplicable`` (``claim_result``)."""
+    item.stash[NOT_APPLICABLE] = reason
+    raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 def pytest_configure(config):
@@ -47,11 +60,7 @@ def pytest_configure(config):
         raise pytest.UsageError(str(e)) from None
     config.stash[PROGRESS], config.stash[WORKLOAD] = Progress(enabled=not run.quiet), Workload()
     signals.guard_orphans(worker=hasattr(config, "workerinput"))  # never outlive the run's controller or caller
-    configure_threads(config)
-    try:
-        known_outcomes.validate(run.known_outcomes)
-    except ValueError as e:
-        raise pytest.UsageError(str(e)) from None
+    threads.configure(config)  # known outcomes: validated with the other inputs (RunContext.from_config)
     if getattr(config.option, "update_snapshots", False):
         if not run.at_defaults:
             raise pytest.UsageError(
@@ -79,23 +88,6 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) owns the records
         config.pluginmanager.register(RecordCollector(run, list(config.invocation_params.args)), "abspos-records")
         config.stash[PROGRESS].write = _terminal_writer(config)
-
-
-def configure_threads(config) -> None:
-    """Threads per process = free cores / workers: ``--threads`` (or $ABSPOS_THREADS) if given, else the cores
-    not busy with other work when the run starts (measured once, by the controller, which hands the figure to its
-    xdist workers through the environment) divided by the number of xdist workers."""
-    try:
-        n = threads.requested_threads(config.getoption("--threads"), os.environ.get("ABSPOS_THREADS"))
-    except devices.DeviceError as e:
-        raise pytest.UsageError(str(e)) from None
-    if not n:
-        if "ABSPOS_FREE_CORES" not in os.environ:  # the controller (or a plain run); workers inherit it
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-            os.environ["ABSPOS_FREE_CORES"] = str(threads.thread_count(cores, threads.busy_cores(), 1))
-        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 0) or 0) or 1
-        n = threads.thread_count(int(os.environ["ABSPOS_FREE_CORES"]), 0, workers)
-    threads.set_threads(n)
 
 
 def _terminal_writer(config):
@@ -135,7 +127,8 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Registry applicability -> skips with one uniform reason; slow variants; known outcomes -> strict xfails."""
+    """Registry applicability -> not applicable (raised as the test is set up); slow variants -> skips; known
+    outcomes -> strict xfails."""
     run = config.stash[RUN]
     for item in items:
         marker = item.get_closest_marker("claim")
@@ -151,13 +144,12 @@ def pytest_collection_modifyitems(config, items):
             Target(REGISTRY[model] if model else None, params.get("family"), run.models, run.settings.seq_len)
         )
         if why_not:
-            item.add_marker(pytest.mark.skip(reason=why_not))
+            item.stash[NOT_APPLICABLE] = why_not
         elif item.get_closest_marker("slow") and not run.run_slow:
             item.add_marker(pytest.mark.skip(reason="slow variant: run with --run-slow"))
         rehearses = rehearsal_of(model, params.get("family"), run.models)
         if rehearses:  # random weights: no known outcome, and its verdict is "rehearsed" (pytest_runtest_call)
             item.stash[REHEARSES] = rehearses
-            item.user_properties.append(("rehearses", rehearses))
         verdict_key = run.requested.verdict_key()
         family = params.get("family")  # a family-level test (T13) is recorded under its ladder
         key = model or (known_outcomes.ladder_key(family_sizes(family, run.models)) if family else None)
@@ -171,9 +163,6 @@ def pytest_collection_modifyitems(config, items):
                     reason=f"recorded not held at {known['check']}: {known['measured']}",
                 )
             )
-        item.user_properties.append(("claim", spec.id))
-        if model:
-            item.user_properties.append(("model", model))
 
 
 def rehearsal_of(model: str | None, family: str | None, selected) -> str | None:
@@ -183,9 +172,6 @@ def rehearsal_of(model: str | None, family: str | None, selected) -> str | None:
     return ", ".join(r for r in (REGISTRY[m].rehearses for m in names) if r) or None
 
 
-REHEARSES = pytest.StashKey[str]()  # the paper model(s) a rehearsal's claim test rehearses
-
-
 def pytest_collection_finish(session):
     """The capture plan from the selected tests' ``reads`` markers (every process: each worker plans what it may
     run); --require-weights: checked on the tests left after -m / -k deselection (by the xdist controller, from
@@ -193,7 +179,7 @@ def pytest_collection_finish(session):
     plan = session.config.stash[PLAN] = Plan()
     for item in session.items:
         model = item.callspec.params.get("model_name") if hasattr(item, "callspec") else None
-        if model and not item.get_closest_marker("skip"):
+        if model and not item.get_closest_marker("skip") and NOT_APPLICABLE not in item.stash:
             for marker in item.iter_markers("reads"):
                 plan.add(model, marker.args)
     if session.config.getoption("--require-weights") and not hasattr(session.config, "workerinput"):
@@ -205,9 +191,6 @@ def pytest_xdist_node_collection_finished(node, ids):
     if node.config.getoption("--require-weights") and not node.config.stash.get(REQUIRED, False):
         node.config.stash[REQUIRED] = True  # once, on the first worker's collection (every worker collects all)
         require_weights(ids)
-
-
-REQUIRED = pytest.StashKey[bool]()
 
 
 def require_weights(nodeids) -> None:
@@ -301,15 +284,14 @@ def figures(request, snapshot, run_context):
     )
 
 
-WORK_AT_SETUP = pytest.StashKey[tuple]()  # the workload when the test's setup began: its fixtures' passes are its own
-LOAD_AT_SETUP = pytest.StashKey[float]()  # model-loading seconds then: a load in its setup is not the test's time
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item):
-    """A ClaimNotHeld raised while setting a claim test up (in a fixture) is not the claim's own assertion: it
-    is a harness error, never accepted by a recorded known outcome. The forward work booked to a test starts
-    here, so passes run by its fixtures (T11's, T9c's) are booked to it."""
+    """A claim test its model's prediction does not apply to ends here, as ``NotApplicable``. A ClaimNotHeld raised
+    while setting a claim test up (in a fixture) is not the claim's own assertion: it is a harness error, never
+    accepted by a recorded known outcome. The forward work booked to a test starts here, so passes run by its
+    fixtures (T11's, T9c's) are booked to it."""
+    if NOT_APPLICABLE in item.stash:  # before any fixture: nothing is loaded or measured for it
+        skip_not_applicable(item, item.stash[NOT_APPLICABLE])
     workload = item.config.stash[WORKLOAD]
     item.stash[WORK_AT_SETUP], item.stash[LOAD_AT_SETUP] = workload.totals(), workload.load_seconds
     try:
@@ -325,7 +307,7 @@ def pytest_runtest_call(item):
     values. A ClaimNotHeld (the body's or a paper value's) is recorded with its assertion and this run's
     message, and must be the recorded known outcome's assertion to be accepted as it. On a rehearsal (random
     weights) every paper value is checked too, and held or not held both pass, recorded as "rehearsed" with what
-    it would read (harness.run.records.classify); any other exception fails as on any model."""
+    it would read (harness.outcome.verdict.decide); any other exception fails as on any model."""
     if item.get_closest_marker("claim") is None:
         return (yield)
     figures = getattr(item, "funcargs", {}).get("figures")
@@ -347,14 +329,14 @@ def pytest_runtest_call(item):
             model = getattr(item, "funcargs", {}).get("model")
             if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
                 booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}
-            item.user_properties.append(("forward", booked))
+            item.stash[WORK] = booked
         if figures is not None:
             figures.check_snapshot()
             paper_checked = True
             figures.check_paper()
         return result
     except ClaimNotHeld as e:
-        item.user_properties.append(("not_held", {"check": e.check, "message": str(e)}))
+        item.stash[NOT_HELD] = e
         if figures is not None and not figures.snapshot_checked:
             figures.check_snapshot()
         if item.stash.get(REHEARSES, None):
@@ -368,3 +350,45 @@ def pytest_runtest_call(item):
                 f"not held at another assertion than recorded: {e.check} (recorded: {known['check']}): {e}"
             ) from e
         raise
+    except NotApplicable as e:  # decided by the body from what it measured (T1: every top sink at position 0)
+        skip_not_applicable(item, str(e))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: the report as pytest's own hooks (xfail) leave it
+def pytest_runtest_makereport(item, call):
+    """A claim test's result, decided once from how it ended (``decide``: the exception's type), attached to the
+    report of the phase that concluded it (its call, or a setup that skipped or failed) as one user property."""
+    report = yield
+    concluded = call.when == "call" or (call.when == "setup" and call.excinfo is not None)
+    if item.get_closest_marker("claim") is None or not concluded:
+        return report
+    result = claim_result(item, call.when, call.excinfo.value if call.excinfo is not None else None)
+    report.user_properties = [*report.user_properties, result.as_property()]
+    return report
+
+
+def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
+    """The ``ClaimResult`` of a claim test that ended in ``phase`` with ``error`` (None: it ran to its end)."""
+    if isinstance(error, pytest.skip.Exception) and NOT_APPLICABLE in item.stash:
+        error = NotApplicable(item.stash[NOT_APPLICABLE])  # the skip that ``skip_not_applicable`` raised
+    verdict, known, reason, check = decide(
+        phase,
+        error,
+        known=item.stash.get(KNOWN, None),
+        rehearses=item.stash.get(REHEARSES, None),
+        not_held=item.stash.get(NOT_HELD, None),
+    )
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    figures = getattr(item, "funcargs", {}).get("figures") if phase == "call" else None
+    return ClaimResult(
+        test=item.nodeid,
+        claim=claim(item.get_closest_marker("claim").args[0]).id,
+        model=params.get("model_name"),
+        verdict=verdict,
+        known_outcome=known,
+        check=check,
+        reason=reason,
+        figures=tuple(figures.reported) if isinstance(figures, Figures) else (),
+        work=item.stash.get(WORK, None) or dict(NO_WORK),
+        baseline=figures.baseline_status if isinstance(figures, Figures) else None,
+    )

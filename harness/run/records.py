@@ -1,18 +1,20 @@
-"""The records of a run's claim tests: one per test, from its report (``classify``: the verdict, the reason, the
-failing assertion), collected on the xdist controller by ``RecordCollector``, which prints the claims × models
-matrix at the end of the run and writes the results and the report (harness.report.write).
+"""The records of a run's claim tests: one per test, from the ``ClaimResult`` its report carries (decided where the
+test ended, harness.run.plugin), collected on the xdist controller by ``RecordCollector``, which prints the claims ×
+models matrix at the end of the run and writes the results and the report (harness.report.write).
 """
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
 from harness.outcome import stability
+from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
-from harness.outcome.verdict import VERDICTS
+from harness.outcome.verdict import Verdict
 from harness.report.matrix import verdict_matrix
 from harness.report.write import write_run
 from harness.run import signals
@@ -21,49 +23,9 @@ from harness.spec.claims import CLAIMS
 from harness.spec.models import REGISTRY
 
 
-def _crash_message(report) -> str:
-    """The exception's own message, whatever --tb style the run uses."""
-    crash = getattr(report.longrepr, "reprcrash", None)
-    return crash.message if crash is not None else (str(report.longrepr).strip().splitlines() or [""])[-1]
-
-
-def classify(report) -> tuple[str, bool, str, str | None]:
-    """(verdict, whether a recorded known outcome expected it, the reason in this run, the failing assertion)
-    of a claim test's report. A rehearsal's passed test (the plugin passes held and not held alike on random
-    weights) is "rehearsed", its reason saying what it would read."""
-    not_held = next((v for k, v in report.user_properties if k == "not_held"), None)
-    check = not_held["check"] if not_held else None
-    if report.skipped:
-        if hasattr(report, "wasxfail"):  # the recorded assertion failed again (checked in the plugin's call hook)
-            if not_held and report.when == "call":
-                return "not held", True, not_held["message"], check  # this run's figure, never the recorded text
-            return "harness error", True, f"a ClaimNotHeld outside the claim's body (recorded: {report.wasxfail})", None
-        reason = report.longrepr[2].removeprefix("Skipped: ") if isinstance(report.longrepr, tuple) else ""
-        return ("n/a" if reason.startswith("not applicable") else "skipped"), False, reason, None
-    if report.passed:
-        rehearses = next((v for k, v in report.user_properties if k == "rehearses"), None)
-        if rehearses:  # random weights: never a verdict, whichever it would read
-            would = f"not held at {check}: {not_held['message']}" if not_held else "held"
-            return "rehearsed", False, f"rehearsal of {rehearses} (random weights), would read: {would}", check
-        return "held", False, "", None
-    if report.when == "call" and str(report.longrepr).startswith("[XPASS(strict)]"):
-        recorded = str(report.longrepr).removeprefix("[XPASS(strict)] ")
-        return (
-            "stale",
-            False,
-            f"held in this run, but recorded as not holding ({recorded}): re-take the known outcome",
-            None,
-        )
-    message = _crash_message(report)
-    kind = message.split(":", 1)[0].rsplit(".", 1)[-1]
-    if report.when == "call" and not_held and kind in ("ClaimNotHeld", "KnownOutcomeMismatch"):
-        return "not held", False, not_held["message"], check
-    return "harness error", False, message.replace("harness.outcome.verdict.", ""), check
-
-
 def claim_of(nodeid: str) -> dict:
-    """{"claim", "model"} of a claim test from its node id alone (an xdist worker that crashed sends a report
-    without the test's properties), or {} for any other test."""
+    """{"claim", "model"} of a claim test from its node id alone (the selection an xdist controller sees, and the
+    report an xdist worker that crashed sends without the test's result), or {} for any other test."""
     test = parse(nodeid)
     cid = next((c.id for c in CLAIMS.values() if test.function in c.tests), None)
     return {"claim": cid, "model": test.param if test.param in REGISTRY else None} if cid else {}
@@ -131,85 +93,55 @@ class RecordCollector:
 
     @pytest.hookimpl(tryfirst=True)  # recorded before the terminal shows it: an interrupt never drops a shown result
     def pytest_runtest_logreport(self, report):
-        props = dict(p for p in report.user_properties if p[0] in ("claim", "model")) or claim_of(report.nodeid)
-        if "claim" not in props:
-            return
         if report.when == "setup" and report.outcome == "passed":
             self.setup_seconds[report.nodeid] = report.duration  # booked with the call: fixtures run captures
             return
         if report.when == "???":  # xdist: the worker running it died (killed, out of memory); it may be re-run
-            self.crashed(report, props)
+            self.crashed(report)
             return
-        if report.when != "call" and report.when != "setup":
+        result = ClaimResult.from_report(report)
+        if result is None:
             return
-        outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
-        verdict, known, reason, check = classify(report)
-        entry = (
-            props.get("model")
-            and verdict != "rehearsed"
+        unstable = (
+            result.model
+            and result.verdict != Verdict.REHEARSED
             and stability.unstable(
-                self.stability, parse(report.nodeid).function, props["model"], self.run.requested.verdict_key()
+                self.stability, parse(report.nodeid).function, result.model, self.run.requested.verdict_key()
             )
         )
         crash = self.crashes.pop(report.nodeid, None)
         if crash is not None:  # a re-run after its worker crashed: this run's verdict, the crash said beside it
             self.records = [r for r in self.records if r["test"] != report.nodeid]
-            reason = f"{reason} ({crash}; this is its re-run)" if reason else f"{crash}; this is its re-run"
-        figs = [v for k, v in report.user_properties if k == "figure"]
-        baseline = next((v for k, v in report.user_properties if k == "baseline"), None)
-        forward = next((v for k, v in report.user_properties if k == "forward"), {"seconds": 0.0, "layer_tokens": 0})
+            reason = (
+                f"{result.reason} ({crash}; this is its re-run)" if result.reason else f"{crash}; this is its re-run"
+            )
+            result = replace(result, reason=reason)
         self.records.append(
-            {
-                "test": report.nodeid,
-                "claim": props["claim"],
-                "model": props.get("model"),
-                "outcome": outcome,
-                "verdict": verdict,
-                "known_outcome": known,
-                "check": check,
-                "reason": reason,
-                "figures": figs,
-                "seconds": round(
-                    max(
-                        0.0,
-                        report.duration + self.setup_seconds.pop(report.nodeid, 0.0) - forward.get("load_seconds", 0.0),
-                    ),
-                    2,
-                ),
-                "forward_seconds": forward["seconds"],
-                "layer_tokens": forward["layer_tokens"],
-                "floor_layer_tokens": forward.get("floor_layer_tokens", forward["layer_tokens"]),
-                **({"baseline": baseline} if baseline else {}),
-                **({"unstable": stability.describe(entry)} if entry else {}),
-                **({"shape": forward["shape"]} if "shape" in forward else {}),
-                **({"crashed": crash} if crash else {}),
-            }
+            result.record(
+                "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
+                report.duration + self.setup_seconds.pop(report.nodeid, 0.0),
+                unstable=stability.describe(unstable) if unstable else None,
+                crashed=crash,
+            )
         )
 
-    def crashed(self, report, props: dict) -> None:
+    def crashed(self, report) -> None:
         """A claim test whose xdist worker died while running it: a harness error record naming the crash, replaced
         (keeping the crash in its reason) if xdist runs the test again on another worker."""
+        test = claim_of(report.nodeid)
+        if not test:
+            return
         crash = str(report.longrepr).strip().splitlines()[0] if report.longrepr else "its worker crashed"
         self.crashes[report.nodeid] = crash
         self.records = [r for r in self.records if r["test"] != report.nodeid]
-        self.records.append(
-            {
-                "test": report.nodeid,
-                "claim": props["claim"],
-                "model": props.get("model"),
-                "outcome": "failed",
-                "verdict": "harness error",
-                "known_outcome": False,
-                "check": None,
-                "reason": f"{crash} (a process killed: out of memory, a time limit or a signal)",
-                "figures": [],
-                "seconds": 0.0,
-                "forward_seconds": 0.0,
-                "layer_tokens": 0,
-                "floor_layer_tokens": 0,
-                "crashed": crash,
-            }
+        result = ClaimResult(
+            report.nodeid,
+            test["claim"],
+            test["model"],
+            Verdict.HARNESS_ERROR,
+            reason=f"{crash} (a process killed: out of memory, a time limit or a signal)",
         )
+        self.records.append(result.record("failed", 0.0, crashed=crash))
 
     def matrix(self) -> list[str]:
         """The claims × models matrix (harness.report.matrix), one line per claim: how many of its tests held / did
@@ -253,7 +185,7 @@ class RecordCollector:
         for line in self.matrix():
             tr.write_line(line)
         seen = {r["verdict"] for r in self.records}
-        tr.write_line("verdicts: " + "; ".join(f"{v}: {what}" for v, what in VERDICTS.items() if v in seen))
+        tr.write_line("verdicts: " + "; ".join(f"{v}: {v.meaning}" for v in Verdict if v in seen))
         for line in self.baseline_lines():
             tr.write_line(line)
         self.report_lines(tr)

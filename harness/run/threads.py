@@ -4,6 +4,7 @@
 - ``thread_count``: threads per process = free cores / workers, at least one.
 - ``requested_threads``: what ``--threads`` or ``$ABSPOS_THREADS`` asks for (0: the free cores decide).
 - ``set_threads``: torch's intra-op threads and every BLAS/OpenMP pool to that count.
+- ``configure``: a pytest process's threads, from its options, its environment and its xdist worker count.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
 import torch
 
 from harness.model.devices import DeviceError
@@ -75,3 +77,20 @@ def set_threads(n: int) -> None:
 
     torch.set_num_threads(n)
     _LIMITS[:] = [threadpool_limits(limits=n)]
+
+
+def configure(config) -> None:
+    """Threads per process = free cores / workers: ``--threads`` (or $ABSPOS_THREADS) if given, else the cores
+    not busy with other work when the run starts (measured once, by the controller, which hands the figure to its
+    xdist workers through the environment) divided by the number of xdist workers."""
+    try:
+        n = requested_threads(config.getoption("--threads"), os.environ.get("ABSPOS_THREADS"))
+    except DeviceError as e:
+        raise pytest.UsageError(str(e)) from None
+    if not n:
+        if "ABSPOS_FREE_CORES" not in os.environ:  # the controller (or a plain run); workers inherit it
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            os.environ["ABSPOS_FREE_CORES"] = str(thread_count(cores, busy_cores(), 1))
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", 0) or 0) or 1
+        n = thread_count(int(os.environ["ABSPOS_FREE_CORES"]), 0, workers)
+    set_threads(n)

@@ -216,7 +216,7 @@ WINDOW_PAST = Applies(
 )
 
 # RoPE variants (ModelSpec.rope) whose ablations keep their defining property, tested on each of transformers' RoPE
-# types (tests/test_reliability2_models.py): identity-RoPE keeps the model's attention scaling (cos = scaling, sin =
+# types (tests/test_model_identity.py): identity-RoPE keeps the model's attention scaling (cos = scaling, sin =
 # 0), the band-permuted query keeps every norm. Any other variant's ablations would be unverified: T6's RoPE test is
 # n/a on it, with this reason, never a figure that may mix another change into the ablation.
 ABLATABLE_ROPE = ("standard", "large-theta", "dual", "linear", "dynamic", "yarn", "longrope", "llama3")
@@ -343,13 +343,6 @@ def register_claim(spec: ClaimSpec) -> ClaimSpec:
         for name in t.headline:
             spec.figure(name)  # UndeclaredFigure, naming what the entry declares
     _REGISTERED[spec.id] = spec
-    return spec
-
-
-def unregister_claim(claim_id: str) -> ClaimSpec:
-    """Take a claim out of the registry again (a test that registered one for its own use restores the registry)."""
-    spec = claim(claim_id)
-    del _REGISTERED[claim_id]
     return spec
 
 
@@ -591,7 +584,7 @@ for _spec in (
                 "Table 4: R² 0.605, 0.338, 0.347 (PC1 ≥ 0.979); null near zero",
             )
         },
-        "`corpus.varied_token0_identity_prompts`, `sinks.pc1_heldout_identity`, `sinks.identity_carriers`",
+        "`corpus.token0_identity_prompts`, `sinks.pc1_heldout_identity`, `sinks.identity_carriers`",
         figures=(
             F("top_heads"),
             F("carrier_heads"),

@@ -45,7 +45,7 @@ class ModelSpec:
     context: int | None = None  # longest prompt in tokens (config max_position_embeddings); --seq-len is checked
     # against it before any work, and the loaded config against it (weights.check_identity)
     # per corpus: (tokens of its smallest topic, longest document), documents + separators in this model's
-    # tokenizer, so a prompt set the corpus cannot fill is refused before any work (tests/test_reliability.py
+    # tokenizer, so a prompt set the corpus cannot fill is refused before any work (tests/test_bad_input_and_caches.py
     # recounts them where the tokenizer is cached)
     corpus_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)
     caveat: str = ""  # how it differs from the paper's models, said beside every report on it

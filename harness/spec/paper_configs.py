@@ -278,11 +278,3 @@ def head_dim(config: dict[str, Any]) -> int:
 def gqa_ratio(config: dict[str, Any]) -> int:
     """Query heads per key/value head."""
     return config["num_attention_heads"] // config["num_key_value_heads"]
-
-
-def effective_sliding_window(config: dict[str, Any]) -> int | None:
-    """The attention window a config gives in effect: Qwen2's ``sliding_window`` counts only with
-    ``use_sliding_window`` (as transformers reads it); None is full attention."""
-    if config.get("use_sliding_window") is False:
-        return None
-    return config.get("sliding_window")

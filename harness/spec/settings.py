@@ -18,7 +18,7 @@ class Settings:
     n_perm: int = 1000
     n_boot: int = 1000
     n_probe_prompts: int = 64  # topic probes (T1, T12): 16 per topic for 5-fold CV
-    n_random_draws: int = 10  # random-head controls (T11): at least 10 (claim_registry T11 "draws")
+    n_random_draws: int = 10  # random-head controls (T11): at least 10 (T11's "draws" threshold)
     seed: int = 0
     batch_size: int = 8
     device: str = "cpu"

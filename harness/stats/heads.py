@@ -1,10 +1,10 @@
 """Sink-reading heads (paper §5.2, §5.8): how consistent a head's output is across prompts, the top and
-bottom deciles by sink-reading strength, and whether the output carries the identity of the token at 0.
+bottom deciles by sink-reading strength, and the first principal component of its outputs.
 Pure numpy, float64, on arrays a capture produced.
 
 * ``cosine_consistency`` / ``decile_split`` – cross-prompt cosine consistency of each head's output, and the
   top / bottom decile by sink-reading strength (T3, T11).
-* ``pc1_identity_r2`` / ``pc1_identity_null`` / ``pc1_identity_pvalue`` – the sink-token-identity probe (T4).
+* ``pc1_scores`` – each prompt's score on the first principal component of a head's outputs (T4's probe reads it).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import math
 
 import numpy as np
 
-from harness.stats.nulls import permutation_pvalues
 from harness.stats.probes import noise_tol
 
-__all__ = ["cosine_consistency", "decile_split", "pc1_identity_r2", "pc1_identity_null", "pc1_identity_pvalue"]
+__all__ = ["cosine_consistency", "decile_split", "pc1_scores"]
 
 
 # --------------------------------------------------------------------------
@@ -103,9 +102,11 @@ def decile_split(strength: np.ndarray, frac: float = 0.1) -> tuple[np.ndarray, n
 
 
 # --------------------------------------------------------------------------
-# Sink-token identity probe (T4)
+# The first principal component of a head's outputs (T4: harness.stats.sinks.pc1_heldout_identity)
 # --------------------------------------------------------------------------
-def _pc1_scores(outputs: np.ndarray) -> tuple[np.ndarray, float]:
+def pc1_scores(outputs: np.ndarray) -> tuple[np.ndarray, float]:
+    """(each prompt's score on the first principal component of ``outputs`` [n_prompts, d] centred, that component's
+    share of the variance, s_1² / Σ s_i²); outputs constant across prompts (PC1 within noise) give (zeros, 0)."""
     o = np.asarray(outputs, dtype=np.float64)
     if o.ndim != 2:
         raise ValueError(f"outputs must be [n_prompts, d], got shape {o.shape}")
@@ -117,78 +118,3 @@ def _pc1_scores(outputs: np.ndarray) -> tuple[np.ndarray, float]:
     if total <= 0.0 or s[0] <= noise_tol(o, s):
         return np.zeros(o.shape[0]), 0.0
     return u[:, 0] * s[0], float(s[0] ** 2 / total)
-
-
-def _onehot(token_ids: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    token_ids = np.asarray(token_ids)
-    if token_ids.shape != (n,):
-        raise ValueError(f"token_ids must be [n_prompts] = [{n}], got {token_ids.shape}")
-    _, inv = np.unique(token_ids, return_inverse=True)
-    G = np.zeros((n, inv.max() + 1), dtype=np.float64)
-    G[np.arange(n), inv] = 1.0
-    return G, G.sum(axis=0)
-
-
-def _between_share(Z: np.ndarray, G: np.ndarray, sizes: np.ndarray, sst: float) -> np.ndarray:
-    """R² of each row of Z [m, n] on one-hot groups G [n, g]: between-group SS / total SS."""
-    sums = Z @ G  # [m, g]
-    ssb = (sums**2 / sizes).sum(axis=-1) - Z.sum(axis=-1) ** 2 / Z.shape[-1]
-    return np.clip(ssb / sst, 0.0, 1.0)
-
-
-def pc1_identity_r2(outputs: np.ndarray, token_ids: np.ndarray) -> tuple[float, float]:
-    """(R², PC1 variance fraction) of a head's output projected on its first principal component.
-
-    ``outputs`` [n_prompts, d] is one head's output at the probed position for prompts
-    that differ only in the token at position 0 (``token_ids`` [n_prompts]).  The
-    outputs are centred, the first principal component taken by SVD, and each prompt's
-    PC1 score z_p regressed by OLS with intercept on a one-hot encoding of its
-    position-0 token.  With a full set of group indicators that R² is the between-group
-    share of variance, Σ_g n_g (z̄_g − z̄)² / Σ_p (z_p − z̄)².
-
-    The PC1 variance fraction is s_1² / Σ s_i² of the centred outputs (the paper keeps
-    heads above a threshold).  Outputs that are constant across prompts give (0, 0).
-    Caution: with G distinct tokens among n prompts the R² of any variable has
-    permutation mean (G − 1)/(n − 1); if every prompt has its own token, R² ≡ 1.
-    Judge R² against ``pc1_identity_null``.
-    """
-    z, frac, G, sizes, sst = _pc1_setup(outputs, token_ids)
-    if sst <= 0.0:
-        return 0.0, frac
-    return float(_between_share(z[None, :], G, sizes, sst)[0]), frac
-
-
-def _pc1_setup(outputs: np.ndarray, token_ids: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, float]:
-    """(PC1 scores z, PC1 variance fraction, one-hot groups, group sizes, total SS of z)."""
-    z, frac = _pc1_scores(outputs)
-    G, sizes = _onehot(token_ids, z.size)
-    return z, frac, G, sizes, float(np.sum((z - z.mean()) ** 2))
-
-
-def pc1_identity_null(
-    outputs: np.ndarray, token_ids: np.ndarray, n_perm: int = 1000, seed: int = 0, chunk: int = 4096
-) -> np.ndarray:
-    """Permutation null of ``pc1_identity_r2``: [n_perm] R² values with the token ids shuffled across prompts.
-
-    PC1 does not depend on the labels, so the scores z are computed once; permuting
-    labels is the same as permuting z against fixed groups.  All permutations at once:
-    the group sums are z[perms] @ one-hot ([n_perm, n] @ [n, G]), the between-group SS
-    follows from them (group sizes are permutation-invariant).  Permutations come from
-    ``np.random.default_rng(seed)``.
-    """
-    z, _, G, sizes, sst = _pc1_setup(outputs, token_ids)
-    n = z.size
-    if sst <= 0.0:
-        return np.zeros(n_perm)
-    rng = np.random.default_rng(seed)
-    out = np.empty(n_perm, dtype=np.float64)
-    for start in range(0, n_perm, chunk):
-        m = min(chunk, n_perm - start)
-        perms = rng.permuted(np.tile(np.arange(n), (m, 1)), axis=1)
-        out[start : start + m] = _between_share(z[perms], G, sizes, sst)
-    return out
-
-
-def pc1_identity_pvalue(observed: float, null: np.ndarray) -> float:
-    """Permutation p-value (1 + #{null >= observed}) / (1 + n_perm), ties within 1e-9 relative counted (conservative)."""
-    return float(permutation_pvalues(np.asarray(observed, dtype=np.float64), np.asarray(null, dtype=np.float64)))

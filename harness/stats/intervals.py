@@ -4,7 +4,6 @@ sufficient statistics, the expanded percentile interval the claims use, and the 
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from harness.stats.leakage import fit_from_stats, prompt_stats
 from harness.stats.pairs import PairSet
@@ -15,7 +14,6 @@ __all__ = [
     "mean_ci",
     "expanded_tail",
     "percentile_ci",
-    "t_interval",
 ]
 
 
@@ -72,14 +70,3 @@ def percentile_ci(samples: np.ndarray, level: float = 0.95, n: int | None = None
     tail = (1 - level) / 2 if n is None else expanded_tail(n, level)
     lo, hi = round(tail, 12), round(1 - tail, 12)  # 0.95 -> exactly 0.025, 0.975
     return np.moveaxis(np.quantile(samples, [lo, hi], axis=0), 0, -1)
-
-
-def t_interval(values: ArrayLike, level: float = 0.95) -> tuple[float, float]:
-    """Student-t interval of the mean of independent draws (T11's random-head control over its draws)."""
-    from scipy.stats import t
-
-    v = np.asarray(values, dtype=np.float64)
-    if v.size < 2:
-        raise ValueError("a t-interval needs at least two draws")
-    half = t.ppf((1 + level) / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
-    return float(v.mean() - half), float(v.mean() + half)

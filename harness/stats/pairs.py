@@ -1,6 +1,6 @@
 """The shared design of the leakage regressions (paper Eq. 4): causal pairs (query i, key j), 0 <= j <= i, held
 in a ``PairSet`` with its offsets d = i − j, d-groups and ĩ = i − mean(i | d); the deterministic pair draws
-(``stratified_pairs`` by doubling query bin, ``uniform_pairs``) and the d-group of each pooled row.
+(``stratified_pairs`` by doubling query bin) and the d-group of each pooled row.
 Pure numpy; rows are flattened prompt-major (row r = p * n_pairs + k)."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ __all__ = [
     "PairSet",
     "query_bins",
     "stratified_pairs",
-    "uniform_pairs",
     "row_groups",
 ]
 
@@ -179,16 +178,6 @@ def pairs_in_bins(edges: np.ndarray, n_pairs: int, seed: int) -> PairSet:
     t = np.sort(np.concatenate(picks)) if picks else np.zeros(0, dtype=np.int64)
     i, j = _tri_decode(t)
     return PairSet(i, j)
-
-
-def uniform_pairs(seq_len: int, n_pairs: int, seed: int) -> PairSet:
-    """Causal pairs drawn uniformly without replacement from all seq_len(seq_len+1)/2 (all of them
-    when there are fewer), sorted by (i, j). Used where every query position should count by its
-    share of pairs (length scaling, §5.8), and for lengths the doubling bins do not divide."""
-    total = seq_len * (seq_len + 1) // 2
-    rng = np.random.default_rng(seed)
-    t = np.arange(total, dtype=np.int64) if n_pairs >= total else np.sort(rng.choice(total, n_pairs, replace=False))
-    return PairSet(*_tri_decode(t))
 
 
 def row_groups(pairs: PairSet, n_prompts: int) -> np.ndarray:

@@ -90,7 +90,7 @@ def _fit_pca(X_train: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return mean, vt[:keep], scale
 
 
-def _fold_predictions(
+def fold_predictions(
     X: np.ndarray, y: np.ndarray, splits: Splits, n_components: int, C: float, max_iter: int
 ) -> np.ndarray:
     """Out-of-fold predicted labels for every row (each row predicted once)."""
@@ -117,7 +117,8 @@ def _fold_predictions(
     return pred
 
 
-def _splits(labels: np.ndarray, folds: int, seed: int) -> Splits:
+def stratified_splits(labels: np.ndarray, folds: int, seed: int) -> Splits:
+    """Seeded stratified K-fold (train, test) index pairs; a class with fewer than ``folds`` prompts is a ValueError."""
     _, counts = np.unique(labels, return_counts=True)
     if counts.size < 2:
         raise ValueError("the topic probe needs at least two classes")
@@ -159,7 +160,7 @@ def topic_probe_accuracy(
     labels = np.asarray(labels)
     if X.ndim != 2 or labels.shape != (X.shape[0],):
         raise ValueError(f"X must be [n_prompts, d] and labels [n_prompts], got {X.shape} and {labels.shape}")
-    splits = _splits(labels, folds, seed)
+    splits = stratified_splits(labels, folds, seed)
     with threadpool_limits(limits=1, user_api="blas"):
         return _cv_accuracy(X, labels, splits, n_components, C, max_iter, "X")
 
@@ -170,7 +171,7 @@ def _cv_accuracy(
     """Mean per-fold accuracy of the PCA -> logistic probe on ``X`` (named ``what`` in errors)."""
     if not np.all(np.isfinite(X)):
         raise ValueError(f"{what} contains non-finite values")
-    pred = _fold_predictions(X, labels, splits, n_components, C, max_iter)
+    pred = fold_predictions(X, labels, splits, n_components, C, max_iter)
     return float(np.mean([np.mean(pred[test] == labels[test]) for _, test in splits]))
 
 
@@ -197,7 +198,7 @@ def topic_probe_grid(
             f"states must be [n_prompts, layers, positions, d] and labels [n_prompts], "
             f"got {states.shape} and {labels.shape}"
         )
-    splits = _splits(labels, folds, seed)
+    splits = stratified_splits(labels, folds, seed)
     _, n_layers, n_pos, _ = states.shape
     out = np.empty((n_layers, n_pos), dtype=np.float64)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -307,7 +308,7 @@ def token_identity_accuracy(tokens: np.ndarray, labels: np.ndarray, folds: int =
     if tokens.shape != labels.shape or tokens.ndim != 1:
         raise ValueError(f"tokens and labels must be [n_prompts], got {tokens.shape} and {labels.shape}")
     scores = []
-    for train, test in _splits(labels, folds, seed):
+    for train, test in stratified_splits(labels, folds, seed):
         classes, counts = np.unique(labels[train], return_counts=True)
         fallback = classes[np.argmax(counts)]
         votes: dict = {}

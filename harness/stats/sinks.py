@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from harness.stats.heads import _pc1_scores  # PC1 scores of a head's outputs, as ``pc1_identity_r2`` takes them
+from harness.stats.heads import pc1_scores
 from harness.stats.nulls import benjamini_hochberg, permutation_pvalues
 from harness.stats.probes import accuracy_upper_bound
 
@@ -113,7 +113,7 @@ def pc1_heldout_identity(
     unlike the in-sample R², whose permutation mean is (G - 1) / (n - 1). The null permutes z across prompts with
     identities and folds fixed (the same exchangeability as permuting identities, every fold kept balanced);
     permutations from ``np.random.default_rng(seed)``. Outputs constant across prompts give (0, 0, zeros)."""
-    z, frac = _pc1_scores(outputs)
+    z, frac = pc1_scores(outputs)
     token_ids = np.asarray(token_ids)
     if token_ids.shape != (z.size,):
         raise ValueError(f"token_ids must be [n_prompts] = [{z.size}], got {token_ids.shape}")

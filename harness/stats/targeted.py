@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from threadpoolctl import threadpool_limits
 
-from harness.stats.probes import DEFAULT_N_COMPONENTS, _fold_predictions, _splits
+from harness.stats.probes import DEFAULT_N_COMPONENTS, fold_predictions, stratified_splits
 
 __all__ = ["reduction", "random_minus_targeted", "probe_correct", "paired_difference"]
 
@@ -69,7 +69,7 @@ def probe_correct(
     if not np.all(np.isfinite(X)):
         raise ValueError("X contains non-finite values")
     with threadpool_limits(limits=1, user_api="blas"):
-        pred = _fold_predictions(X, labels, _splits(labels, folds, seed), n_components, 1.0, 200)
+        pred = fold_predictions(X, labels, stratified_splits(labels, folds, seed), n_components, 1.0, 200)
     return pred == labels
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from harness.capture.corpus import PromptSet
 from harness.capture.measure import Leakage, by_layer
-from harness.capture.reads import PatternAtPairs, ResidNorms, Run, ScoresAtPairs, SinkProfile
+from harness.capture.reads import PatternAtPairs, ResidNorms, Run, SinkProfile
 from harness.capture.session import Session
 from harness.model.edits import Bidirectional, ZeroHeads
 from harness.outcome import known_outcomes
@@ -55,7 +55,7 @@ def test_reads_together_share_one_pass_and_layers_stop_the_pass(tiny):
     assert session.workload.totals()[1] - before == ids.size * model.n_layers  # one forward pass for both reads
     assert norms.embed and norms.values.shape[1] == model.n_layers + 1
     np.testing.assert_array_equal(norms.decoder, norms.values[:, 1:])
-    first = session.capture(model, Run(prompts(ids), layers=1), ScoresAtPairs())
+    first = session.capture(model, Run(prompts(ids), layers=1), PatternAtPairs())
     assert first.layers == (0,) and first.values.shape[1] == 1
     assert session.workload.totals()[1] - before == ids.size * (model.n_layers + 1)
 

@@ -1,7 +1,6 @@
-"""Reliability review 2 (issue 25), section A (issue 25, part 1): results are never lost,
-and a partial run says it is partial.
+"""Results are never lost, and a partial run says it is partial.
 
-Case -> test (each failed on d85fd79, before the fix, except where said):
+Case -> test (each failed on d85fd79, before it was fixed, except where said):
 
 - same-second runs into one --report-dir overwrite each other ........ test_three_runs_started_in_one_second_keep_three_complete_result_sets
 - verify() calls sharing a report_dir likewise ......................... test_verify_calls_sharing_a_report_dir_each_return_their_own_run
@@ -20,7 +19,7 @@ Case -> test (each failed on d85fd79, before the fix, except where said):
                                                                           ends_as_interrupted
 - full disk: a truncated report.html is left, `latest` points at it, the
   final line names a report.md never written ........................... test_a_full_disk_at_the_end_of_a_run_is_one_line_and_no_truncated_file[*]
-- ABSPOS_CACHE on a full disk: an ~80-line SafetensorError per test ..... tests/test_reliability2_settings.py::
+- ABSPOS_CACHE on a full disk: an ~80-line SafetensorError per test ..... tests/test_settings_before_work.py::
                                                                           test_a_full_disk_during_conversion_is_one_line
 - Baselines.check writes its file in place, not atomically (and so do the
   known outcomes, the stability record and the reports) ................. test_a_write_that_fails_midway_leaves_the_old_file_whole[*]
@@ -50,6 +49,7 @@ import types
 from pathlib import Path
 
 import pytest
+from pytest_runs import pytest_argv, run_pytest, start_pytest
 
 from harness.files.paths import ROOT
 
@@ -72,8 +72,6 @@ def run_options(tmp_path: Path, *extra: str) -> list[str]:
         "-k",
         "T9a or T10 or T12",
         "-v",
-        "-p",
-        "no:cacheprovider",
         "--report-dir",
         str(tmp_path / "reports"),
         "--baseline-dir",
@@ -186,7 +184,7 @@ def only_run(reports: Path) -> Path:
 @pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadgroup"]], ids=["one process", "-n 2"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_keeps_what_finished_and_marks_the_run_interrupted(tmp_path, sig, workers):
-    r = stop_after_first_result([PY, "-m", "pytest", "claims", *run_options(tmp_path, *workers)], sig)
+    r = stop_after_first_result(pytest_argv(*run_options(tmp_path, *workers)), sig)
     assert r["sent"], r["out"][-3000:]
     assert r["code"] == 2, r["out"][-3000:]  # pytest's "interrupted"
     run = only_run(tmp_path / "reports")
@@ -211,7 +209,9 @@ def test_a_signal_keeps_what_finished_and_marks_the_run_interrupted(tmp_path, si
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_the_run_command_passes_a_signal_on_and_waits_for_its_pytest(tmp_path, sig):
     """The signal goes to the command's PID alone (``kill PID``, a CI runner, ``timeout``)."""
-    r = stop_after_first_result([PY, "-m", "harness.cli", "run", *run_options(tmp_path)], sig, timeout=150)
+    r = stop_after_first_result(
+        [PY, "-m", "harness.cli", "run", *run_options(tmp_path, "-p", "no:cacheprovider")], sig, timeout=150
+    )
     assert r["sent"] and len(r["tree"]) == 1  # the command, and its pytest under it
     assert r["code"] == 2, r["out"][-3000:]  # its pytest's own code: interrupted, after writing what finished
     assert r["survivors"] == [], "the command's pytest outlived it"
@@ -352,7 +352,7 @@ LINELESS_INTERRUPT = """import os, signal, sys, time, types
 import pytest
 
 sys.path.insert(0, os.environ["ABSPOS_TESTS_DIR"])
-from test_reliability2_results import lineless_entry
+from test_results_kept import lineless_entry
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -375,8 +375,7 @@ def test_a_claims_run_interrupted_at_a_lineless_instruction_still_ends_as_interr
         "ABSPOS_TESTS_DIR": str(Path(__file__).parent),
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    cmd = [PY, "-m", "pytest", "claims", *run_options(tmp_path, "-p", "linelessinterrupt")]
-    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    r = run_pytest(*run_options(tmp_path, "-p", "linelessinterrupt"), env=env)
     out = r.stdout + r.stderr
     assert r.returncode == 2 and "TypeError" not in out, out[-3000:]
     said = "abspos: interrupted by SIGTERM: 3 of 3 selected claim tests never ran; no claim test had finished"
@@ -402,31 +401,12 @@ def frozen_clock(tmp_path: Path) -> dict:
 def test_three_runs_started_in_one_second_keep_three_complete_result_sets(tmp_path):
     env, reports = frozen_clock(tmp_path), tmp_path / "reports"
     procs = [
-        subprocess.Popen(
-            [
-                PY,
-                "-m",
-                "pytest",
-                "claims",
-                "--models",
-                MODEL,
-                "-k",
-                "causal_denominator",
-                "-p",
-                "frozenclock",
-                "-p",
-                "no:cacheprovider",
-                "-q",
-                "--seed",
-                str(seed),
-                "--report-dir",
-                str(reports),
-            ],
-            cwd=ROOT,
+        start_pytest(
+            *("--models", MODEL, "-k", "causal_denominator", "-p", "frozenclock", "-q"),
+            *("--seed", str(seed), "--report-dir", str(reports)),
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            text=True,
         )
         for seed in range(3)
     ]
@@ -522,27 +502,8 @@ def test_a_full_disk_at_the_end_of_a_run_is_one_line_and_no_truncated_file(tmp_p
         (reports / "latest").symlink_to("run-old")
         hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
         limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (5_000, hard))) if how == "file size limit" else None
-        r = subprocess.run(
-            [
-                PY,
-                "-m",
-                "pytest",
-                "claims",
-                "--models",
-                MODEL,
-                "-k",
-                "causal_denominator",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--report-dir",
-                str(reports),
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            preexec_fn=limit,
-            timeout=300,
+        r = run_pytest(
+            *("--models", MODEL, "-k", "causal_denominator", "-q", "--report-dir", str(reports)), preexec_fn=limit
         )
         out = r.stdout + r.stderr
         assert r.returncode == 0, out[-3000:]

@@ -1,6 +1,6 @@
-"""Reliability review 2, section B: a model is measured only if it is the model its config describes.
+"""A model is measured only if it is the model its config describes.
 
-Each case of the second reliability review (issue 25), section B, and the test that holds it:
+Each case, and the test that holds it:
 
 - config says 31 layers, weights hold 30 (a random layer 30; T9a recorded "held") ..... test_a_real_folder_with_a_layer_more_is_refused_by_the_claims,
                                                                                           test_a_config_and_weights_that_disagree_are_refused_in_one_line[layers 31]
@@ -24,12 +24,11 @@ import dataclasses
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from pytest_runs import run_pytest
 
 from harness import cli
 from harness.model import interventions as iv
@@ -110,26 +109,17 @@ def test_a_real_folder_with_a_layer_more_is_refused_by_the_claims(tmp_path, smol
     """Through pytest: T9a on a SmolLM2 folder whose config says 31 layers is refused before collection with one line
     (exit 4), never a verdict or a baseline."""
     folder = edited_copy(smol, tmp_path / "smol-31", num_hidden_layers=31)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "claims",
+    proc = run_pytest(
+        *(
             "--models",
             f"path:{folder}",
             "-k",
             "T9a",
             "--no-report",
             "-q",
-            "-p",
-            "no:cacheprovider",
             "--baseline-dir",
             str(tmp_path / "baselines"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+        ),
         timeout=600,
         env={**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"},
     )

@@ -1,4 +1,4 @@
-"""A faithful reproduction passes the paper-value checks; a value 2x off fails them (issue 28, fidelity review 2 §1).
+"""A faithful reproduction passes the paper-value checks; a value 2x off fails them.
 
 A synthetic model on the harness's own engine (``stats.leakage``, ``stats.pairs``, ``stats.intervals``, the same
 calls ``capture.measure.Leakage`` makes) at the paper's design (512-token prompts, 4,000 stratified pairs) and the

@@ -1,7 +1,6 @@
-"""Reliability review 2 (issue 25), sections C, D and "Also noticed" (issue 25, parts 3-4):
-every bad setting is one line before any work; what others read is safe to render; what the code needs is declared.
+"""Every bad setting is one line before any work; what others read is safe to render; what the code needs is declared.
 
-Case -> test (each failed on d85fd79, before the fix):
+Case -> test (each failed on d85fd79, before it was fixed):
 
 C. Every bad setting is one line before any work
   --models "" / "," (pytest: INTERNALERROR KeyError NOTSET)    test_a_bad_setting_is_one_line_before_any_work[models-*]
@@ -46,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pytest_runs import run_pytest
 
 import harness
 from harness import api, cli
@@ -58,14 +58,7 @@ USAGE = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_claims(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "claims", "--no-report", "-p", "no:cacheprovider", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
+    return run_pytest("--no-report", *args, env={**os.environ, **(env or {})}, timeout=timeout)
 
 
 def error_lines(r: subprocess.CompletedProcess) -> list[str]:

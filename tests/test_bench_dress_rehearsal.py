@@ -1,4 +1,4 @@
-"""Issue 26: the nightly dress rehearsal benchmark (benchmarks/bench_dress_rehearsal.py): per-claim sums from a run's
+"""The nightly dress rehearsal benchmark (benchmarks/bench_dress_rehearsal.py): per-claim sums from a run's
 records and each test's peak memory, the GPU estimate (layer-tokens at the device's rate plus the statistics seconds),
 and (long) the whole script on the narrow Llama-3.2-1B rehearsal for a part of the selection."""
 

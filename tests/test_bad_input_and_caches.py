@@ -1,7 +1,6 @@
-"""Bad input and damaged caches (the first reliability review): one line saying what is wrong, nothing
-lost, and a cache that repairs itself.
+"""Bad input and damaged caches: one line saying what is wrong, nothing lost, and a cache that repairs itself.
 
-Where each case of the review's table is tested:
+Where each case is tested (the case ids are the first reliability review's):
 - U1-U13 (usage): tests/test_plugin.py ``test_bad_model_selection_is_a_usage_error`` and
   ``test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work``; U3 also in tests/test_devices.py;
   the reason kept in results.json whatever ``--tb`` (R8): tests/test_outcomes.py (a default-``--tb`` run); results

@@ -1,4 +1,4 @@
-"""Issue 26: the ``rehearsal`` group's mechanics, without building a model. A rehearsal (a paper architecture with
+"""The ``rehearsal`` group's mechanics, without building a model. A rehearsal (a paper architecture with
 random weights) is registered as its paper model's spec under its own name; its claim tests end "rehearsed" whether
 the claim would hold or not (never a verdict), while a harness error still fails; the report never labels one held or
 not held; and the paper model's own loading path still refuses a rehearsal folder.
@@ -20,8 +20,8 @@ from safetensors.torch import save_file
 from harness.model import rehearsal, weights
 from harness.model.checkpoint_checks import REHEARSAL_KEY
 from harness.model.rehearsal_mark import MARKER, rehearsals_root
-from harness.outcome.verdict import VERDICTS
-from harness.report.cells import LABEL, verdict_text
+from harness.outcome.verdict import Verdict
+from harness.report.cells import verdict_text
 from harness.run.selection import UsageError, selected_models
 from harness.spec.claims import CLAIMS
 from harness.spec.models import LLAMA_1B, MISTRAL, PAPER, QWEN, REGISTRY, WrongWeights, get_spec, names
@@ -184,9 +184,8 @@ def {test}(model_name, figures):
 
 
 def test_the_report_never_labels_a_rehearsal_held_or_not_held():
-    assert "rehearsed" in VERDICTS and "rehearsed" in LABEL
-    label = LABEL["rehearsed"][0]
-    assert "held" not in label.replace("rehearsed", "") and LABEL["rehearsed"][1] not in ("held", "not")
+    label = Verdict.REHEARSED.label
+    assert "held" not in label.replace("rehearsed", "") and Verdict.REHEARSED.css not in ("held", "not")
     r = {"verdict": "rehearsed", "outcome": "passed", "reason": "rehearsal of llama-3.2-1b ..., would read: held"}
     assert verdict_text(r, True).startswith(label + ": rehearsal of")
     assert verdict_text({**r, "unstable": "flips"}, False) == label  # never "unstable" (read from held / not held)

@@ -1,4 +1,4 @@
-"""Issue 26: the opt-in real model (Qwen2.5-Coder-1.5B, the ``extra`` group) and the first real ladder with the bundled
+"""The opt-in real model (Qwen2.5-Coder-1.5B, the ``extra`` group) and the first real ladder with the bundled
 0.5B (``--models qwen-ladder``); the join of chunked GGUF packages checked against a recorded sha256; a merge that
 takes a model from the run with its records when another run selected it for T13's ladder only; the full-size
 rehearsal builds (``<paper>-full-rehearsal``, the nightly dress rehearsal) registered apart from ``--models rehearsal``;
@@ -207,7 +207,7 @@ def test_a_joined_file_found_in_place_is_checked_again_before_conversion(tmp_pat
 
 
 def test_merge_expects_the_extra_group_and_the_ladders_by_name():
-    from harness.report.merge import _expand
+    from harness.report.merge import expand_models
 
-    assert _expand(["qwen-ladder"]) == [SMALL, LARGE]
-    assert _expand(["bundled,extra"]) == [*names("bundled"), LARGE]
+    assert expand_models(["qwen-ladder"]) == [SMALL, LARGE]
+    assert expand_models(["bundled,extra"]) == [*names("bundled"), LARGE]

@@ -1,0 +1,200 @@
+"""The verdict of a claim test: decided in one function (``harness.outcome.verdict.decide``) from how the test ended,
+carried as one typed ``ClaimResult``, and never compared as a word anywhere else in the harness."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.outcome.claim_result import PROPERTY, ClaimResult
+from harness.outcome.verdict import (
+    ClaimNotHeld,
+    KnownOutcomeMismatch,
+    NotApplicable,
+    SnapshotDrift,
+    Verdict,
+    decide,
+)
+
+pytest_plugins = ["pytester"]
+ROOT = Path(__file__).resolve().parents[1]
+KNOWN = {"check": "test_T5: frac > 0.5", "measured": "frac = 0.31"}
+NOT_HELD = ClaimNotHeld("frac = 0.31 on smollm2-135m", "test_T5: frac > 0.5")
+
+
+@pytest.mark.parametrize("phase", ["setup", "call"])
+def test_not_applicable_is_its_own_type_and_a_plain_skip_is_skipped(phase):
+    assert decide(phase, NotApplicable("not applicable to gemma3-270m: no BOS")) == (
+        Verdict.NOT_APPLICABLE,
+        False,
+        "not applicable to gemma3-270m: no BOS",
+        None,
+    )
+    # worded like an n/a reason, but a skip: the type decides, never the words
+    skip = pytest.skip.Exception("not applicable (the words alone decide nothing)")
+    assert decide(phase, skip)[:3] == (Verdict.SKIPPED, False, "not applicable (the words alone decide nothing)")
+
+
+def test_an_error_while_setting_up_is_a_harness_error_even_with_a_known_outcome():
+    verdict, known, reason, check = decide("setup", RuntimeError("load failed"), known=KNOWN)
+    assert (verdict, known, reason, check) == (Verdict.HARNESS_ERROR, False, "RuntimeError: load failed", None)
+
+
+def test_a_body_that_ends_is_held_or_stale_or_rehearsed():
+    assert decide("call", None) == (Verdict.HELD, False, "", None)
+    verdict, known, reason, _ = decide("call", None, known=KNOWN)
+    assert verdict == Verdict.STALE and not known
+    assert KNOWN["check"] in reason and KNOWN["measured"] in reason and "re-take" in reason
+    verdict, _, reason, check = decide("call", None, rehearses="llama-3.2-1b")
+    assert (verdict, check) == (Verdict.REHEARSED, None) and reason.endswith("would read: held")
+    verdict, _, reason, check = decide("call", None, rehearses="llama-3.2-1b", not_held=NOT_HELD)
+    assert verdict == Verdict.REHEARSED and check == NOT_HELD.check and str(NOT_HELD) in reason
+
+
+def test_claim_not_held_is_not_held_and_says_whether_it_was_the_recorded_outcome():
+    assert decide("call", NOT_HELD, not_held=NOT_HELD) == (Verdict.NOT_HELD, False, str(NOT_HELD), NOT_HELD.check)
+    assert decide("call", NOT_HELD, known=KNOWN, not_held=NOT_HELD)[:2] == (Verdict.NOT_HELD, True)
+    mismatch = KnownOutcomeMismatch(f"not held at another assertion than recorded: {NOT_HELD}")
+    assert decide("call", mismatch, known=KNOWN, not_held=NOT_HELD) == (
+        Verdict.NOT_HELD,
+        False,  # a new finding: never accepted as the recorded one
+        str(NOT_HELD),
+        NOT_HELD.check,
+    )
+
+
+def test_anything_else_is_a_harness_error_named_by_its_type():
+    drift = SnapshotDrift("T5: measured figures drifted")
+    assert decide("call", drift) == (Verdict.HARNESS_ERROR, False, "SnapshotDrift: T5: measured figures drifted", None)
+    # a drift after the claim did not hold: still no verdict, the failing assertion kept
+    assert decide("call", drift, known=KNOWN, not_held=NOT_HELD)[::3] == (Verdict.HARNESS_ERROR, NOT_HELD.check)
+    assert decide("call", json.JSONDecodeError("bad", "x", 0))[2].startswith("json.decoder.JSONDecodeError: bad")
+
+
+def test_a_result_travels_as_one_json_property_and_becomes_its_record():
+    result = ClaimResult(
+        "claims/test_s5_3_leakage.py::test_T5_x[smollm2-135m]",
+        "T5",
+        "smollm2-135m",
+        Verdict.NOT_HELD,
+        known_outcome=True,
+        check=NOT_HELD.check,
+        reason=str(NOT_HELD),
+        figures=({"name": "frac", "value": 0.31, "paper": None, "ci": [0.2, 0.4], "note": ""},),
+        work={
+            "seconds": 1.5,
+            "layer_tokens": 30,
+            "floor_layer_tokens": 20,
+            "load_seconds": 2.0,
+            "shape": {"layers": 1},
+        },
+        baseline={"status": "matched", "path": "b.json"},
+    )
+    name, value = result.as_property()
+    assert name == PROPERTY
+    carried = json.loads(json.dumps(value))  # as xdist sends it to the controller
+    report = type("Report", (), {"user_properties": [("other", 1), (name, carried)]})()
+    assert ClaimResult.from_report(report) == result
+    record = result.record("xfailed", 5.0, unstable="flips at seed 2")
+    assert list(record) == [
+        "test",
+        "claim",
+        "model",
+        "outcome",
+        "verdict",
+        "known_outcome",
+        "check",
+        "reason",
+        "figures",
+        "seconds",
+        "forward_seconds",
+        "layer_tokens",
+        "floor_layer_tokens",
+        "baseline",
+        "unstable",
+        "shape",
+    ]
+    assert record["verdict"] == "not held" and type(record["verdict"]) is str
+    assert record["seconds"] == 3.0 and record["forward_seconds"] == 1.5  # loading is not the test's time
+    assert ClaimResult.from_report(type("Report", (), {"user_properties": []})()) is None
+
+
+def test_a_record_reads_as_its_verdict_old_files_by_their_outcome():
+    assert Verdict.of({"verdict": "held"}) is Verdict.HELD
+    assert Verdict.of({"verdict": "not held", "unstable": "flips"}) is Verdict.UNSTABLE
+    assert Verdict.of({"verdict": "n/a", "unstable": "flips"}) is Verdict.NOT_APPLICABLE
+    assert Verdict.of({"outcome": "xfailed"}) is Verdict.NOT_HELD
+    assert Verdict.of({"outcome": "failed", "reason": "x.ClaimNotHeld: no"}) is Verdict.NOT_HELD
+    assert Verdict.of({"outcome": "failed", "reason": "RuntimeError"}) is Verdict.HARNESS_ERROR
+    assert Verdict.of({"outcome": "skipped", "reason": "not applicable to x"}) is Verdict.NOT_APPLICABLE
+    assert Verdict.of({"outcome": "skipped", "reason": "weights absent"}) is Verdict.SKIPPED
+    with pytest.raises(ValueError):
+        Verdict.of({"verdict": "within"})
+    assert all(v.meaning and v.label and v.css for v in Verdict)
+
+
+def _verdict_words_compared(path: Path) -> list[str]:
+    """Comparisons (==, !=, in, not in) of a verdict's word as a string literal in one module."""
+    words = {v.value for v in Verdict}
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in [node.left, *node.comparators]:
+            items = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: {item.value!r}"
+                for item in items
+                if isinstance(item, ast.Constant) and item.value in words
+            ]
+    return found
+
+
+def test_no_verdict_word_is_compared_as_a_string_outside_the_verdict_module():
+    verdict_module = ROOT / "harness" / "outcome" / "verdict.py"
+    found = [
+        f for p in sorted((ROOT / "harness").rglob("*.py")) if p != verdict_module for f in _verdict_words_compared(p)
+    ]
+    assert not found, "compare with harness.outcome.verdict.Verdict's members: " + "; ".join(found)
+
+
+STAND_INS = """
+import pytest
+from harness import NotApplicable
+
+
+@pytest.mark.claim("T9b")
+def test_T9b_position0_norm_exceeds_mid_sequence_tenfold(model_name):
+    raise NotApplicable("not applicable: what this run measured rules the prediction out")
+
+
+@pytest.mark.claim("T8")
+def test_T8_sliding_window_ratio_rises_with_depth_past_the_window(model_name):
+    raise AssertionError("never runs: the prediction is for sliding-window models")
+"""
+
+
+def test_not_applicable_at_collection_and_in_a_body_reads_n_a_and_shows_as_a_plain_skip(pytester):
+    """Through the plugin's hooks (in process): the collection's applicability and a body's ``NotApplicable`` both end
+    the test as a skip at the test's own line, with the reason alone, and its record reads n/a."""
+    pytester.makepyfile(test_stand_ins=STAND_INS)
+    (pytester.path / "none.json").write_text("{}")
+    result = pytester.runpytest_inprocess(
+        *("-p", "harness.run.plugin", "-p", "no:randomly", "-p", "no:cacheprovider", "-rs", "-n", "0"),
+        *("--models", "smollm2-135m", "--report-dir", str(pytester.path / "reports")),
+        *("--known-outcomes", str(pytester.path / "none.json")),
+    )
+    result.assert_outcomes(skipped=2)
+    skips = [line for line in result.outlines if line.startswith("SKIPPED")]
+    assert len(skips) == 2 and all("test_stand_ins.py:" in s and "Exception" not in s for s in skips), skips
+    (found,) = (pytester.path / "reports").glob("run-*/results.json")
+    records = {r["test"].split("::")[1].split("_")[1]: r for r in json.loads(found.read_text())["records"]}
+    assert {k: (r["verdict"], r["outcome"]) for k, r in records.items()} == {
+        "T9b": ("n/a", "skipped"),
+        "T8": ("n/a", "skipped"),
+    }
+    assert records["T9b"]["reason"] == "not applicable: what this run measured rules the prediction out"
+    assert records["T8"]["reason"].startswith("not applicable to smollm2-135m: the prediction is for")
