@@ -3,6 +3,7 @@
 import os
 
 import pytest
+import scipy.stats  # noqa: F401  (before any pytester run, which restores sys.modules: numpy's extensions load once)
 
 from harness.spec.models import REGISTRY
 

@@ -248,6 +248,7 @@ def real_conversion():
         pytest.skip(str(e))
 
 
+@pytest.mark.slow  # a real conversion twice, 2 minutes: weekly
 @pytest.mark.long
 def test_a_truncated_real_conversion_is_repaired_and_loads_the_same_model(real_conversion, tmp_path, monkeypatch):
     """Review C1 end to end: the bundled SmolLM2 conversion, truncated, is converted again with one line and gives

@@ -36,6 +36,7 @@ def test_per_claim_sums_its_tests_and_keeps_their_largest_peak():
     assert "GPU" not in dress.table(rows, None)
 
 
+@pytest.mark.slow  # a benchmark end to end: weekly
 @pytest.mark.long
 def test_the_dress_rehearsal_runs_a_selection_and_writes_its_table(tmp_path):
     code = dress.main(

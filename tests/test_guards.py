@@ -386,6 +386,7 @@ def pytest_configure(config):
 '''
 
 
+@pytest.mark.slow  # a killed claims run, 1 minute: weekly
 @pytest.mark.long
 def test_a_killed_job_in_a_reused_folder_is_failed_not_stale(tmp_path, monkeypatch, capsys):
     """SB9. The folder holds an earlier submission's succeeded job (and its run); this submission's job is killed
@@ -443,6 +444,7 @@ def pytest_configure(config):
 '''
 
 
+@pytest.mark.slow  # a claims run stopped at the report, 1.5 minutes: weekly; the signal tests cover a stop in a run
 @pytest.mark.long
 def test_a_stop_while_the_report_is_written_ends_like_ctrl_c(tmp_path):
     """SG1, SG2. SIGTERM while the report is being written: exit 2, the kept results.json named, the report's absence
@@ -705,6 +707,7 @@ def suites_own(kind: str, target: str) -> bool:
     return target.startswith(("#", "figures/")) or "METHODS.md" in target
 
 
+@pytest.mark.slow  # a claims run on a crafted name: weekly; the escaping stays unit-tested in test_settings_before_work
 def test_markdown_outputs_carry_no_link_or_image_from_names(tmp_path):
     """MG2, MI2. A model name, a run label, a job reason, a record's reason and the machine's CPU name carrying
     Markdown links, images and bare addresses: report.md and summary.md, single and merged, render none of them."""

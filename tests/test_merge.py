@@ -68,6 +68,7 @@ def merge_cli(*args, capsys=None) -> tuple[int, str, str]:
 # ---- pure data ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # weekly; merging the example run stays checked by the tests below
 @pytest.mark.long
 def test_split_example_merges_back_to_the_same_run(example, tmp_path, capsys):
     dirs = split(example, tmp_path)
@@ -100,6 +101,7 @@ def _rewrite(path: Path, change) -> None:
     p.write_text(json.dumps(data))
 
 
+@pytest.mark.slow  # a submit and a merge per case: weekly
 @pytest.mark.long
 def test_mixed_settings_refused_in_one_line_or_merged_with_a_warning(example, tmp_path, capsys):
     dirs = split(example, tmp_path)
@@ -118,6 +120,7 @@ def test_mixed_settings_refused_in_one_line_or_merged_with_a_warning(example, tm
     assert "mixed runs merged" in (tmp_path / "m" / "summary.md").read_text()
 
 
+@pytest.mark.slow  # a submit and a merge per case: weekly
 @pytest.mark.long
 def test_mixed_commits_refused_in_one_line_or_merged_with_a_warning(example, tmp_path, capsys):
     dirs = split(example, tmp_path)
@@ -344,6 +347,7 @@ def test_the_console_command_merges_and_submit_refuses_bad_usage(example, tmp_pa
     assert "--report-dir: set by submit" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # sbatch scripts for every option: weekly
 def test_submit_slurm_maps_partition_gpus_time_memory_to_sbatch(tmp_path, monkeypatch, capsys):
     """--executor slurm is submitit's SLURM executor with the options as #SBATCH lines (a stand-in srun on PATH: no
     job is submitted); without SLURM it is one line, and nothing is written."""

@@ -133,7 +133,9 @@ def test_each_outcome_is_recorded_under_its_own_verdict(crafted, test, verdict, 
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("tb", ["no", "line", "native", "short"])
+@pytest.mark.parametrize(
+    "tb", ["no", *(pytest.param(tb, marks=pytest.mark.slow) for tb in ("line", "native", "short"))]
+)
 def test_the_reason_is_kept_whatever_the_traceback_style(tmp_path, tb):
     """Review R8: with pytest's default --tb, results.json kept only 'harness/claims.py:35: ClaimNotHeld'."""
     _, records, _ = run_crafted(tmp_path, f"--tb={tb}")
@@ -189,6 +191,7 @@ def t9a(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # four claims runs, 4 minutes on 2 cores: weekly; baselines stay checked in test_plugin
 @pytest.mark.long
 def test_a_non_default_run_records_its_baseline_then_compares_with_it(tmp_path):
     first = t9a(tmp_path, "--seq-len", "16")

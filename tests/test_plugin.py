@@ -116,57 +116,62 @@ def test_snapshot_drift_fails_a_held_claim_as_a_harness_error(tmp_path):
     assert "ClaimNotHeld" not in r.stdout
 
 
+#: Each bad setting's one line; every push runs one per kind of check (a number's range, a corpus's capacity, a
+#: device, a folder), the rest weekly: each is a pytest start that imports torch (about 18 s on 2 cores).
+OUT_OF_RANGE = [
+    ("--n-prompts", "0", "--n-prompts 0: must be a multiple of 4 (balanced topics) and at least 12"),
+    ("--n-prompts", "3", "--n-prompts 3: must be a multiple of 4"),
+    ("--n-prompts", "8", "with fewer prompts the top 30 heads cannot survive BH"),
+    ("--seq-len", "1", "--seq-len 1: must be 8 times a power of two, at least 16"),
+    ("--seq-len", "100", "--seq-len 100: must be 8 times a power of two"),
+    ("--n-pairs", "0", "--n-pairs 0: must be at least 1000"),
+    ("--n-perm", "0", "--n-perm 0: must be at least 100"),
+    ("--n-perm", "-5", "--n-perm -5: must be at least 100"),
+    ("--n-probe-prompts", "10", "--n-probe-prompts 10: must be a multiple of 4 and at least 20"),
+    ("--device", "nonsense", "--device nonsense: not a torch device; expected cpu, cuda, cuda:<index> or mps"),
+    ("--dtype", "int8", "argument --dtype: invalid choice: 'int8'"),
+    ("--corpus", "nosuch", "argument --corpus: invalid choice: 'nosuch'"),
+    ("--seq-len", "100000", "--seq-len 100000: must be 8 times a power of two"),
+    (
+        "--seq-len",
+        "16384",
+        "--seq-len 16384: longer than the context of smollm2-135m (8192 tokens) (their context allows at most 8192)",
+    ),
+    (
+        "--seq-len",
+        "131072",
+        "--seq-len 131072: longer than the context of smollm2-135m (8192 tokens), "
+        "gemma3-270m (32768 tokens), qwen2.5-coder-0.5b (32768 tokens) (their context allows at "
+        "most 8192)",
+    ),
+    (
+        "--seq-len",
+        "8192",
+        "--n-probe-prompts and --seq-len: 64 prompts of 8192 tokens need 131072 tokens per topic; "
+        "the 'wiki' corpus's smallest topic has 102696 in smollm2-135m's tokenizer; it fills 64 "
+        "prompts of at most 4096 tokens or 44 prompts of 8192 tokens (or use --corpus bbc)",
+    ),
+    (
+        "--seq-len",
+        "32768",
+        "--n-prompts and --seq-len: 16 prompts of 32768 tokens need 131072 tokens per topic; the "
+        "'wiki' corpus's smallest topic has 104417 in qwen2.5-coder-0.5b's tokenizer",
+    ),
+    (
+        "--n-prompts",
+        "1024",
+        "T7's query bins at 512 tokens or --seq-len, with --n-prompts: 1024 prompts of 512 tokens "
+        "need 131072 tokens per topic",
+    ),
+    ("--report-dir", "/proc/forbidden", "--report-dir /proc/forbidden: not writable"),
+    ("--report-dir", "/dev/null/x", "--report-dir /dev/null/x: not writable"),
+]
+EVERY_PUSH = {("--n-prompts", "3"), ("--device", "nonsense"), ("--n-prompts", "1024"), ("--report-dir", "/dev/null/x")}
+
+
 @pytest.mark.parametrize(
     "option, value, says",
-    [
-        ("--n-prompts", "0", "--n-prompts 0: must be a multiple of 4 (balanced topics) and at least 12"),
-        ("--n-prompts", "3", "--n-prompts 3: must be a multiple of 4"),
-        ("--n-prompts", "8", "with fewer prompts the top 30 heads cannot survive BH"),
-        ("--seq-len", "1", "--seq-len 1: must be 8 times a power of two, at least 16"),
-        ("--seq-len", "100", "--seq-len 100: must be 8 times a power of two"),
-        ("--n-pairs", "0", "--n-pairs 0: must be at least 1000"),
-        ("--n-perm", "0", "--n-perm 0: must be at least 100"),
-        ("--n-perm", "-5", "--n-perm -5: must be at least 100"),
-        ("--n-probe-prompts", "10", "--n-probe-prompts 10: must be a multiple of 4 and at least 20"),
-        ("--device", "nonsense", "--device nonsense: not a torch device; expected cpu, cuda, cuda:<index> or mps"),
-        ("--dtype", "int8", "argument --dtype: invalid choice: 'int8'"),
-        ("--corpus", "nosuch", "argument --corpus: invalid choice: 'nosuch'"),
-        ("--seq-len", "100000", "--seq-len 100000: must be 8 times a power of two"),
-        (
-            "--seq-len",
-            "16384",
-            "--seq-len 16384: longer than the context of smollm2-135m (8192 tokens) (their context "
-            "allows at most 8192)",
-        ),
-        (
-            "--seq-len",
-            "131072",
-            "--seq-len 131072: longer than the context of smollm2-135m (8192 tokens), "
-            "gemma3-270m (32768 tokens), qwen2.5-coder-0.5b (32768 tokens) (their context allows at "
-            "most 8192)",
-        ),
-        (
-            "--seq-len",
-            "8192",
-            "--n-probe-prompts and --seq-len: 64 prompts of 8192 tokens need 131072 tokens per topic; "
-            "the 'wiki' corpus's smallest topic has 102696 in smollm2-135m's tokenizer; it fills 64 "
-            "prompts of at most 4096 tokens or 44 prompts of 8192 tokens (or use --corpus bbc)",
-        ),
-        (
-            "--seq-len",
-            "32768",
-            "--n-prompts and --seq-len: 16 prompts of 32768 tokens need 131072 tokens per topic; the "
-            "'wiki' corpus's smallest topic has 104417 in qwen2.5-coder-0.5b's tokenizer",
-        ),
-        (
-            "--n-prompts",
-            "1024",
-            "T7's query bins at 512 tokens or --seq-len, with --n-prompts: 1024 prompts of 512 tokens "
-            "need 131072 tokens per topic",
-        ),
-        ("--report-dir", "/proc/forbidden", "--report-dir /proc/forbidden: not writable"),
-        ("--report-dir", "/dev/null/x", "--report-dir /dev/null/x: not writable"),
-    ],
+    [pytest.param(*case, marks=() if case[:2] in EVERY_PUSH else pytest.mark.slow) for case in OUT_OF_RANGE],
 )
 def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option, value, says):
     """Never a crash in every test, never a meaningless setting reported as a
@@ -185,7 +190,9 @@ def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option
     assert len(lines) == 1 and says in lines[0], r.stderr
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "1"]], ids=["plain", "xdist"])
+@pytest.mark.parametrize(
+    "xdist", [[], pytest.param(["-n", "1"], marks=pytest.mark.slow)], ids=["plain", "xdist"]
+)  # under xdist: a worker's start, weekly
 def test_require_weights_fails_a_run_whose_models_are_absent_and_passes_one_whose_are_present(tmp_path, xdist):
     """A nightly (which runs under -n) never goes green having measured nothing (its models' weights absent)."""
     env = {**os.environ, "ABSPOS_MODELS_DIR": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hub")}

@@ -109,6 +109,7 @@ def test_the_derived_spec_of_a_bundled_model_is_its_registry_entry(name):
     assert derived.group == "local" and derived.markers == (spec.family, "local")
 
 
+@pytest.mark.slow  # three claims runs of a real model: weekly; each reference form stays checked by its own load tests
 @pytest.mark.long
 def test_the_same_figures_through_path_hf_and_gguf_as_the_registry_entry(tmp_path, smol_conversion):
     """SmolLM2's converted weights under another name and layout: as a folder (path:), as a Hugging Face cache

@@ -146,7 +146,7 @@ def test_a_harness_error_on_a_rehearsal_still_fails(pytester):
 
 def test_the_paper_values_of_the_rehearsed_model_are_applied(pytester, monkeypatch):
     """A figure the paper reports for the rehearsed model is recorded with that value, and checked (here at the
-    paper's length, so judged): outside the band it would read not held, and still passes as rehearsed."""
+    paper's length, so judged): outside the margin it would read not held, and still passes as rehearsed."""
     from harness.spec import claims
 
     (pytester.path / "none.json").write_text("{}")
@@ -179,7 +179,11 @@ def {test}(model_name, figures):
     result.assert_outcomes(passed=1)
     (r,) = json.loads(next((pytester.path / "reports").glob("run-*/results.json")).read_text())["records"]
     (f,) = r["figures"]
-    assert f["paper"] == paper and f["paper_check"].startswith("outside"), f
+    assert (
+        f["paper"] == paper
+        and "(point estimate)" in f["paper_check"]
+        and f["paper_check"].endswith("not held, margin " + f["paper_check"].rsplit("margin ", 1)[1])
+    ), f
     assert r["verdict"] == "rehearsed" and f"paper value of {figure.name}" in r["reason"], r
 
 

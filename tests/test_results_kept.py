@@ -181,8 +181,14 @@ def only_run(reports: Path) -> Path:
 
 @pytest.mark.long
 @LINUX
-@pytest.mark.parametrize("workers", [[], ["-n", "2", "--dist", "loadgroup"]], ids=["one process", "-n 2"])
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "workers",
+    [[], pytest.param(["-n", "2", "--dist", "loadgroup"], marks=pytest.mark.slow)],  # xdist: 3 minutes, weekly
+    ids=["one process", "-n 2"],
+)
+@pytest.mark.parametrize(
+    "sig", [pytest.param(signal.SIGTERM, marks=pytest.mark.slow), signal.SIGINT], ids=["SIGTERM", "SIGINT"]
+)
 def test_a_signal_keeps_what_finished_and_marks_the_run_interrupted(tmp_path, sig, workers):
     r = stop_after_first_result(pytest_argv(*run_options(tmp_path, *workers)), sig)
     assert r["sent"], r["out"][-3000:]
@@ -206,7 +212,9 @@ def test_a_signal_keeps_what_finished_and_marks_the_run_interrupted(tmp_path, si
 
 @pytest.mark.long
 @LINUX
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "sig", [pytest.param(signal.SIGTERM, marks=pytest.mark.slow), signal.SIGINT], ids=["SIGTERM", "SIGINT"]
+)
 def test_the_run_command_passes_a_signal_on_and_waits_for_its_pytest(tmp_path, sig):
     """The signal goes to the command's PID alone (``kill PID``, a CI runner, ``timeout``)."""
     r = stop_after_first_result(
@@ -220,6 +228,7 @@ def test_the_run_command_passes_a_signal_on_and_waits_for_its_pytest(tmp_path, s
     assert results["interrupted"] == {"by": sig.name, "not_run": [T10, T12]}
 
 
+@pytest.mark.slow  # a notebook run stopped: weekly; a stopped claims run stays checked
 @pytest.mark.long
 @LINUX
 def test_an_interrupted_verify_keeps_what_finished(tmp_path, monkeypatch):
@@ -397,6 +406,7 @@ def frozen_clock(tmp_path: Path) -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
 
 
+@pytest.mark.slow  # three concurrent claims runs: weekly
 @pytest.mark.long
 def test_three_runs_started_in_one_second_keep_three_complete_result_sets(tmp_path):
     env, reports = frozen_clock(tmp_path), tmp_path / "reports"
@@ -427,6 +437,7 @@ def test_three_runs_started_in_one_second_keep_three_complete_result_sets(tmp_pa
     )
 
 
+@pytest.mark.slow  # two notebook runs: weekly
 @pytest.mark.long
 def test_verify_calls_sharing_a_report_dir_each_return_their_own_run(tmp_path, monkeypatch):
     from harness import verify
@@ -491,7 +502,7 @@ def leftovers(folder: Path) -> list[str]:
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("how", ["file size limit", "full tmpfs"])
+@pytest.mark.parametrize("how", ["file size limit", pytest.param("full tmpfs", marks=pytest.mark.slow)])
 def test_a_full_disk_at_the_end_of_a_run_is_one_line_and_no_truncated_file(tmp_path, how):
     """results.json (2 KB) fits, report.html (7 KB) does not: the results are kept, no truncated report is
     left, `latest` stays on the last complete run, and no line names a report that was never written."""

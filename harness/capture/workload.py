@@ -51,3 +51,18 @@ class Workload:
     def totals(self) -> tuple[float, int, int]:
         """(seconds, layer-tokens run, floor layer-tokens) over every model."""
         return sum(self.seconds.values()), sum(self.layer_tokens.values()), sum(self.floor.values())
+
+    def booked_since(self, start: tuple[float, int, int] | None, loading: float | None, model=None) -> dict:
+        """The forward work since ``start`` (``totals()`` then; None: now) and model-loading seconds since ``loading``:
+        what a claim test is booked, with the shape of ``model`` (a ``LoadedModel``) the work scales with."""
+        seconds, layer_tokens, floor = start or self.totals()
+        s2, lt2, f2 = self.totals()
+        booked: dict = {
+            "seconds": round(s2 - seconds, 3),
+            "layer_tokens": lt2 - layer_tokens,
+            "floor_layer_tokens": f2 - floor,
+            "load_seconds": round(self.load_seconds - (self.load_seconds if loading is None else loading), 3),
+        }
+        if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
+            booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}
+        return booked

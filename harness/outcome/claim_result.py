@@ -32,10 +32,17 @@ class ClaimResult:
     figures: tuple[dict, ...] = ()  # the numbers it measured, in the order it recorded them
     work: dict[str, Any] = field(default_factory=lambda: dict(NO_WORK))  # forward work booked to it (the plugin)
     baseline: dict[str, str] | None = None  # {"status", "path"} of the recorded baseline it was compared with
+    margin: float | None = None  # the deciding criterion's margin (harness.spec.decision), None: no rule decided it
+    decisions: tuple[dict, ...] = ()  # every criterion decided by the rule (``Judged.as_dict``), in order
 
     def as_property(self) -> tuple[str, dict]:
         """The (name, value) user property that carries it: plain JSON data."""
-        return PROPERTY, {**asdict(self), "verdict": self.verdict.value, "figures": list(self.figures)}
+        return PROPERTY, {
+            **asdict(self),
+            "verdict": self.verdict.value,
+            "figures": list(self.figures),
+            "decisions": list(self.decisions),
+        }
 
     @classmethod
     def from_report(cls, report) -> ClaimResult | None:
@@ -43,7 +50,14 @@ class ClaimResult:
         value = next((v for k, v in getattr(report, "user_properties", ()) if k == PROPERTY), None)
         if value is None:
             return None
-        return cls(**{**value, "verdict": Verdict(value["verdict"]), "figures": tuple(value["figures"])})
+        return cls(
+            **{
+                **value,
+                "verdict": Verdict(value["verdict"]),
+                "figures": tuple(value["figures"]),
+                "decisions": tuple(value.get("decisions", ())),
+            }
+        )
 
     def record(
         self, outcome: str, seconds: float, *, unstable: str | None = None, crashed: str | None = None
@@ -62,6 +76,8 @@ class ClaimResult:
             "check": self.check,
             "reason": self.reason,
             "figures": list(self.figures),
+            **({"margin": self.margin} if self.margin is not None else {}),
+            **({"decisions": list(self.decisions)} if self.decisions else {}),
             "seconds": round(max(0.0, seconds - work.get("load_seconds", 0.0)), 2),
             "forward_seconds": work["seconds"],
             "layer_tokens": work["layer_tokens"],

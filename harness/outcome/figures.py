@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from harness.outcome.snapshots import ATOL, RTOL, moved_figures
-from harness.outcome.verdict import SnapshotDrift, holds
+from harness.outcome.verdict import SnapshotDrift, judge
 from harness.spec.claims import ClaimSpec, paper_design_gap
+from harness.spec.decision import NOT_HELD
 
 
 def plain(value):
@@ -43,8 +44,10 @@ class Figures:
         baseline=None,
         update: bool = False,
         seq_len: int | None = None,
+        n_prompts: int | None = None,
     ):
         self.node, self.claim, self.snapshot, self.model = node, claim, snapshot, model
+        self.n_prompts = n_prompts  # the run's prompts: what an inconclusive paper value's estimate scales from
         self.seq_len = seq_len  # the run's prompt length: what a figure is measured at unless ``add`` says otherwise
         self.values: dict[str, Any] = {}
         self.recorded: dict[str, dict] = {}  # name -> the figure as reported (check_paper adds its paper check)
@@ -104,9 +107,12 @@ class Figures:
 
     def check_paper(self) -> None:
         """On the paper's models, every figure the paper reports, measured at the paper's design (``PAPER_SEQ_LEN``),
-        must lie within the paper's value widened by the registry's tolerance or by the figure's own 95% CI
-        half-width, whichever is larger; measured at another length it is reported, not judged. Each reported
-        figure says which (its "paper_check")."""
+        is judged by the one rule as an equivalence (``PaperValue.decide``): held when this run's 95% interval lies
+        inside the paper's value widened by the registry's tolerance, not held when it lies wholly outside,
+        inconclusive when it overlaps an edge; a figure without an interval on its point estimate. Measured at another
+        length it is reported, not judged. Each reported figure says which (its "paper_check"); every figure is
+        decided before any is judged, so a figure that is not held decides the test over an inconclusive one."""
+        decided = []
         for name, value in self.values.items():
             ref = self.claim.paper_value(self.model, name)
             if ref is None or not isinstance(value, (int, float)):
@@ -116,11 +122,13 @@ class Figures:
             if gap is not None:
                 figure["paper_check"] = gap
                 continue
-            band, ok = ref.band(figure.get("ci")), ref.accepts(value, figure.get("ci"))
-            figure["paper_check"] = f"{'within' if ok else 'outside'} {ref.value:g} ± {band:.3g}"
-            holds(
-                ok,
-                f"{name} = {value:.4g} on {self.model}; the paper reports {ref.value} (band ± {band:.3g}: tolerance "
-                f"{ref.tolerance:.3g} or this run's CI half-width, whichever is larger)",
+            decision = ref.decide(value, figure.get("ci"), self.n_prompts)
+            figure["paper_check"] = decision.describe()
+            decided.append((name, ref, decision))
+        decided.sort(key=lambda d: d[2].reading != NOT_HELD)  # stable: a not-held figure is judged first
+        for name, ref, decision in decided:
+            judge(
+                decision,
+                f"{name} on {self.model}; the paper reports {ref.value:g} (tolerance ± {ref.tolerance:.3g})",
                 check=f"paper value of {name}",
             )

@@ -1,8 +1,10 @@
-"""Claims measured not to hold on a model: strict xfails, kept as data in fixtures/known_outcomes.json.
+"""Claims measured not to hold (or not decidable) on a model: strict xfails, kept as data in
+fixtures/known_outcomes.json.
 
 An entry is keyed by test function, model and the settings a verdict depends on (``Settings.verdict_key``:
-lengths, prompts, pairs, corpus; not the seed), and names the assertion that failed (``ClaimNotHeld.check``).
-It is accepted only when the same assertion fails again: a different failing assertion is a new finding
+lengths, prompts, pairs, corpus; not the seed), and names the assertion that failed (``ClaimNotHeld.check``) and, when the data could not decide it, ``"verdict":
+"inconclusive"``. It is accepted only when the same assertion ends the same way again: a different failing assertion or
+verdict is a new finding
 (``KnownOutcomeMismatch``), a claim that now holds is a stale record (strict XPASS), and either fails the run.
 Entries are written from a run's results.json (``record``), never by hand:
 
@@ -19,7 +21,7 @@ from typing import Any, cast
 from harness.files.atomic import JSONFileError, read_json, write_text
 from harness.files.paths import KNOWN_OUTCOMES
 from harness.outcome.nodeid import test_function
-from harness.outcome.verdict import Verdict
+from harness.outcome.verdict import ClaimNotHeld, Verdict, verdict_of
 
 PATH = KNOWN_OUTCOMES
 
@@ -83,6 +85,19 @@ def lookup(test_name: str, model: str | None, key: dict, path: Path = PATH) -> d
     return next((e for e in entries if isinstance(e, dict) and e.get("settings") == key), None)
 
 
+def mismatch(known: dict | None, e: ClaimNotHeld) -> str | None:
+    """Why ``e`` (a claim's own failing criterion) is not the recorded ``known`` outcome repeating: another assertion
+    or another verdict (not held against inconclusive) is a new finding; None where it repeats (or none is recorded)."""
+    if known is None:
+        return None
+    want, got = known.get("verdict", Verdict.NOT_HELD.value), verdict_of(e).value
+    if known["check"] != e.check:
+        return f"{got} at another assertion than recorded: {e.check} (recorded: {known['check']}): {e}"
+    if want != got:
+        return f"{got} at the recorded assertion {e.check}, recorded as {want}: {e}"
+    return None
+
+
 def ladder_key(sizes) -> str:
     """The key a family-level test (T13) is recorded under: its ladder, smallest first ("ladder:a+b"), so a recorded
     outcome applies to that ladder only, never to another ladder of the family."""
@@ -107,8 +122,8 @@ def local(model: str) -> bool:
 
 
 def record(results_json: Path, path: Path = PATH) -> list[str]:
-    """Record every claim test that did not hold in a run (verdict "not held": a ClaimNotHeld raised by a
-    claim's own assertion), keyed by test function, model (T13: its ladder, ``ladder_key``) and the run's verdict
+    """Record every claim test that did not hold or could not be decided in a run (verdict "not held" or
+    "inconclusive": a ClaimNotHeld or Inconclusive raised by a claim's own criterion), keyed by test function, model (T13: its ladder, ``ladder_key``) and the run's verdict
     settings, replacing the
     entry at those settings. Harness errors (a crash, a snapshot drift) are never recorded; a stale record
     (the claim now holds) is removed. Returns one line per change."""
@@ -121,7 +136,8 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
     changes = []
     for r in results["records"]:
         model = _record_key(r)
-        if not model or r.get("verdict") not in (Verdict.NOT_HELD, Verdict.HELD, Verdict.STALE) or local(model):
+        kept_verdicts = (Verdict.NOT_HELD, Verdict.INCONCLUSIVE, Verdict.HELD, Verdict.STALE)
+        if not model or r.get("verdict") not in kept_verdicts or local(model):
             continue  # a model given by reference (hf:, path:, gguf:) is a checkpoint of the day, never recorded
         func = test_function(r["test"])
         kept = [e for e in data.get(func, {}).get(model, []) if isinstance(e, dict) and e.get("settings") != key]
@@ -131,8 +147,11 @@ def record(results_json: Path, path: Path = PATH) -> list[str]:
                 data[func][model] = kept
             continue
         entry = {"settings": key, "check": r.get("check") or "", "measured": r.get("reason") or ""}
+        if r["verdict"] == Verdict.INCONCLUSIVE:
+            entry["verdict"] = Verdict.INCONCLUSIVE.value
         data.setdefault(func, {})[model] = kept + [entry]
-        changes.append(f"{func}[{model}]: {entry['check']}: {entry['measured']}")
+        label = "inconclusive at " if "verdict" in entry else ""
+        changes.append(f"{func}[{model}]: {label}{entry['check']}: {entry['measured']}")
     data = {f: {m: e for m, e in per.items() if e} for f, per in data.items()}
     data = {f: per for f, per in data.items() if per}
     write_text(path, json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n")

@@ -39,6 +39,8 @@ class Record(TypedDict, total=False):
     check: str | None  # the failing assertion (``ClaimNotHeld.check``), None where none failed
     reason: str  # the ClaimNotHeld message, the skip or n/a reason, or the error ("" when it held)
     figures: Required[list[Figure]]  # the numbers it measured, in the order it recorded them
+    margin: float  # the deciding criterion's margin (harness.spec.decision): positive decided, negative straddling
+    decisions: list[dict]  # every criterion decided by the one rule: check, verdict, estimate, interval, margin, ...
     seconds: float  # its wall time, setup and call, less model loading
     forward_seconds: float  # the part of it spent in the forward passes booked to it
     layer_tokens: int  # the forward work booked to it: layers × tokens

@@ -10,13 +10,16 @@ not apply to ends in ``NotApplicable`` (a pytest skip to pytest). The numbers a 
 from __future__ import annotations
 
 import ast
-import builtins
 import linecache
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import StrEnum
 from types import FrameType
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
+
+from harness.spec.decision import INCONCLUSIVE, NOT_HELD, Decision
 
 
 class Verdict(StrEnum):
@@ -123,6 +126,12 @@ class ClaimNotHeld(AssertionError):
         self.check = check
 
 
+class Inconclusive(ClaimNotHeld):
+    """The run's interval straddles a criterion's threshold: the data cannot decide (``judge``). A ClaimNotHeld to
+    the machinery that records and expects outcomes (a known outcome names its check and its verdict), but never
+    "not held": ``decide`` reads it as ``Verdict.INCONCLUSIVE``."""
+
+
 class SnapshotDrift(AssertionError):
     """Measured figures moved beyond the snapshot tolerance: a change in the harness or its dependencies,
     never a verdict on the claim."""
@@ -172,10 +181,93 @@ def holds(condition: bool, message: str, check: str | None = None) -> None:
         raise ClaimNotHeld(message, check)
 
 
+class Judged(NamedTuple):
+    """One criterion decided in a claim test: its check, the test's words for it, and the rule's ``Decision``."""
+
+    check: str
+    message: str
+    decision: Decision
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.decision
+        interval = list(d.interval) if d.interval is not None else None
+        return {
+            "check": self.check,
+            "verdict": d.reading,
+            "estimate": d.estimate,
+            "interval": interval,
+            "criterion": d.criterion,
+            "margin": d.margin,
+            "prompts_to_decide": d.prompts_to_decide,
+        }
+
+
+_JUDGED: ContextVar[list[Judged] | None] = ContextVar("judged", default=None)
+
+
+@contextmanager
+def judging() -> Iterator[list[Judged]]:
+    """Collect every ``judge`` of the claim test run inside (the plugin opens one per test): an inconclusive
+    criterion does not end the test, so a later criterion that is not held still decides it (``conclude``)."""
+    log: list[Judged] = []
+    token = _JUDGED.set(log)
+    try:
+        yield log
+    finally:
+        _JUDGED.reset(token)
+
+
+def judge(decision: Decision, message: str, check: str | None = None) -> None:
+    """The one decision rule's verdict on a criterion (``harness.spec.decision``): not held raises ``ClaimNotHeld``
+    at once, with ``message`` and the decision's interval and margin; inconclusive is kept for ``conclude`` (raised
+    at once outside a claim test); held returns. ``check`` defaults as in ``holds``."""
+    if check is None:
+        frame = sys._getframe(1)
+        check = f"{_function_name(frame)}: {_condition_source(frame)}"
+    judged = Judged(check, message, decision)
+    log = _JUDGED.get()
+    if log is not None:
+        log.append(judged)
+    if decision.reading == NOT_HELD:
+        raise ClaimNotHeld(f"{message}: {decision.describe()}", check)
+    if decision.reading == INCONCLUSIVE and log is None:
+        conclude([judged])
+
+
+def conclude(log: list[Judged]) -> None:
+    """After a claim test's body and paper values: raise ``Inconclusive`` for its first inconclusive criterion
+    (naming how many others there were), if any."""
+    pending = [j for j in log if j.decision.reading == INCONCLUSIVE]
+    if pending:
+        first = pending[0]
+        more = f" (and {len(pending) - 1} more inconclusive: {', '.join(j.check for j in pending[1:])})"
+        raise Inconclusive(
+            f"{first.message}: {first.decision.describe()}{more if len(pending) > 1 else ''}", first.check
+        )
+
+
+def deciding_margin(log: list[Judged], check: str | None) -> float | None:
+    """The margin of the criterion that decided the verdict: the failing or inconclusive ``check``'s, or where
+    every criterion held, the smallest (the closest call); None where no criterion went through the rule."""
+    margins = [j.decision.margin for j in log if check is None or j.check == check]
+    return min(margins) if margins else None
+
+
+def verdict_of(not_held: ClaimNotHeld) -> Verdict:
+    """What a claim's own failing criterion reads: inconclusive (``Inconclusive``) or not held."""
+    return Verdict.INCONCLUSIVE if isinstance(not_held, Inconclusive) else Verdict.NOT_HELD
+
+
+def recorded(known: Mapping[str, Any]) -> str:
+    """A recorded known outcome in words: "recorded not held at CHECK: MEASURED" (its verdict: not held unless it
+    says inconclusive)."""
+    return f"recorded {known.get('verdict', Verdict.NOT_HELD.value)} at {known['check']}: {known['measured']}"
+
+
 def _error_text(e: BaseException) -> str:
     """``Type: message`` of an exception, its type named in full unless it is a builtin or the harness's own."""
     kind = type(e)
-    own = kind.__module__ == "builtins" or kind.__module__.startswith("harness.") or hasattr(builtins, kind.__name__)
+    own = kind.__module__ == "builtins" or kind.__module__.startswith("harness.")
     name = kind.__qualname__ if own else f"{kind.__module__}.{kind.__qualname__}"
     text = str(e)
     return f"{name}: {text}" if text else name
@@ -205,19 +297,18 @@ def decide(
         return Verdict.HARNESS_ERROR, False, _error_text(error) if error is not None else "", None
     if error is None:
         if rehearses:
-            would = f"not held at {check}: {not_held}" if not_held is not None else "held"
+            would = f"{verdict_of(not_held)} at {check}: {not_held}" if not_held is not None else "held"
             return Verdict.REHEARSED, False, f"rehearsal of {rehearses} (random weights), would read: {would}", check
         if known is not None:
-            recorded = f"recorded not held at {known['check']}: {known['measured']}"
             return (
                 Verdict.STALE,
                 False,
-                f"held in this run, but recorded as not holding ({recorded}): re-take the known outcome",
+                f"held in this run, but recorded as not holding ({recorded(known)}): re-take the known outcome",
                 None,
             )
         return Verdict.HELD, False, "", None
     if isinstance(error, KnownOutcomeMismatch) and not_held is not None:
-        return Verdict.NOT_HELD, False, str(not_held), check
+        return verdict_of(not_held), False, str(not_held), check
     if isinstance(error, ClaimNotHeld) and not isinstance(error, KnownOutcomeMismatch):
-        return Verdict.NOT_HELD, known is not None, str(error), error.check
+        return verdict_of(error), known is not None, str(error), error.check
     return Verdict.HARNESS_ERROR, False, _error_text(error), check

@@ -23,7 +23,16 @@ from harness.outcome import known_outcomes
 from harness.outcome.claim_result import NO_WORK, ClaimResult
 from harness.outcome.figures import Figures
 from harness.outcome.nodeid import param
-from harness.outcome.verdict import ClaimNotHeld, KnownOutcomeMismatch, NotApplicable, decide
+from harness.outcome.verdict import (
+    ClaimNotHeld,
+    KnownOutcomeMismatch,
+    NotApplicable,
+    conclude,
+    decide,
+    deciding_margin,
+    judging,
+    recorded,
+)
 from harness.run import signals, threads
 from harness.run.context import RunContext
 from harness.run.options import pytest_addoption  # noqa: F401  (the hook, on this plugin)
@@ -38,6 +47,7 @@ KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected
 NOT_APPLICABLE = pytest.StashKey[str]()  # why the paper's prediction does not apply to a claim test's model
 REHEARSES = pytest.StashKey[str]()  # the paper model(s) a rehearsal's claim test rehearses
 NOT_HELD = pytest.StashKey[ClaimNotHeld]()  # the ClaimNotHeld a claim test's body or paper values raised
+JUDGED = pytest.StashKey[list]()  # every criterion a claim test decided by the rule (harness.outcome.verdict.judge)
 WORK = pytest.StashKey[dict]()  # the forward work booked to a claim test (harness.capture.workload)
 REQUIRED = pytest.StashKey[bool]()  # --require-weights checked (once, on the first xdist worker's collection)
 PROGRESS = pytest.StashKey[Progress]()  # where this process's capture status lines go (harness.capture.progress)
@@ -160,7 +170,7 @@ def pytest_collection_modifyitems(config, items):
                 pytest.mark.xfail(
                     strict=True,
                     raises=ClaimNotHeld,
-                    reason=f"recorded not held at {known['check']}: {known['measured']}",
+                    reason=recorded(known),
                 )
             )
 
@@ -281,6 +291,7 @@ def figures(request, snapshot, run_context):
         baseline=None if committed or spec is None or rehearses else run_context.baselines,
         update=request.config.getoption("--baseline-update"),
         seq_len=run_context.settings.seq_len,
+        n_prompts=run_context.settings.n_prompts,
     )
 
 
@@ -302,56 +313,49 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    """Book the forward-pass share of the test's time (since its setup began); after the body, check its figures: the snapshot or
-    baseline first (a drift is a harness error whatever the verdict), then, if the claim held, the paper's
-    values. A ClaimNotHeld (the body's or a paper value's) is recorded with its assertion and this run's
-    message, and must be the recorded known outcome's assertion to be accepted as it. On a rehearsal (random
-    weights) every paper value is checked too, and held or not held both pass, recorded as "rehearsed" with what
-    it would read (harness.outcome.verdict.decide); any other exception fails as on any model."""
+    """Book the forward-pass share of the test's time (since its setup began); after the body, check its figures: the
+    snapshot or baseline first (a drift is a harness error whatever the verdict), then, if the claim held, the paper's
+    values, then ``conclude`` its inconclusive criteria. A ClaimNotHeld (the body's, a paper value's, an Inconclusive)
+    is recorded with its assertion and this run's message, and must be the recorded known outcome's assertion and
+    verdict to be accepted as it. On a rehearsal (random weights) every paper value is checked too, and held, not held
+    or inconclusive all pass, recorded as "rehearsed" with what it would read (harness.outcome.verdict.decide); any
+    other exception fails as on any model."""
     if item.get_closest_marker("claim") is None:
         return (yield)
     figures = getattr(item, "funcargs", {}).get("figures")
-    workload = item.config.stash[WORKLOAD]
-    seconds, layer_tokens, floor = item.stash.get(WORK_AT_SETUP, None) or workload.totals()
-    loading = item.stash.get(LOAD_AT_SETUP, workload.load_seconds)
     paper_checked = False
-    try:
+    with judging() as judged:
+        item.stash[JUDGED] = judged
         try:
-            result = yield
-        finally:
-            s2, lt2, f2 = workload.totals()
-            booked = {
-                "seconds": round(s2 - seconds, 3),
-                "layer_tokens": lt2 - layer_tokens,
-                "floor_layer_tokens": f2 - floor,
-                "load_seconds": round(workload.load_seconds - loading, 3),
-            }
-            model = getattr(item, "funcargs", {}).get("model")
-            if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
-                booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}
-            item.stash[WORK] = booked
-        if figures is not None:
-            figures.check_snapshot()
-            paper_checked = True
-            figures.check_paper()
-        return result
-    except ClaimNotHeld as e:
-        item.stash[NOT_HELD] = e
-        if figures is not None and not figures.snapshot_checked:
-            figures.check_snapshot()
-        if item.stash.get(REHEARSES, None):
-            if figures is not None and not paper_checked:  # the paper values' checks run too
-                with contextlib.suppress(ClaimNotHeld):
-                    figures.check_paper()
-            return None
-        known = item.stash.get(KNOWN, None)
-        if known is not None and known["check"] != e.check:
-            raise KnownOutcomeMismatch(
-                f"not held at another assertion than recorded: {e.check} (recorded: {known['check']}): {e}"
-            ) from e
-        raise
-    except NotApplicable as e:  # decided by the body from what it measured (T1: every top sink at position 0)
-        skip_not_applicable(item, str(e))
+            try:
+                result = yield
+            finally:
+                item.stash[WORK] = item.config.stash[WORKLOAD].booked_since(
+                    item.stash.get(WORK_AT_SETUP, None),
+                    item.stash.get(LOAD_AT_SETUP, None),
+                    getattr(item, "funcargs", {}).get("model"),
+                )
+            if figures is not None:
+                figures.check_snapshot()
+                paper_checked = True
+                figures.check_paper()
+            conclude(judged)
+            return result
+        except ClaimNotHeld as e:
+            item.stash[NOT_HELD] = e
+            if figures is not None and not figures.snapshot_checked:
+                figures.check_snapshot()
+            if item.stash.get(REHEARSES, None):
+                if figures is not None and not paper_checked:  # the paper values' checks run too
+                    with contextlib.suppress(ClaimNotHeld):
+                        figures.check_paper()
+                return None
+            mismatch = known_outcomes.mismatch(item.stash.get(KNOWN, None), e)
+            if mismatch:
+                raise KnownOutcomeMismatch(mismatch) from e
+            raise
+        except NotApplicable as e:  # decided by the body from what it measured (T1: every top sink at position 0)
+            skip_not_applicable(item, str(e))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: the report as pytest's own hooks (xfail) leave it
@@ -389,6 +393,8 @@ def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
         check=check,
         reason=reason,
         figures=tuple(figures.reported) if isinstance(figures, Figures) else (),
-        work=item.stash.get(WORK, None) or dict(NO_WORK),
+        work=item.stash.get(WORK, NO_WORK),
         baseline=figures.baseline_status if isinstance(figures, Figures) else None,
+        margin=deciding_margin(judged, check) if (judged := item.stash.get(JUDGED, [])) else None,
+        decisions=tuple(j.as_dict() for j in judged),
     )

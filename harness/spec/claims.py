@@ -8,7 +8,7 @@ METHODS.md's claim table and ``Figures.add`` read it.
 
 Paper tolerances: rtol 0.25 for leakage magnitudes (our prompts are a different draw of the same kind of
 corpus; the paper's own bootstrap CI on Llama-3.2-3B is ±4%, so 25% allows corpus and sampling differences
-without hiding a factor-of-two change); atol 0.10 for shares and ratios; atol 0.05 for sink magnitudes.
+without hiding a factor-of-two change); atol 0.10 for shares and ratios (rtol ⅓ below 0.3, where 0.10 would accept 2×); atol 0.05 for sink magnitudes.
 
 Adding a claim: one ``ClaimSpec`` entry below (every entry goes through ``register_claim``), and a test function
 marked ``@pytest.mark.claim(id)``; README.md's "Contributing" walks through the rest.
@@ -23,6 +23,7 @@ from string import Formatter
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
+from harness.spec.decision import Decision, within
 from harness.spec.models import LLAMA_1B, LLAMA_3B, LLAMA_8B, MISTRAL, QWEN, REGISTRY, ModelSpec, display_name
 
 
@@ -57,19 +58,17 @@ class PaperValue:
     def tolerance(self) -> float:
         return self.atol + self.rtol * abs(self.value)
 
-    def within(self, measured: float) -> bool:
-        return abs(measured - self.value) <= self.tolerance
+    @property
+    def margin(self) -> tuple[float, float]:
+        """The equivalence margin: the paper's value widened by the tolerance."""
+        return self.value - self.tolerance, self.value + self.tolerance
 
-    def band(self, ci: Sequence[float] | None = None) -> float:
-        """The acceptance half-width: the declared tolerance, or this run's own 95% CI half-width where that is
-        wider (a reproduction is not failed for a difference its own sampling cannot resolve)."""
-        if ci is None or len(ci) != 2 or not all(isinstance(c, (int, float)) and c == c for c in ci):
-            return self.tolerance
-        return max(self.tolerance, (float(ci[1]) - float(ci[0])) / 2)
-
-    def accepts(self, measured: float, ci: Sequence[float] | None = None) -> bool:
-        """The measured value lies within ``band(ci)`` of the paper's."""
-        return abs(measured - self.value) <= self.band(ci)
+    def decide(self, measured: float, ci: Sequence[float] | None = None, n: int | None = None) -> Decision:
+        """The run reproduces the paper's number (``decision.within`` the margin): held when this run's 95% interval
+        lies inside the margin, not held when it lies wholly outside, inconclusive when the run cannot resolve it
+        (``n``: its prompts, for the estimate of how many would); a figure without an interval is judged on its point
+        estimate, and the decision says so."""
+        return within(measured, ci, *self.margin, n=n)
 
 
 #: The paper's design for its reported numbers: 512-token prompts (§5.5's seven query bins [0, 8), ..., [256, 512)
@@ -88,12 +87,18 @@ def paper_design_gap(seq_len: int | None) -> str | None:
     )
 
 
+#: Shares below this get a relative tolerance, ``SMALL_SHARE_RTOL`` (0.10 / 0.3: the two tolerances meet at 0.3).
+SMALL_SHARE, SMALL_SHARE_RTOL = 0.3, 1 / 3
+
+
 def magnitude(value: float) -> PaperValue:  # leakage magnitudes
     return PaperValue(value, rtol=0.25)
 
 
-def share(value: float) -> PaperValue:  # shares and ratios
-    return PaperValue(value, atol=0.10)
+def share(value: float) -> PaperValue:
+    """Shares and ratios: ±0.10, and ±⅓ of the value below 0.3 (where 0.10 would accept 2× of 0.09; the two meet at
+    0.3)."""
+    return PaperValue(value, atol=0.10) if value >= SMALL_SHARE else PaperValue(value, rtol=SMALL_SHARE_RTOL)
 
 
 def sink(value: float) -> PaperValue:  # sink magnitudes

@@ -1,0 +1,146 @@
+"""The one decision rule every criterion uses: a statistic's prompt-level 95% interval against its threshold.
+
+- **One-sided** (``at_least``, ``at_most``): the interval wholly on the held side of the threshold is *held*, wholly on
+  the other side *not held*, straddling it *inconclusive*.
+- **Equivalence** (``within``): "flat", "same magnitude", "as the paper reports": the interval wholly inside the
+  margin is *held*, wholly outside it *not held*, overlapping an edge *inconclusive*. A paper value is an equivalence:
+  the paper's number widened by the declared tolerance.
+
+An interval that touches the threshold counts on the held side of an ``at_least`` / ``at_most`` only when strictly
+beyond it (``lo > threshold``), as the criteria read "above", "below". Where no interval is possible the statistic is
+judged on its point estimate and the decision says so ("point estimate"): never silently.
+
+Each decision carries its **margin**, the distance from the threshold (or the margin's nearer edge) to the interval's
+nearer end, in the statistic's units: positive when the interval lies wholly on one side (how much room the verdict
+has), negative when it straddles (how far the interval would have to shrink). An inconclusive decision also estimates
+the prompts that would decide it: the interval's arm shrinks as 1/√n, so about n·(arm / distance)² prompts bring the
+arm towards the threshold inside the distance from the estimate to it (none where the estimate sits on the threshold).
+
+Standard library only: the registry (``PaperValue``), the statistics and the claim tests all decide through it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+Reading = Literal["held", "not held", "inconclusive"]
+HELD: Reading = "held"
+NOT_HELD: Reading = "not held"
+INCONCLUSIVE: Reading = "inconclusive"
+
+#: The most prompts an estimate names; beyond it the decision says "more than" (the run cannot resolve it in practice).
+MOST_PROMPTS = 100_000
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the rule decided for one criterion: its reading, its margin (see the module), the interval it was read
+    from (None: a point estimate) and, when inconclusive, the prompts that would decide it (None: no estimate)."""
+
+    reading: Reading
+    estimate: float
+    interval: tuple[float, float] | None
+    criterion: str  # "≥ 0.07", "inside [0.06, 0.12]"
+    margin: float
+    prompts_to_decide: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.reading == HELD
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.reading == INCONCLUSIVE
+
+    def describe(self) -> str:
+        """One line: the estimate, its interval (or "point estimate") against the criterion, and what decides it."""
+        where = (
+            "point estimate"
+            if self.interval is None
+            else f"95% prompt-level CI [{self.interval[0]:.4g}, {self.interval[1]:.4g}]"
+        )
+        text = f"{self.estimate:.4g} ({where}) against {self.criterion}: {self.reading}, margin {self.margin:.3g}"
+        if self.reading == INCONCLUSIVE:
+            if self.prompts_to_decide is None:
+                text += "; the estimate sits on the threshold: no prompt count decides it"
+            elif self.prompts_to_decide >= MOST_PROMPTS:
+                text += f"; more than {MOST_PROMPTS:,} prompts would decide it"
+            else:
+                text += f"; about {self.prompts_to_decide} prompts would decide it"
+        return text
+
+
+def interval_of(ci: Sequence[float] | None) -> tuple[float, float] | None:
+    """``ci`` as a finite (lo, hi) pair, or None where it is absent or not a finite pair."""
+    if ci is None or isinstance(ci, (str, bytes)) or len(ci) != 2:
+        return None
+    try:
+        lo, hi = float(ci[0]), float(ci[1])
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return (min(lo, hi), max(lo, hi))
+
+
+def prompts_to_decide(n: int | None, arm: float, distance: float) -> int | None:
+    """About how many prompts shrink an interval arm ``arm`` (measured on ``n`` prompts) to ``distance``."""
+    if n is None or n < 1 or distance <= 0 or not math.isfinite(arm) or arm <= 0:
+        return None
+    return min(MOST_PROMPTS, max(n + 1, math.floor(n * (arm / distance) ** 2) + 1))
+
+
+def at_least(estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None = None) -> Decision:
+    """The statistic is above ``threshold``: held when the whole interval is, not held when none of it is."""
+    return _one_sided(estimate, ci, threshold, n, above=True)
+
+
+def at_most(estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None = None) -> Decision:
+    """The statistic is below ``threshold``: held when the whole interval is, not held when none of it is."""
+    return _one_sided(estimate, ci, threshold, n, above=False)
+
+
+def _one_sided(estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None, above: bool) -> Decision:
+    estimate, threshold = float(estimate), float(threshold)
+    interval = interval_of(ci)
+    criterion = f"{'>' if above else '<'} {threshold:.4g}"
+    lo, hi = interval if interval is not None else (estimate, estimate)
+    if not above:  # mirror: "below t" is "-x above -t"
+        lo, hi, estimate_m, threshold_m = -hi, -lo, -estimate, -threshold
+    else:
+        estimate_m, threshold_m = estimate, threshold
+    if lo > threshold_m:
+        return Decision(HELD, estimate, interval, criterion, lo - threshold_m)
+    if hi < threshold_m or (interval is None and hi <= threshold_m):
+        return Decision(NOT_HELD, estimate, interval, criterion, threshold_m - hi)
+    # straddles: the arm towards the threshold must shrink inside the estimate's distance from it
+    arm = estimate_m - lo if estimate_m > threshold_m else hi - estimate_m
+    needed = prompts_to_decide(n, arm, abs(estimate_m - threshold_m))
+    return Decision(INCONCLUSIVE, estimate, interval, criterion, -min(threshold_m - lo, hi - threshold_m), needed)
+
+
+def within(estimate: float, ci: Sequence[float] | None, low: float, high: float, n: int | None = None) -> Decision:
+    """An equivalence: the statistic lies inside [low, high]. Held when the whole interval does, not held when the
+    interval lies wholly outside, inconclusive when it overlaps an edge."""
+    estimate, low, high = float(estimate), float(low), float(high)
+    if not low <= high:
+        raise ValueError(f"an equivalence margin needs low ≤ high, got [{low}, {high}]")
+    interval = interval_of(ci)
+    criterion = f"inside [{low:.4g}, {high:.4g}]"
+    lo, hi = interval if interval is not None else (estimate, estimate)
+    if low <= lo and hi <= high:
+        return Decision(HELD, estimate, interval, criterion, min(lo - low, high - hi))
+    if hi < low or lo > high:
+        return Decision(NOT_HELD, estimate, interval, criterion, low - hi if hi < low else lo - high)
+    if low <= estimate <= high:  # inside: the arms reaching past the edges must shrink to the estimate's room
+        needs = [prompts_to_decide(n, estimate - lo, estimate - low) if lo < low else n or 0]
+        needs.append(prompts_to_decide(n, hi - estimate, high - estimate) if hi > high else n or 0)
+        needed = None if None in needs else max(k for k in needs if k is not None)
+        crossing = max(low - lo, hi - high)
+    elif estimate < low:  # below: the arm reaching into the margin must shrink to the estimate's distance from it
+        needed, crossing = prompts_to_decide(n, hi - estimate, low - estimate), hi - low
+    else:
+        needed, crossing = prompts_to_decide(n, estimate - lo, estimate - high), high - lo
+    return Decision(INCONCLUSIVE, estimate, interval, criterion, -crossing, needed)
