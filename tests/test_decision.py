@@ -9,7 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.outcome.verdict import ClaimNotHeld, Inconclusive, Verdict, conclude, decide, judge, judging
+from harness.outcome.verdict import (
+    ClaimNotHeld,
+    Inconclusive,
+    Verdict,
+    conclude,
+    decide,
+    deciding_margin,
+    judge,
+    judging,
+)
 from harness.spec.claims import PaperValue, claim, magnitude, share, sink
 from harness.spec.decision import HELD, INCONCLUSIVE, NOT_HELD, at_least, at_most, within
 
@@ -125,3 +134,27 @@ def test_decide_reads_an_inconclusive_criterion_as_inconclusive_never_not_held()
     assert decide("call", None, rehearses="llama-3.2-1b", not_held=e)[2].endswith(
         "would read: inconclusive at a: straddles"
     )
+
+
+def test_an_interval_that_misses_its_own_estimate_is_widened_to_reach_it_and_a_nan_is_an_error():
+    assert within(0.5, [0.1, 0.2], 0.05, 0.25).reading == INCONCLUSIVE  # never held off an interval excluding 0.5
+    assert at_least(0.01, [0.1, 0.2], 0.05).reading == INCONCLUSIVE
+    with pytest.raises(ValueError):
+        within(float("nan"), None, 0.1, 0.2)
+    with pytest.raises(ValueError):
+        at_least(0.5, (0.4, 0.6), float("nan"))
+
+
+def test_the_inconclusive_margin_is_the_crossing_on_the_estimates_side():
+    d = at_least(0.5, [-5.0, 1.0], 0.0, n=16)  # the low arm crosses by 5: that is what must shrink
+    assert d.reading == INCONCLUSIVE and d.margin == pytest.approx(-5.0)
+    assert "not given" in within(0.15, [0.0, 0.3], 0.1, 0.2).describe()  # no n: said, not "sits on the threshold"
+
+
+def test_the_deciding_margin_is_the_failing_criterions_own_even_under_a_shared_check_name():
+    with judging() as log:
+        judge(at_least(0.10, (0.09, 0.11), 0.08), "held", check="same")
+        with pytest.raises(ClaimNotHeld) as e:
+            judge(at_least(0.01, (0.0, 0.02), 0.08), "not held", check="same")
+    assert deciding_margin(log, e.value) == pytest.approx(0.06)
+    assert deciding_margin(log[:1], None) == pytest.approx(0.01) and deciding_margin([], None) is None

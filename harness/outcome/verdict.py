@@ -102,8 +102,8 @@ _ABOUT = {
     ),
 }
 
-#: The verdicts that say something about the claim (a seed can flip one of them into the other).
-DECIDED = (Verdict.HELD, Verdict.NOT_HELD)
+#: The verdicts a claim test reaches on its data (a seed can flip one of them into another: unstable).
+DECIDED = (Verdict.HELD, Verdict.NOT_HELD, Verdict.INCONCLUSIVE)
 #: The verdicts a report colours a cell of several by, worst first.
 SEVERITY = (
     Verdict.HARNESS_ERROR,
@@ -121,9 +121,10 @@ class ClaimNotHeld(AssertionError):
     """The paper's claim did not hold on this model; the message carries the figure measured in this run and
     ``check`` names the assertion that failed (a known outcome must match it)."""
 
-    def __init__(self, message: str, check: str = ""):
+    def __init__(self, message: str, check: str = "", judged: Judged | None = None):
         super().__init__(message)
         self.check = check
+        self.judged = judged  # the criterion the one rule decided it on (``judge``), None for a ``holds``
 
 
 class Inconclusive(ClaimNotHeld):
@@ -229,7 +230,7 @@ def judge(decision: Decision, message: str, check: str | None = None) -> None:
     if log is not None:
         log.append(judged)
     if decision.reading == NOT_HELD:
-        raise ClaimNotHeld(f"{message}: {decision.describe()}", check)
+        raise ClaimNotHeld(f"{message}: {decision.describe()}", check, judged)
     if decision.reading == INCONCLUSIVE and log is None:
         conclude([judged])
 
@@ -246,11 +247,20 @@ def conclude(log: list[Judged]) -> None:
         )
 
 
-def deciding_margin(log: list[Judged], check: str | None) -> float | None:
-    """The margin of the criterion that decided the verdict: the failing or inconclusive ``check``'s, or where
-    every criterion held, the smallest (the closest call); None where no criterion went through the rule."""
-    margins = [j.decision.margin for j in log if check is None or j.check == check]
-    return min(margins) if margins else None
+def deciding_margin(log: list[Judged], not_held: ClaimNotHeld | None) -> float | None:
+    """The margin of the criterion that decided the verdict: the not-held or inconclusive one's (``not_held.judged``),
+    or, where every criterion held, the closest call (the smallest margin relative to its interval's width); None
+    where no criterion went through the rule."""
+    if not_held is not None:
+        return not_held.judged.decision.margin if not_held.judged is not None else None
+    if not log:
+        return None
+
+    def relative(j: Judged) -> float:
+        lo, hi = j.decision.interval or (j.decision.estimate, j.decision.estimate)
+        return j.decision.margin / (hi - lo) if hi > lo else float("inf")
+
+    return min(log, key=relative).decision.margin
 
 
 def verdict_of(not_held: ClaimNotHeld) -> Verdict:
@@ -300,10 +310,11 @@ def decide(
             would = f"{verdict_of(not_held)} at {check}: {not_held}" if not_held is not None else "held"
             return Verdict.REHEARSED, False, f"rehearsal of {rehearses} (random weights), would read: {would}", check
         if known is not None:
+            was = "inconclusive" if known.get("verdict") == Verdict.INCONCLUSIVE else "not holding"
             return (
                 Verdict.STALE,
                 False,
-                f"held in this run, but recorded as not holding ({recorded(known)}): re-take the known outcome",
+                f"held in this run, but recorded as {was} ({recorded(known)}): re-take the known outcome",
                 None,
             )
         return Verdict.HELD, False, "", None

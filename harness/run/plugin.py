@@ -20,7 +20,7 @@ from harness.capture.session import Session
 from harness.capture.workload import Workload
 from harness.model.availability import ensure_available
 from harness.outcome import known_outcomes
-from harness.outcome.claim_result import NO_WORK, ClaimResult
+from harness.outcome.claim_result import ClaimResult
 from harness.outcome.figures import Figures
 from harness.outcome.nodeid import param
 from harness.outcome.verdict import (
@@ -393,8 +393,8 @@ def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
         check=check,
         reason=reason,
         figures=tuple(figures.reported) if isinstance(figures, Figures) else (),
-        work=item.stash.get(WORK, NO_WORK),
+        **({"work": item.stash[WORK]} if WORK in item.stash else {}),
         baseline=figures.baseline_status if isinstance(figures, Figures) else None,
-        margin=deciding_margin(judged, check) if (judged := item.stash.get(JUDGED, [])) else None,
+        margin=deciding_margin(judged := item.stash.get(JUDGED, []), item.stash.get(NOT_HELD, None)),
         decisions=tuple(j.as_dict() for j in judged),
     )

@@ -6,9 +6,12 @@
   margin is *held*, wholly outside it *not held*, overlapping an edge *inconclusive*. A paper value is an equivalence:
   the paper's number widened by the declared tolerance.
 
-An interval that touches the threshold counts on the held side of an ``at_least`` / ``at_most`` only when strictly
-beyond it (``lo > threshold``), as the criteria read "above", "below". Where no interval is possible the statistic is
-judged on its point estimate and the decision says so ("point estimate"): never silently.
+A one-sided threshold must be passed strictly (``lo > threshold``: "above", "below"); an equivalence margin includes its
+edges (the paper's value ± the tolerance is accepted). An interval that does not contain its own estimate (a
+percentile interval of a re-ranked maximum can sit off it) is widened to reach it, so the verdict is never read off an
+interval that excludes the number reported. A non-finite estimate or threshold is an error, never a verdict. Where no
+interval is possible the statistic is judged on its point estimate and the decision says so ("point estimate"): never
+silently.
 
 Each decision carries its **margin**, the distance from the threshold (or the margin's nearer edge) to the interval's
 nearer end, in the statistic's units: positive when the interval lies wholly on one side (how much room the verdict
@@ -16,7 +19,8 @@ has), negative when it straddles (how far the interval would have to shrink). An
 the prompts that would decide it: the interval's arm shrinks as 1/√n, so about n·(arm / distance)² prompts bring the
 arm towards the threshold inside the distance from the estimate to it (none where the estimate sits on the threshold).
 
-Standard library only: the registry (``PaperValue``), the statistics and the claim tests all decide through it.
+Standard library only. Today the paper values (``PaperValue.decide``, judged by ``Figures.check_paper``) decide through
+it; the claim tests' own criteria move to it one by one (METHODS.md, the threshold log lists those that have not).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class Decision:
     criterion: str  # "≥ 0.07", "inside [0.06, 0.12]"
     margin: float
     prompts_to_decide: int | None = None
+    no_count: str = ""  # why an inconclusive decision names no prompt count
 
     @property
     def held(self) -> bool:
@@ -61,10 +66,12 @@ class Decision:
             if self.interval is None
             else f"95% prompt-level CI [{self.interval[0]:.4g}, {self.interval[1]:.4g}]"
         )
-        text = f"{self.estimate:.4g} ({where}) against {self.criterion}: {self.reading}, margin {self.margin:.3g}"
+        text = (
+            f"{self.estimate:.4g} ({where}) against {self.criterion}: {self.reading}, margin {self.margin or 0.0:.3g}"
+        )
         if self.reading == INCONCLUSIVE:
             if self.prompts_to_decide is None:
-                text += "; the estimate sits on the threshold: no prompt count decides it"
+                text += f"; {self.no_count or 'no estimate of the prompts that would decide it'}"
             elif self.prompts_to_decide >= MOST_PROMPTS:
                 text += f"; more than {MOST_PROMPTS:,} prompts would decide it"
             else:
@@ -89,7 +96,8 @@ def prompts_to_decide(n: int | None, arm: float, distance: float) -> int | None:
     """About how many prompts shrink an interval arm ``arm`` (measured on ``n`` prompts) to ``distance``."""
     if n is None or n < 1 or distance <= 0 or not math.isfinite(arm) or arm <= 0:
         return None
-    return min(MOST_PROMPTS, max(n + 1, math.floor(n * (arm / distance) ** 2) + 1))
+    needed = n * (arm / distance) ** 2 if arm / distance < math.sqrt(MOST_PROMPTS) else math.inf
+    return MOST_PROMPTS if needed >= MOST_PROMPTS else max(n + 1, math.floor(needed) + 1)
 
 
 def at_least(estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None = None) -> Decision:
@@ -102,11 +110,29 @@ def at_most(estimate: float, ci: Sequence[float] | None, threshold: float, n: in
     return _one_sided(estimate, ci, threshold, n, above=False)
 
 
+def _bounds(
+    estimate: float, ci: Sequence[float] | None, *limits: float
+) -> tuple[tuple[float, float] | None, float, float]:
+    """The interval to decide on (None: a point estimate) and its ends, widened to reach the estimate."""
+    if not all(math.isfinite(x) for x in (estimate, *limits)):
+        raise ValueError(f"not a finite statistic or threshold: {estimate} against {limits}")
+    interval = interval_of(ci)
+    if interval is not None:
+        interval = (min(interval[0], estimate), max(interval[1], estimate))
+    lo, hi = interval if interval is not None else (estimate, estimate)
+    return interval, lo, hi
+
+
+def _no_count(n: int | None, distance: float) -> str:
+    if distance <= 0:
+        return "the estimate sits on the threshold: no prompt count decides it"
+    return "" if n else "the run's prompt count was not given"
+
+
 def _one_sided(estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None, above: bool) -> Decision:
     estimate, threshold = float(estimate), float(threshold)
-    interval = interval_of(ci)
+    interval, lo, hi = _bounds(estimate, ci, threshold)
     criterion = f"{'>' if above else '<'} {threshold:.4g}"
-    lo, hi = interval if interval is not None else (estimate, estimate)
     if not above:  # mirror: "below t" is "-x above -t"
         lo, hi, estimate_m, threshold_m = -hi, -lo, -estimate, -threshold
     else:
@@ -115,21 +141,22 @@ def _one_sided(estimate: float, ci: Sequence[float] | None, threshold: float, n:
         return Decision(HELD, estimate, interval, criterion, lo - threshold_m)
     if hi < threshold_m or (interval is None and hi <= threshold_m):
         return Decision(NOT_HELD, estimate, interval, criterion, threshold_m - hi)
-    # straddles: the arm towards the threshold must shrink inside the estimate's distance from it
-    arm = estimate_m - lo if estimate_m > threshold_m else hi - estimate_m
-    needed = prompts_to_decide(n, arm, abs(estimate_m - threshold_m))
-    return Decision(INCONCLUSIVE, estimate, interval, criterion, -min(threshold_m - lo, hi - threshold_m), needed)
+    # straddles: the arm reaching across the threshold must shrink inside the estimate's distance from it
+    above_it = estimate_m > threshold_m
+    arm, crossing = (estimate_m - lo, threshold_m - lo) if above_it else (hi - estimate_m, hi - threshold_m)
+    distance = abs(estimate_m - threshold_m)
+    needed = prompts_to_decide(n, arm, distance)
+    return Decision(INCONCLUSIVE, estimate, interval, criterion, -crossing, needed, _no_count(n, distance))
 
 
 def within(estimate: float, ci: Sequence[float] | None, low: float, high: float, n: int | None = None) -> Decision:
     """An equivalence: the statistic lies inside [low, high]. Held when the whole interval does, not held when the
     interval lies wholly outside, inconclusive when it overlaps an edge."""
     estimate, low, high = float(estimate), float(low), float(high)
+    interval, lo, hi = _bounds(estimate, ci, low, high)
     if not low <= high:
         raise ValueError(f"an equivalence margin needs low ≤ high, got [{low}, {high}]")
-    interval = interval_of(ci)
     criterion = f"inside [{low:.4g}, {high:.4g}]"
-    lo, hi = interval if interval is not None else (estimate, estimate)
     if low <= lo and hi <= high:
         return Decision(HELD, estimate, interval, criterion, min(lo - low, high - hi))
     if hi < low or lo > high:
@@ -138,9 +165,9 @@ def within(estimate: float, ci: Sequence[float] | None, low: float, high: float,
         needs = [prompts_to_decide(n, estimate - lo, estimate - low) if lo < low else n or 0]
         needs.append(prompts_to_decide(n, hi - estimate, high - estimate) if hi > high else n or 0)
         needed = None if None in needs else max(k for k in needs if k is not None)
-        crossing = max(low - lo, hi - high)
+        crossing, distance = max(low - lo, hi - high), min(estimate - low, high - estimate)
     elif estimate < low:  # below: the arm reaching into the margin must shrink to the estimate's distance from it
-        needed, crossing = prompts_to_decide(n, hi - estimate, low - estimate), hi - low
+        needed, crossing, distance = prompts_to_decide(n, hi - estimate, low - estimate), hi - low, low - estimate
     else:
-        needed, crossing = prompts_to_decide(n, estimate - lo, estimate - high), high - lo
-    return Decision(INCONCLUSIVE, estimate, interval, criterion, -crossing, needed)
+        needed, crossing, distance = prompts_to_decide(n, estimate - lo, estimate - high), high - lo, estimate - high
+    return Decision(INCONCLUSIVE, estimate, interval, criterion, -crossing, needed, _no_count(n, distance))
