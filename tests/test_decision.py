@@ -158,3 +158,11 @@ def test_the_deciding_margin_is_the_failing_criterions_own_even_under_a_shared_c
             judge(at_least(0.01, (0.0, 0.02), 0.08), "not held", check="same")
     assert deciding_margin(log, e.value) == pytest.approx(0.06)
     assert deciding_margin(log[:1], None) == pytest.approx(0.01) and deciding_margin([], None) is None
+
+
+def test_an_inconclusive_test_carries_its_criterions_margin():
+    with judging() as log:
+        judge(at_least(0.10, (0.06, 0.16), 0.08, n=16), "first", check="a")
+        with pytest.raises(Inconclusive) as e:
+            conclude(log)
+    assert deciding_margin(log, e.value) == pytest.approx(-0.02)

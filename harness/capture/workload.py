@@ -61,7 +61,7 @@ class Workload:
             "seconds": round(s2 - seconds, 3),
             "layer_tokens": lt2 - layer_tokens,
             "floor_layer_tokens": f2 - floor,
-            "load_seconds": round(self.load_seconds - (self.load_seconds if loading is None else loading), 3),
+            "load_seconds": 0.0 if loading is None else round(self.load_seconds - loading, 3),
         }
         if model is not None:  # the shape the work scales with (benchmarks/bench_nightly.py)
             booked["shape"] = {"layers": model.n_layers, "heads": model.n_heads}

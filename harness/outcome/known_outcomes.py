@@ -2,10 +2,9 @@
 fixtures/known_outcomes.json.
 
 An entry is keyed by test function, model and the settings a verdict depends on (``Settings.verdict_key``:
-lengths, prompts, pairs, corpus; not the seed), and names the assertion that failed (``ClaimNotHeld.check``) and, when the data could not decide it, ``"verdict":
-"inconclusive"``. It is accepted only when the same assertion ends the same way again: a different failing assertion or
-verdict is a new finding
-(``KnownOutcomeMismatch``), a claim that now holds is a stale record (strict XPASS), and either fails the run.
+lengths, prompts, pairs, corpus; not the seed), and names the assertion that failed (``ClaimNotHeld.check``) and,
+when the data could not decide it, ``"verdict": "inconclusive"``. It is accepted only when the same assertion ends the
+same way again: a different failing assertion or verdict is a new finding (``KnownOutcomeMismatch``), a claim that now holds is a stale record (strict XPASS), and either fails the run.
 Entries are written from a run's results.json (``record``), never by hand:
 
     abspos-claims outcomes record reports/latest/results.json
@@ -21,7 +20,7 @@ from typing import Any, cast
 from harness.files.atomic import JSONFileError, read_json, write_text
 from harness.files.paths import KNOWN_OUTCOMES
 from harness.outcome.nodeid import test_function
-from harness.outcome.verdict import ClaimNotHeld, Verdict, verdict_of
+from harness.outcome.verdict import ClaimNotHeld, Verdict, known_verdict, verdict_of
 
 PATH = KNOWN_OUTCOMES
 
@@ -90,7 +89,7 @@ def mismatch(known: dict | None, e: ClaimNotHeld) -> str | None:
     or another verdict (not held against inconclusive) is a new finding; None where it repeats (or none is recorded)."""
     if known is None:
         return None
-    want, got = known.get("verdict", Verdict.NOT_HELD.value), verdict_of(e).value
+    want, got = known_verdict(known).value, verdict_of(e).value
     if known["check"] != e.check:
         return f"{got} at another assertion than recorded: {e.check} (recorded: {known['check']}): {e}"
     if want != got:
@@ -123,9 +122,8 @@ def local(model: str) -> bool:
 
 def record(results_json: Path, path: Path = PATH) -> list[str]:
     """Record every claim test that did not hold or could not be decided in a run (verdict "not held" or
-    "inconclusive": a ClaimNotHeld or Inconclusive raised by a claim's own criterion), keyed by test function, model (T13: its ladder, ``ladder_key``) and the run's verdict
-    settings, replacing the
-    entry at those settings. Harness errors (a crash, a snapshot drift) are never recorded; a stale record
+    "inconclusive": a ClaimNotHeld or Inconclusive raised by a claim's own criterion), keyed by test function, model
+    (T13: its ladder, ``ladder_key``) and the run's verdict settings, replacing the entry at those settings. Harness errors (a crash, a snapshot drift) are never recorded; a stale record
     (the claim now holds) is removed. Returns one line per change."""
     from harness.outcome.results import load_results
     from harness.spec.settings import Settings

@@ -243,7 +243,7 @@ def conclude(log: list[Judged]) -> None:
         first = pending[0]
         more = f" (and {len(pending) - 1} more inconclusive: {', '.join(j.check for j in pending[1:])})"
         raise Inconclusive(
-            f"{first.message}: {first.decision.describe()}{more if len(pending) > 1 else ''}", first.check
+            f"{first.message}: {first.decision.describe()}{more if len(pending) > 1 else ''}", first.check, first
         )
 
 
@@ -268,10 +268,14 @@ def verdict_of(not_held: ClaimNotHeld) -> Verdict:
     return Verdict.INCONCLUSIVE if isinstance(not_held, Inconclusive) else Verdict.NOT_HELD
 
 
+def known_verdict(known: Mapping[str, Any]) -> Verdict:
+    """The verdict a recorded known outcome expects: not held, unless the entry says inconclusive."""
+    return Verdict(known.get("verdict", Verdict.NOT_HELD.value))
+
+
 def recorded(known: Mapping[str, Any]) -> str:
-    """A recorded known outcome in words: "recorded not held at CHECK: MEASURED" (its verdict: not held unless it
-    says inconclusive)."""
-    return f"recorded {known.get('verdict', Verdict.NOT_HELD.value)} at {known['check']}: {known['measured']}"
+    """A recorded known outcome in words: "recorded not held at CHECK: MEASURED"."""
+    return f"recorded {known_verdict(known).value} at {known['check']}: {known['measured']}"
 
 
 def _error_text(e: BaseException) -> str:
@@ -310,7 +314,7 @@ def decide(
             would = f"{verdict_of(not_held)} at {check}: {not_held}" if not_held is not None else "held"
             return Verdict.REHEARSED, False, f"rehearsal of {rehearses} (random weights), would read: {would}", check
         if known is not None:
-            was = "inconclusive" if known.get("verdict") == Verdict.INCONCLUSIVE else "not holding"
+            was = "inconclusive" if known_verdict(known) == Verdict.INCONCLUSIVE else "not holding"
             return (
                 Verdict.STALE,
                 False,
