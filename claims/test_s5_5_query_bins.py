@@ -10,13 +10,14 @@ on the paired bootstrap CI of their ratio.
 import numpy as np
 import pytest
 
-from harness import claim, holds
+from harness import at_least, claim, holds, judge, within
 from harness.capture.measure import Leakage, prompt_ci
 from harness.model.edits import Bidirectional
 from harness.stats.leakage import causal_mask_share
 from harness.stats.pairs import query_bins
 
 T7 = claim("T7")
+T7B_TEST = "test_T7_bidirectional_far_below_causal_in_first_bin"
 SEQ_LEN, FIRST_BIN_SHARE, MASK_SHARE, MEET_FROM, MEET_GAP = (
     T7.threshold(k) for k in ("seq_len", "first_bin_share", "causal_mask_share", "meet_from_bin", "meet_gap")
 )
@@ -52,16 +53,17 @@ def test_T7_leakage_concentrates_in_first_query_bin(model, session, figures):
     figures.add("delta_r2_by_bin_bidirectional", bi)
     figures.add("first_bin_causal", causal[0], ci=prompt_ci(session, causal_b)[0], seq_len=int(edges[-1]))
     figures.add("first_bin_over_second", causal[0] / causal[1])
-    figures.add("first_bin_share_of_causal_profile", share, ci=prompt_ci(session, first_bin_share(causal_b)))
+    share_ci = prompt_ci(session, first_bin_share(causal_b))
+    figures.add("first_bin_share_of_causal_profile", share, ci=share_ci)
     holds(
         np.argmax(causal) == 0,
         f"the largest causal bin is [{edges[np.argmax(causal)]}, "
         f"{edges[np.argmax(causal) + 1]}), not the first ({np.round(causal, 4).tolist()})",
     )
-    holds(
-        share >= FIRST_BIN_SHARE,
-        f"the first bin holds {share:.2f} of the summed causal bin profile, not "
-        f"overwhelmingly concentrated (>= {FIRST_BIN_SHARE})",
+    judge(
+        at_least(share, share_ci, FIRST_BIN_SHARE, session.settings.n_prompts),
+        f"the first bin holds {share:.2f} of the summed causal bin profile: not shown overwhelmingly concentrated",
+        check="test_T7_leakage_concentrates_in_first_query_bin: first-bin share",
     )
 
 
@@ -75,14 +77,15 @@ def test_T7_bidirectional_far_below_causal_in_first_bin(model, session, figures)
     share_ci = prompt_ci(session, 1 - bi_b[:, :1] / causal_b[:, :1])[0]
     figures.add("first_bin_causal_mask_share", share, ci=share_ci, seq_len=int(edges[-1]))
     figures.add("first_bin_gap_ci", gap_ci)
-    holds(
-        gap_ci[0] > 0,
-        f"first bin: bidirectional {bi[0]:.4g} is not significantly below causal {causal[0]:.4g} "
-        f"(95% CI of the gap {np.round(gap_ci, 4).tolist()})",
+    judge(
+        at_least(causal[0] - bi[0], gap_ci, 0.0, session.settings.n_prompts),
+        f"first bin: bidirectional {bi[0]:.4g} is not shown below causal {causal[0]:.4g} (the paired gap)",
+        check=f"{T7B_TEST}: bidirectional below causal",
     )
-    holds(
-        share >= MASK_SHARE,
-        f"first bin: the causal-mask share is {share:.2f}, not substantially smaller bidirectional (>= {MASK_SHARE})",
+    judge(
+        at_least(share, share_ci, MASK_SHARE, session.settings.n_prompts),
+        f"first bin: the causal-mask share is {share:.2f}: bidirectional not shown substantially smaller",
+        check=f"{T7B_TEST}: causal-mask share",
     )
 
 
@@ -96,17 +99,16 @@ def test_T7_curves_meet_at_later_bins(model, session, figures):
     ratio, ratio_cis = gaps / gaps[0], prompt_ci(session, gaps_b / gaps_b[:, :1])
     assert np.all(np.isfinite(gaps)) and np.all(np.isfinite(ratio_cis)), f"non-finite bin gaps {gaps}: a harness error"
     later = range(MEET_FROM - 1, len(gaps))
-    apart = [b for b in later if not (-MEET_GAP <= ratio_cis[b][0] and ratio_cis[b][1] <= MEET_GAP)]
+    meet = {b: within(ratio[b], ratio_cis[b], -MEET_GAP, MEET_GAP, session.settings.n_prompts) for b in later}
+    apart = [b for b in later if not meet[b].held]
     figures.add("gap_by_bin", gaps, ci=gap_cis.tolist())
     figures.add("gap_over_first_bin_gap_by_bin", ratio, ci=ratio_cis.tolist())
     figures.add("last_bin_gap_over_first_bin_gap", ratio[-1], ci=ratio_cis[-1])
     figures.add("later_bins_apart", [[int(edges[b]), int(edges[b + 1])] for b in apart])
-    holds(
-        not apart,
-        f"the curves are not shown to meet (gap within ±{MEET_GAP} of the first bin's) at "
-        + "; ".join(
-            f"[{edges[b]}, {edges[b + 1]}) gap {gaps[b]:.3g}, {ratio[b]:.3f} of the first bin's "
-            f"(95% CI {np.round(ratio_cis[b], 3).tolist()})"
-            for b in apart
-        ),
-    )
+    for b in later:  # every later bin must meet: one not held decides; an inconclusive one waits for the rest
+        judge(
+            meet[b],
+            f"the curves are not shown to meet at [{edges[b]}, {edges[b + 1]}) (its gap {gaps[b]:.3g} is "
+            f"{ratio[b]:.3f} of the first bin's, against within ±{MEET_GAP})",
+            check="test_T7_curves_meet_at_later_bins: later bins meet",
+        )

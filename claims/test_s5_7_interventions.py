@@ -10,7 +10,7 @@ normally constant position vary across prompts.
 import numpy as np
 import pytest
 
-from harness import claim, holds
+from harness import at_least, at_most, claim, judge
 from harness.capture import corpus
 from harness.capture.measure import WEIGHT, Leakage, prompt_ci
 from harness.capture.plan import topic
@@ -57,56 +57,60 @@ def table9_rows(session, model):
 
 @pytest.fixture
 def table9(model, session, figures):
-    """{condition: (value, paired 95% CI of condition minus bidirectional)}; figures recorded for every test."""
+    """{condition: (value, paired 95% CI of condition minus bidirectional, percent of bidirectional, its paired
+    95% CI)}; figures recorded for every test."""
     out, l_star, token = table9_rows(session, model)
     base, base_boot = out["bidirectional"]
     rows = {}
     for label, (value, boot) in out.items():
         figures.add(f"first_bin:{label}", value, ci=prompt_ci(session, boot))
-        figures.add(f"percent_of_bidirectional:{label}", 100 * value / base)
+        percent_ci = prompt_ci(session, 100 * boot / base_boot)
+        figures.add(f"percent_of_bidirectional:{label}", 100 * value / base, ci=percent_ci)
         if label != "bidirectional":
-            rows[label] = (value, prompt_ci(session, boot - base_boot))
+            rows[label] = (value, prompt_ci(session, boot - base_boot), 100 * value / base, percent_ci)
             figures.add(f"difference_from_bidirectional:{label}", value - base, ci=rows[label][1])
     figures.add("most_leaky_layer", l_star)
     figures.add("replacement_token", token)
-    rows["bidirectional"] = (base, None)
+    rows["bidirectional"] = (base, None, 100.0, None)
     return rows
 
 
 PERCENT = claim("T9c").threshold("percent")
 
 
-def check(table9, condition, lower: bool, what: str):
-    """Direction (the paired CI of the difference) and magnitude (percent of bidirectional vs Table 9)."""
-    bi, _ = table9["bidirectional"]
-    value, (lo, hi) = table9[condition]
-    significant = hi < 0 if lower else lo > 0
-    holds(
-        significant,
-        f"{what} gives first-bin ΔR² {value:.4g} vs bidirectional {bi:.4g}: not significantly "
-        f"{'below' if lower else 'above'} it (paired 95% CI of the difference [{lo:.3g}, {hi:.3g}])",
+def check(table9, n_prompts: int, condition, lower: bool, what: str):
+    """Direction (the paired CI of the difference) and magnitude (the paired CI of the percent of bidirectional
+    against Table 9's value widened by 10 points), each by the one decision rule."""
+    bi = table9["bidirectional"][0]
+    value, diff_ci, percent, percent_ci = table9[condition]
+    direction = at_most if lower else at_least
+    judge(
+        direction(value - bi, diff_ci, 0.0, n_prompts),
+        f"{what} gives first-bin ΔR² {value:.4g} vs bidirectional {bi:.4g}: not shown {'below' if lower else 'above'} "
+        f"it (the paired difference)",
+        check=f"{condition}: direction",
     )
     op, bound = PERCENT[condition]
-    percent = 100 * value / bi
-    holds(
-        percent <= bound if op == "<=" else percent >= bound,
-        f"{what} gives {percent:.0f}% of bidirectional, not {op} {bound}% (Table 9's value widened by 10 points)",
+    judge(
+        (at_most if op == "<=" else at_least)(percent, percent_ci, bound, n_prompts),
+        f"{what} gives {percent:.0f}% of bidirectional, against {op} {bound}% (Table 9's value widened by 10 points)",
+        check=f"{condition}: magnitude",
     )
 
 
 @pytest.mark.claim("T9c")
 @pytest.mark.reads(topic(WEIGHT))
-def test_T9c_replacing_bos_embedding_removes_residual_leakage(table9):
-    check(table9, "bi+replace-embedding", True, "replacing the BOS embedding")
+def test_T9c_replacing_bos_embedding_removes_residual_leakage(table9, session):
+    check(table9, session.settings.n_prompts, "bi+replace-embedding", True, "replacing the BOS embedding")
 
 
 @pytest.mark.claim("T9c")
 @pytest.mark.reads(topic(WEIGHT))
-def test_T9c_replacing_position0_at_most_leaky_layer_reduces_it(table9):
-    check(table9, "bi+replace-Lstar", True, "replacing the position-0 state at L*")
+def test_T9c_replacing_position0_at_most_leaky_layer_reduces_it(table9, session):
+    check(table9, session.settings.n_prompts, "bi+replace-Lstar", True, "replacing the position-0 state at L*")
 
 
 @pytest.mark.claim("T9c")
 @pytest.mark.reads(topic(WEIGHT))
-def test_T9c_replacing_position0_at_every_layer_raises_it(table9):
-    check(table9, "bi+replace-all", False, "replacing the position-0 state at every layer")
+def test_T9c_replacing_position0_at_every_layer_raises_it(table9, session):
+    check(table9, session.settings.n_prompts, "bi+replace-all", False, "replacing the position-0 state at every layer")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from harness import claim, holds
+from harness import at_least, at_most, claim, holds, judge
 from harness.capture.reads import PatternAtPairs, Run
 from harness.stats import leakage as lk
 from harness.stats.length_design import FIRST, LENGTHS, first_cells, length_stratified_pairs
@@ -99,17 +99,21 @@ def test_T10_leakage_decays_with_length_piecewise(model, session, figures):
         note="variant, not judged: pre-softmax logits at the same pairs and heads (no causal-mask component)",
     )
     rho = np.corrcoef(np.argsort(np.argsort(L)), np.argsort(np.argsort(y)))[0, 1]
-    holds(
-        rho < 0 and y[-1] < y[0],
-        f"mean ΔR² does not decay with length: {np.round(y, 5).tolist()} (rank correlation {rho:.2f})",
-    )
+    # point estimates: the 16 lengths' means come from different prompt sets, and the paper's own design (a rank
+    # trend, an AIC comparison of two fits) has no prompt-level interval (METHODS.md, T10)
+    for stat, what in ((rho, "rank correlation with length"), (y[-1] - y[0], "last minus first length's ΔR²")):
+        judge(
+            at_most(stat, None, 0.0),
+            f"mean ΔR² does not decay with length: {np.round(y, 5).tolist()} ({what})",
+            check="test_T10_leakage_decays_with_length_piecewise: decays",
+        )
     holds(
         interior,
         f"no interior breakpoint: the best piecewise fit puts L0 at the edge of the length grid "
         f"({L0:.0f}, grid {L.min()}-{L.max()}), where it is the power law itself",
     )
-    holds(
-        fits["delta_aic"] > AIC_MARGIN,
-        f"the piecewise law does not beat a single power law by AIC "
-        f"(ΔAIC {fits['delta_aic']:.2f}, need > {AIC_MARGIN})",
+    judge(
+        at_least(fits["delta_aic"], None, AIC_MARGIN),
+        "the piecewise law does not beat a single power law by AIC (ΔAIC, power minus piecewise)",
+        check="test_T10_leakage_decays_with_length_piecewise: AIC",
     )

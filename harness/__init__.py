@@ -2,19 +2,25 @@
 as tests on real RoPE models. What a claim test uses is importable from here, and the notebook API
 (``verify``, ``Verdicts``, ``RunFailed``: harness/api.py, loaded on first use)."""
 
-from harness.outcome.verdict import ClaimNotHeld, NotApplicable, holds
+from harness.outcome.verdict import ClaimNotHeld, Inconclusive, NotApplicable, holds, judge
 from harness.spec.claims import CLAIMS, claim, family_sizes
+from harness.spec.decision import at_least, at_most, within
 
 __all__ = [
     "CLAIMS",
     "ClaimNotHeld",
+    "Inconclusive",
     "NotApplicable",
     "RunFailed",
     "Verdicts",
+    "at_least",
+    "at_most",
     "claim",
     "family_sizes",
     "holds",
+    "judge",
     "verify",
+    "within",
 ]
 _API = ("RunFailed", "Verdicts", "verify")
 

@@ -166,3 +166,10 @@ def test_an_inconclusive_test_carries_its_criterions_margin():
         with pytest.raises(Inconclusive) as e:
             conclude(log)
     assert deciding_margin(log, e.value) == pytest.approx(-0.02)
+
+
+def test_a_corrected_interval_says_its_level():
+    d = at_least(0.2, (0.15, 0.25), 0.1, 64, level=1 - 0.05 / 3)
+    assert d.held and "98.33% prompt-level CI" in d.describe()
+    assert "95% prompt-level CI" in at_least(0.2, (0.15, 0.25), 0.1, 64).describe()
+    assert within(0.0, (-0.1, 0.1), -0.2, 0.2, 16, level=0.9).level == 0.9

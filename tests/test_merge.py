@@ -268,7 +268,7 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
     assert (case == "held" or case == "two sizes") == (expected[0] == "held")
 
 
-def _paper_run(example: dict, model: str, with_t6: bool, i: int) -> dict:
+def _paper_run(example: dict, model: str, with_t6: bool, i: int, rows: bool = True) -> dict:
     r = copy.deepcopy(example)
     t6 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.T6_TEST}[smollm2-135m]"))
     t13 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.T13_TEST}[llama]"))
@@ -288,7 +288,7 @@ def _paper_run(example: dict, model: str, with_t6: bool, i: int) -> dict:
                 for c, v in (("causal", base), ("bidirectional", bi))
             ),
             {"name": "bootstrap_prompts", "value": 16},
-        ],
+        ][: None if rows else 2],
     }
     why = LADDER.why_not(Target(None, "llama", (model,), 128))
     rec13 = {**copy.deepcopy(t13), "reason": why}
@@ -326,6 +326,22 @@ def test_t13_is_judged_across_runs_from_t6_figures_or_said_not_judged(example, t
         assert t13[0]["verdict"] == "skipped" and not t13[0]["figures"]
         assert "not judged across runs" in t13[0]["reason"] and "absent for llama-3.2-3b" in t13[0]["reason"]
         assert "T13 [llama]: not judged across runs" in report and "skipped" in report
+
+
+def test_t13_across_runs_without_bootstrap_rows_is_reported_not_judged(example, tmp_path, capsys):
+    """Sizes whose T6 kept no bootstrap rows give T13 no interval: its figures are reported and it is never a
+    verdict read off point estimates (the one decision rule)."""
+    dirs = []
+    for i, m in enumerate(LADDERS["llama"]):
+        d = tmp_path / m
+        d.mkdir()
+        (d / "results.json").write_text(json.dumps(_paper_run(example, m, True, i, rows=False)))
+        dirs.append(d)
+    code, out, err = merge_cli(*dirs, "--out", tmp_path / "m", capsys=capsys)
+    assert code == 0, err
+    t13 = [r for r in load_results(tmp_path / "m")["records"] if r["claim"] == "T13"]
+    assert t13[0]["verdict"] == "skipped" and "reported, not judged" in t13[0]["reason"]
+    assert {f["name"] for f in t13[0]["figures"]} >= {"mean_delta_causal_by_size", "residual_stream_share_by_size"}
 
 
 # ---- the command line ---------------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ def test_one_row_per_test_in_claim_order_with_verdicts_figures_and_changes(runs,
     assert rows[T2][3:] == ["not held", "held", "0.8", "0.9", "not held → held; +12.5%"]
     assert rows[T5][3:] == ["held", "not run", "30", "", "held → not run"]
     assert rows[f"{T13}[llama]"][3:5] == ["n/a", "n/a"] and rows[f"{T13}[llama]"][7] == "same"
-    assert rows[T6][2] == "bidirectional / causal mean ΔR² ≤ 0.46, and its paired 95% CI below 1"  # claims.py
+    assert rows[T6][2] == "bidirectional / causal mean ΔR² below 0.46 (its paired 95% prompt-bootstrap CI)"  # claims.py
     assert "5 tests: 2 same verdict, 2 changed (1 not held → held, 1 held → not held), 1 run on one side only." in md
     moved = table(md, ["claim", "test", "figure: A -> B"])
     assert moved == [

@@ -167,3 +167,29 @@ def test_T1a_verdict_does_not_change_with_a_topic_neutral_token_at_zero():
     held, accs = t1a_verdict(session, model, text)
     held_neutral, accs_neutral = t1a_verdict(session, model, neutral)
     assert held == held_neutral, f"offset prompts: {accs} held={held}; neutral token at 0: {accs_neutral}"
+
+
+def test_accuracy_interval_is_two_sided_clopper_pearson():
+    lo, hi = probes.accuracy_interval(0.75, 64)
+    assert lo == pytest.approx(beta.ppf(0.025, 48, 17)) and hi == pytest.approx(beta.ppf(0.975, 49, 16))
+    assert probes.accuracy_interval(0.0, 10)[0] == 0.0 and probes.accuracy_interval(1.0, 10)[1] == 1.0
+    assert hi == pytest.approx(probes.accuracy_upper_bound(0.75, 64, alpha=0.025))
+
+
+def test_per_prompt_sinks_average_to_the_sink_grid():
+    """T1b's and T2's intervals resample the per-prompt head-mean sinks; their mean over prompts is the grid the
+    verdicts report (NaN where no later query reads a key)."""
+    from harness.stats.sinks import sink_by_prompt, sink_magnitude_by_layer
+
+    rng = np.random.default_rng(0)
+    profile = rng.random((6, 3, 4, 5))
+    profile[..., -1] = np.nan
+    by_prompt = sink_by_prompt(profile)
+    assert by_prompt.shape == (6, 3, 5)
+    assert np.allclose(np.nanmean(by_prompt, axis=0)[:, :-1], sink_magnitude_by_layer(profile)[:, :-1])
+    assert np.all(np.isnan(by_prompt[..., -1]))
+
+
+def test_T1b_ratio_floor_is_the_papers_within_model_case_less_its_tolerances():
+    assert claim("T1").threshold("sink_ratio") == pytest.approx(0.22 / 0.007875)
+    assert 27 < claim("T1").threshold("sink_ratio") < 0.27 / 0.0063

@@ -101,7 +101,7 @@ def t6_figures(sizes: list[str], by_model_test: dict) -> tuple[dict, list[str], 
 
 def paired_rows(sizes: list[str], rows: dict) -> tuple:
     """(causal rows [sizes, B], bidirectional rows, prompts) when every size kept rows of one length from one prompt
-    count (the pairing holds), else (None, None, 0): the checks are then judged on the point estimates."""
+    count (the pairing holds), else (None, None, 0): T13 is then reported, not judged."""
     if set(rows) != set(sizes) or len({(len(rows[m][0]), len(rows[m][1]), rows[m][2]) for m in sizes}) != 1:
         return None, None, 0
     return [rows[m][0] for m in sizes], [rows[m][1] for m in sizes], rows[sizes[0]][2]
@@ -159,14 +159,18 @@ def t13_record(
         )
     base_rows, bi_rows, n = paired_rows(sizes, rows)
     v = ladder_verdict(sizes, [values[m][0] for m in sizes], [values[m][1] for m in sizes], base_rows, bi_rows, n)
+    if base_rows is None:  # point estimates only: reported, never a verdict (the one decision rule needs an interval)
+        record, reason = _not_judged(
+            first,
+            f"reported, not judged: the {family} ladder ({', '.join(sizes)}) was measured in separate runs that kept "
+            f"no paired bootstrap rows (T6 keeps them on paper models at one seed and prompt count), so T13 has no "
+            f"interval; its figures are from {', '.join(sources)}",
+        )
+        return {**record, "figures": v["figures"]}, reason
     note = (
         f"judged at merge over {', '.join(sizes)} from T6's mean_delta_causal and mean_delta_bidirectional "
-        f"(the figures T13 measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}"
-        + (
-            ", on their paired prompt-bootstrap rows"
-            if base_rows is not None
-            else ", on point estimates (no bootstrap rows kept: no CI)"
-        )
+        f"(the figures T13 measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}, on their "
+        f"paired prompt-bootstrap rows"
     )
     return {
         **first,

@@ -19,14 +19,14 @@ has), negative when it straddles (how far the interval would have to shrink). An
 the prompts that would decide it: the interval's arm shrinks as 1/√n, so about n·(arm / distance)² prompts bring the
 arm towards the threshold inside the distance from the estimate to it (none where the estimate sits on the threshold).
 
-Standard library only. Today the paper values (``PaperValue.decide``, judged by ``Figures.check_paper``) decide through
-it; the claim tests' own criteria move to it one by one (METHODS.md, the threshold log lists those that have not).
+Standard library only. The paper values (``PaperValue.decide``, judged by ``Figures.check_paper``) and the claim tests'
+statistical criteria (``harness.outcome.verdict.judge``) decide through it; METHODS.md lists what does not and why.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Sequence
 
 Reading = Literal["held", "not held", "inconclusive"]
@@ -50,6 +50,7 @@ class Decision:
     margin: float
     prompts_to_decide: int | None = None
     no_count: str = ""  # why an inconclusive decision names no prompt count
+    level: float = 0.95  # the interval's coverage (wider where a criterion is corrected for several comparisons)
 
     @property
     def held(self) -> bool:
@@ -64,7 +65,7 @@ class Decision:
         where = (
             "point estimate"
             if self.interval is None
-            else f"95% prompt-level CI [{self.interval[0]:.4g}, {self.interval[1]:.4g}]"
+            else f"{100 * self.level:.4g}% prompt-level CI [{self.interval[0]:.4g}, {self.interval[1]:.4g}]"
         )
         text = (
             f"{self.estimate:.4g} ({where}) against {self.criterion}: {self.reading}, margin {self.margin or 0.0:.3g}"
@@ -100,14 +101,19 @@ def prompts_to_decide(n: int | None, arm: float, distance: float) -> int | None:
     return MOST_PROMPTS if needed >= MOST_PROMPTS else max(n + 1, math.floor(needed) + 1)
 
 
-def at_least(estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None = None) -> Decision:
-    """The statistic is above ``threshold``: held when the whole interval is, not held when none of it is."""
-    return _one_sided(estimate, ci, threshold, n, above=True)
+def at_least(
+    estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None = None, level: float = 0.95
+) -> Decision:
+    """The statistic is above ``threshold``: held when the whole interval is, not held when none of it is. ``n``: the
+    prompts the interval was measured on; ``level``: its coverage."""
+    return replace(_one_sided(estimate, ci, threshold, n, above=True), level=level)
 
 
-def at_most(estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None = None) -> Decision:
+def at_most(
+    estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None = None, level: float = 0.95
+) -> Decision:
     """The statistic is below ``threshold``: held when the whole interval is, not held when none of it is."""
-    return _one_sided(estimate, ci, threshold, n, above=False)
+    return replace(_one_sided(estimate, ci, threshold, n, above=False), level=level)
 
 
 def _bounds(
@@ -149,9 +155,15 @@ def _one_sided(estimate: float, ci: Sequence[float] | None, threshold: float, n:
     return Decision(INCONCLUSIVE, estimate, interval, criterion, -crossing, needed, _no_count(n, distance))
 
 
-def within(estimate: float, ci: Sequence[float] | None, low: float, high: float, n: int | None = None) -> Decision:
+def within(
+    estimate: float, ci: Sequence[float] | None, low: float, high: float, n: int | None = None, level: float = 0.95
+) -> Decision:
     """An equivalence: the statistic lies inside [low, high]. Held when the whole interval does, not held when the
     interval lies wholly outside, inconclusive when it overlaps an edge."""
+    return replace(_within(estimate, ci, low, high, n), level=level)
+
+
+def _within(estimate: float, ci: Sequence[float] | None, low: float, high: float, n: int | None) -> Decision:
     estimate, low, high = float(estimate), float(low), float(high)
     interval, lo, hi = _bounds(estimate, ci, low, high)
     if not low <= high:

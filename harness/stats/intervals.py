@@ -11,6 +11,7 @@ from harness.stats.pairs import PairSet
 __all__ = [
     "bootstrap_weights",
     "bootstrap_delta_r2",
+    "bootstrap_means",
     "mean_ci",
     "expanded_tail",
     "percentile_ci",
@@ -36,6 +37,15 @@ def bootstrap_delta_r2(
     if weights is None:
         weights = bootstrap_weights(stats.a.shape[0], n_boot, seed)
     return fit_from_stats(stats, weights).delta
+
+
+def bootstrap_means(values: np.ndarray, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    """Prompt-resampled means of per-prompt values [N, ...] -> [n_boot, ...]: the same multinomial prompt counts
+    (``bootstrap_weights`` at ``seed``) for every call on N prompts, so statistics built from several calls on the
+    same prompts (a ratio, a difference) are paired row by row. A NaN value makes its cell NaN in every row."""
+    v = np.asarray(values, dtype=np.float64)
+    w = bootstrap_weights(v.shape[0], n_boot, seed)
+    return np.tensordot(w, v, axes=(1, 0)) / v.shape[0]
 
 
 def mean_ci(samples: np.ndarray, level: float = 0.95, n: int | None = None) -> tuple[float, float]:

@@ -35,6 +35,7 @@ __all__ = [
     "binomial_sf",
     "above_chance",
     "accuracy_upper_bound",
+    "accuracy_interval",
     "equivalence_prompts",
     "token_identity_accuracy",
 ]
@@ -277,6 +278,19 @@ def accuracy_upper_bound(acc: float, n: int, alpha: float = 0.05) -> float:
         raise ValueError(f"n must be >= 1, got {n}")
     k = int(round(float(acc) * n))
     return 1.0 if k >= n else float(beta.ppf(1.0 - alpha, k + 1, n - k))
+
+
+def accuracy_interval(acc: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Two-sided ``level`` Clopper-Pearson interval of a probe accuracy: k = round(acc * n) correct of n predictions
+    (as ``accuracy_upper_bound``)."""
+    from scipy.stats import beta
+
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    k, alpha = int(round(float(acc) * n)), 1.0 - level
+    lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
+    hi = 1.0 if k >= n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
+    return lo, hi
 
 
 def equivalence_prompts(

@@ -26,6 +26,14 @@ def sink_magnitude_by_layer(profile: np.ndarray) -> np.ndarray:
         return np.nanmean(profile, axis=(0, 2))
 
 
+def sink_by_prompt(profile: np.ndarray) -> np.ndarray:
+    """[N, L, H, n] sink profiles -> [N, L, n]: per prompt, the head-mean weight later queries give each key (the
+    prompt-level values whose mean is ``sink_magnitude_by_layer``; NaN where no later query reads the key)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
+        return np.nanmean(profile, axis=2)
+
+
 def peak_sink(profile: np.ndarray, position: int) -> tuple[float, int]:
     """(magnitude, layer) of the strongest layer for key ``position``: one figure per prompt variant (Table 2)."""
     by_layer = sink_magnitude_by_layer(profile)[:, position]

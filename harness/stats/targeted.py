@@ -8,7 +8,9 @@ inside each prompt resample the draws are resampled too (a nested, two-stage boo
 carries both the prompts' and the draws' uncertainty.
 
 T12 compares the topic probe's accuracy before and after an ablation on the same prompts: the per-prompt
-out-of-fold correctness, before and after, gives the paired difference and its standard error.
+out-of-fold correctness, before and after, gives the paired difference, with Newcombe's hybrid score interval for paired
+proportions and, reported beside it, the exact McNemar p-value. The fraction of the MLP output
+norm an ablation removes gets a prompt-bootstrap interval with the ablated direction held fixed.
 Pure numpy, float64.
 """
 
@@ -20,7 +22,14 @@ from threadpoolctl import threadpool_limits
 
 from harness.stats.probes import DEFAULT_N_COMPONENTS, fold_predictions, stratified_splits
 
-__all__ = ["reduction", "random_minus_targeted", "probe_correct", "paired_difference"]
+__all__ = [
+    "reduction",
+    "random_minus_targeted",
+    "probe_correct",
+    "paired_change_interval",
+    "mcnemar_exact_p",
+    "norm_removed_boot",
+]
 
 
 def reduction(base: ArrayLike, ablated: ArrayLike) -> np.ndarray:
@@ -73,11 +82,53 @@ def probe_correct(
     return pred == labels
 
 
-def paired_difference(before: ArrayLike, after: ArrayLike) -> tuple[float, float]:
-    """Mean of the per-prompt differences after − before and its standard error sd(d) / sqrt(n) (ddof 1):
-    the paired difference of two conditions on the same prompts (0 SE only when every prompt's difference is
-    the same)."""
-    d = np.asarray(after, dtype=np.float64) - np.asarray(before, dtype=np.float64)
-    if d.ndim != 1 or d.size < 2:
-        raise ValueError(f"need two or more prompts' paired values, got shape {d.shape}")
-    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size))
+def _wilson(k: int, n: int, z: float) -> tuple[float, float]:
+    p, den = k / n, 1 + z * z / n
+    centre, half = (p + z * z / (2 * n)) / den, z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return float(centre - half), float(centre + half)
+
+
+def paired_change_interval(before: ArrayLike, after: ArrayLike, level: float = 0.95) -> tuple[float, float, float]:
+    """(change, lo, hi): the mean per-prompt change of a 0/1 outcome, after − before, and its ``level`` interval by
+    Newcombe's hybrid score method for paired proportions (1998, method 10): each proportion's Wilson interval,
+    combined through the correlation of the two outcomes over prompts. Unlike inverting McNemar's exact test
+    (conditional on the discordant prompts, which covers a one-way change about half the time), it covers the
+    change at about its level with few discordant prompts (tests/test_prompt_level_ci.py)."""
+    from scipy.stats import norm
+
+    b0, a0 = np.asarray(before, dtype=bool), np.asarray(after, dtype=bool)
+    if b0.ndim != 1 or b0.shape != a0.shape or b0.size < 2:
+        raise ValueError(f"need two or more prompts' paired 0/1 outcomes, got shapes {b0.shape} and {a0.shape}")
+    n, z = b0.size, float(norm.ppf(1 - (1 - level) / 2))
+    both, lost, gained = int(np.sum(b0 & a0)), int(np.sum(b0 & ~a0)), int(np.sum(~b0 & a0))
+    neither = n - both - lost - gained
+    p_after, p_before = (both + gained) / n, (both + lost) / n
+    (l_after, u_after), (l_before, u_before) = _wilson(both + gained, n, z), _wilson(both + lost, n, z)
+    margins = float(both + lost) * (gained + neither) * (both + gained) * (lost + neither)
+    phi = (both * neither - lost * gained) / np.sqrt(margins) if margins > 0 else 0.0
+    da, db = p_after - l_after, u_before - p_before
+    ua, ub = u_after - p_after, p_before - l_before
+    change = p_after - p_before
+    lo = change - np.sqrt(max(da * da - 2 * phi * da * db + db * db, 0.0))
+    hi = change + np.sqrt(max(ua * ua - 2 * phi * ua * ub + ub * ub, 0.0))
+    return float(change), float(lo), float(hi)
+
+
+def mcnemar_exact_p(before: ArrayLike, after: ArrayLike) -> float:
+    """One-sided exact McNemar p-value for a loss: of the m prompts whose outcome changed, P(at least the observed
+    number lost | Binomial(m, 1/2)); 1 where none changed."""
+    from scipy.stats import binom
+
+    b0, a0 = np.asarray(before, dtype=bool), np.asarray(after, dtype=bool)
+    lost, gained = int(np.sum(b0 & ~a0)), int(np.sum(~b0 & a0))
+    return 1.0 if lost + gained == 0 else float(binom.sf(lost - 1, lost + gained, 0.5))
+
+
+def norm_removed_boot(Y: ArrayLike, direction: ArrayLike, weights: np.ndarray) -> np.ndarray:
+    """The Frobenius fraction of the norm of per-prompt outputs ``Y`` [N, d] that projecting out the fixed unit
+    ``direction`` removes, 1 − ||Y⊥||_F / ||Y||_F, on every prompt resample of ``weights`` [B, N] (all ones: the
+    point estimate): the ablation's direction is the one applied, the prompts it is measured on are resampled."""
+    Y = np.asarray(Y, dtype=np.float64)
+    total = np.sum(Y**2, axis=1)
+    kept = total - (Y @ np.asarray(direction, dtype=np.float64)) ** 2
+    return 1.0 - np.sqrt((weights @ kept) / (weights @ total))
