@@ -15,7 +15,7 @@ from harness.capture.plan import topic
 from harness.capture.reads import PROBE_STATES, Run, SinkProfile, probe_positions
 from harness.stats import probes
 from harness.stats.intervals import bootstrap_means, percentile_ci
-from harness.stats.sinks import peak_sink, sink_by_prompt, sink_cells_at_chance, sink_magnitude_by_layer, top_cells
+from harness.stats.sinks import sink_by_prompt, sink_cells_at_chance, sink_magnitude_by_layer, top_cells
 
 MOVED_TO = 8  # paper: BOS moved to position 8
 T2 = claim("T2")  # thresholds, with the paper sentence each comes from: harness/spec/claims.py
@@ -27,29 +27,33 @@ def sink_profile(session, model, prompts):
     return session.capture(model, Run(prompts), SinkProfile()).values
 
 
-def peak_with_ci(session, profile, position, layer=None):
+def sinks_by_prompt(session, model, prompts):
+    """[N, L, n]: each prompt's head-mean sink of every key at every layer."""
+    return sink_by_prompt(sink_profile(session, model, prompts))
+
+
+def peak_with_ci(session, by_prompt, position, layer=None):
     """(sink, layer, 95% prompt-bootstrap CI, bootstrap rows) of key ``position`` at its peak layer (chosen on the
-    whole run, then held fixed) or at ``layer``: the rows share their prompt resamples with every other call on the
-    same number of prompts (paired)."""
+    whole run, then held fixed) or at ``layer``, from ``sinks_by_prompt``: the rows share their prompt resamples
+    with every other call on the same number of prompts (paired)."""
     s = session.settings
-    per_prompt = sink_by_prompt(profile)
-    value, peak = peak_sink(profile, position)
-    layer = peak if layer is None else layer
-    rows = bootstrap_means(per_prompt[:, layer, position], s.n_boot, s.seed)
-    value = float(np.nanmean(per_prompt[:, layer, position]))
-    return value, layer, percentile_ci(rows, n=len(profile)), rows
+    column = by_prompt[:, :, position]
+    layer = int(np.nanargmax(np.nanmean(column, axis=0))) if layer is None else layer
+    rows = bootstrap_means(column[:, layer], s.n_boot, s.seed)
+    return float(np.nanmean(column[:, layer])), layer, percentile_ci(rows, n=len(by_prompt)), rows
 
 
 @pytest.mark.claim("T2")
 @pytest.mark.reads(topic(SinkProfile()))
 def test_T2_moving_bos_moves_the_sink(model, session, figures):
     text = session.prompts(model)
-    default = sink_profile(session, model, text)
-    moved = sink_profile(session, model, corpus.bos_at(text, model.spec, MOVED_TO))
+    default = sinks_by_prompt(session, model, text)
+    moved = sinks_by_prompt(session, model, corpus.bos_at(text, model.spec, MOVED_TO))
     s8, layer, s8_ci, s8_rows = peak_with_ci(session, moved, MOVED_TO)
-    s8_default, _ = peak_sink(default, MOVED_TO)
-    by_layer = sink_magnitude_by_layer(moved)[layer]
-    other = max((k for k in range(1, len(by_layer) - 1) if k != MOVED_TO), key=lambda k: by_layer[k])
+    s8_default = peak_with_ci(session, default, MOVED_TO)[0]
+    other = max(  # the last key has no later query, so no sink
+        (k for k in range(1, moved.shape[-1] - 1) if k != MOVED_TO), key=lambda k: np.nanmean(moved[:, layer, k])
+    )
     strongest_other, _, _, other_rows = peak_with_ci(session, moved, other, layer)
     gap_ci = percentile_ci(s8_rows - other_rows, n=len(text))
     figures.add("sink_at_8_bos_moved", s8, ci=s8_ci)
@@ -57,15 +61,16 @@ def test_T2_moving_bos_moves_the_sink(model, session, figures):
     figures.add("peak_layer", layer)
     figures.add("strongest_other_position_ge1", strongest_other)
     figures.add("sink_at_8_minus_strongest_other", s8 - strongest_other, ci=gap_ci)
-    figures.add("sink_at_8_over_default_sink_at_0", s8 / peak_sink(default, 0)[0], note="secondary, not judged")
+    s0_default = peak_with_ci(session, default, 0)[0]
+    figures.add("sink_at_8_over_default_sink_at_0", s8 / s0_default, note="secondary, not judged")
     judge(
         at_least(s8, s8_ci, SATURATED, len(text)),
-        f"the sink at 8 with BOS moved there (layer {layer}) is not near saturation (> {SATURATED})",
+        f"the sink at 8 with BOS moved there (layer {layer}) is not shown near saturation (> {SATURATED})",
         check=f"{T2_MOVED}: saturated at 8",
     )
     judge(
         at_least(s8 - strongest_other, gap_ci, 0.0, len(text)),
-        f"position 8 ({s8:.3f}) is not the strongest sink among positions >= 1 (position {other} reaches "
+        f"position 8 ({s8:.3f}) is not shown the strongest sink among positions >= 1 (position {other} reaches "
         f"{strongest_other:.3f})",
         check=f"{T2_MOVED}: strongest at 8",
     )
@@ -75,9 +80,9 @@ def test_T2_moving_bos_moves_the_sink(model, session, figures):
 @pytest.mark.reads(topic(SinkProfile()))
 def test_T2_uncommon_token_at_zero_suppresses_the_sink(model, session, figures):
     text = session.prompts(model)
-    s0, _, _, s0_rows = peak_with_ci(session, sink_profile(session, model, text), 0)
-    random_profile = sink_profile(session, model, corpus.random_token_at_zero(text, model.tokenizer))
-    s0_random, layer, _, random_rows = peak_with_ci(session, random_profile, 0)
+    s0, _, _, s0_rows = peak_with_ci(session, sinks_by_prompt(session, model, text), 0)
+    random_token = sinks_by_prompt(session, model, corpus.random_token_at_zero(text, model.tokenizer))
+    s0_random, layer, _, random_rows = peak_with_ci(session, random_token, 0)
     ratio, ratio_ci = s0_random / s0, percentile_ci(random_rows / s0_rows, n=len(text))
     figures.add("sink_at_0_default", s0)
     figures.add("sink_at_0_random_token", s0_random)
@@ -85,7 +90,7 @@ def test_T2_uncommon_token_at_zero_suppresses_the_sink(model, session, figures):
     judge(
         at_most(ratio, ratio_ci, SUPPRESSED, len(text)),
         f"with an uncommon token at 0 the sink there is {s0_random:.3f} vs {s0:.3f} with BOS ({ratio:.2f}x), not "
-        f"suppressed (< {SUPPRESSED}x)",
+        f"shown suppressed (< {SUPPRESSED}x)",
         check="test_T2_uncommon_token_at_zero_suppresses_the_sink: suppressed",
     )
 
@@ -94,12 +99,12 @@ def test_T2_uncommon_token_at_zero_suppresses_the_sink(model, session, figures):
 @pytest.mark.reads(topic(SinkProfile()))
 def test_T2_without_bos_position0_is_a_saturated_default_sink(model, session, figures):
     text = session.prompts(model)
-    s0, layer, s0_ci, _ = peak_with_ci(session, sink_profile(session, model, text), 0)
+    s0, layer, s0_ci, _ = peak_with_ci(session, sinks_by_prompt(session, model, text), 0)
     figures.add("sink_at_0_no_bos", s0, ci=s0_ci)
     figures.add("peak_layer", layer)
     judge(
         at_least(s0, s0_ci, SATURATED, len(text)),
-        f"the peak sink at position 0 without BOS (layer {layer}) is not saturated (> {SATURATED})",
+        f"the peak sink at position 0 without BOS (layer {layer}) is not shown saturated (> {SATURATED})",
         check="test_T2_without_bos_position0_is_a_saturated_default_sink: saturated at 0",
     )
 
@@ -189,8 +194,11 @@ def test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller(model, se
     ok = np.isfinite(sink)  # ties in accuracy (e.g. at 1.0) go to the cell with the larger sink: the conservative pick
     order = np.lexsort((-np.where(ok, sink, -np.inf).ravel(), -np.where(ok, acc, -np.inf).ravel()))[:TOP_SINKS]
     content = [tuple(int(i) for i in np.unravel_index(o, acc.shape)) for o in order]
-    boot = bootstrap_means(by_prompt, session.settings.n_boot, session.settings.seed)  # [B, layers, positions]
-    ratio_rows = np.min([boot[:, l, p] for l, p in top], axis=0) / np.max([boot[:, l, p] for l, p in content], axis=0)
+    cells = top + content  # only these six cells are resampled: [B, 6]
+    boot = bootstrap_means(
+        np.stack([by_prompt[:, l, p] for l, p in cells], axis=1), session.settings.n_boot, session.settings.seed
+    )
+    ratio_rows = boot[:, : len(top)].min(axis=1) / boot[:, len(top) :].max(axis=1)
     content_sink = max(sink[c] for c in content)
     ratio = float(min(sink[c] for c in top) / content_sink)
     ratio_ci = percentile_ci(ratio_rows, n=n)

@@ -3,7 +3,7 @@
 Head-mean ΔR² fitted separately in the paper's seven doubling bins of the query position (prompts of 512
 tokens: [0, 8), [8, 16), …, [256, 512)). The leakage concentrates in the first bin, where removing the causal
 mask lowers it well below the causal value (the causal-mask share, Eq. 5); from the third bin on the causal
-and bidirectional curves meet: an equivalence, each later bin's gap within ±0.21 of the first bin's, judged
+and bidirectional curves meet: an equivalence, each later bin's gap within ±0.144 of the first bin's, judged
 on the paired bootstrap CI of their ratio.
 """
 

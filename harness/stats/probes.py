@@ -289,8 +289,7 @@ def accuracy_interval(acc: float, n: int, level: float = 0.95) -> tuple[float, f
         raise ValueError(f"n must be >= 1, got {n}")
     k, alpha = int(round(float(acc) * n)), 1.0 - level
     lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
-    hi = 1.0 if k >= n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
-    return lo, hi
+    return lo, accuracy_upper_bound(acc, n, alpha / 2)
 
 
 def equivalence_prompts(
