@@ -153,12 +153,14 @@ def check_smaller_than_random(t11, n_prompts: int, which: str, what: str):
 
 
 @pytest.mark.claim("T11")
+@pytest.mark.costly  # 13 edited passes per model: not in CI's per-push run (scripts/test.sh)
 @pytest.mark.reads(topic(WEIGHT, SinkProfile()), topic_rows(DIRECTION_PROMPTS, AFTER_0))
 def test_T11_position_probe_ablation_reduces_less_than_random_heads(t11, session):
     check_smaller_than_random(t11, session.settings.n_prompts, "rank1", "projecting out the position direction")
 
 
 @pytest.mark.claim("T11")
+@pytest.mark.costly  # 13 edited passes per model: not in CI's per-push run (scripts/test.sh)
 @pytest.mark.reads(topic(WEIGHT, SinkProfile()), topic_rows(DIRECTION_PROMPTS, AFTER_0))
 def test_T11_sink_head_ablation_reduces_less_than_random_heads(t11, session):
     check_smaller_than_random(t11, session.settings.n_prompts, "sink", "zeroing the top-decile sink-reading heads")

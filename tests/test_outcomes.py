@@ -167,11 +167,11 @@ def test_the_report_and_terminal_show_the_four_outcomes_apart(crafted):
         if line.startswith("| T")
     }
     assert matrix["T5"].endswith("| 1 not held, 1 harness error (no verdict) |")
-    assert matrix["T9a"].endswith("| 1 held — stale known outcome, re-take it |")
+    assert matrix["T9a"].endswith("| 1 held — new since the recorded run, re-take the record |")
     assert matrix["T6"].endswith("| 2 not held |") and matrix["T7"].endswith("| 1 harness error (no verdict) |")
-    lead = report.split("## Claims at a glance")[1].split("## Claims × models")[0]
-    assert "| not held (recorded known outcome): crafted: ratio 9.9" in lead  # this run's reason, in the lead row
-    assert "not held (recorded known outcome): crafted: ratio 9.9" in report
+    lead = report.split("## Claims at a glance")[1].split("\n## ")[0]
+    assert "| not held (as recorded): crafted: ratio 9.9" in lead  # this run's reason, in the lead row
+    assert "not held (as recorded): crafted: ratio 9.9" in report
     assert "T5     1 harness error, 1 not held" in r.stdout and "T9a    1 stale" in r.stdout
     assert "verdicts: held:" not in r.stdout and "stale: recorded as not holding, and it now holds" in r.stdout
 

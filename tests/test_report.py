@@ -358,4 +358,39 @@ def test_a_run_records_its_provenance_and_the_report_shows_it(tmp_path):
     assert {"torch", "transformers", "accelerate", "tokenizers", "syrupy"} <= set(versions)
     md = (out / "report.md").read_text()
     assert "selection: claims -k T9a" in md and "| smollm2-135m | instruction-tuned (SmolLM2-135M-Instruct)" in md
-    assert (out / "summary.md").read_text().startswith("## abspos claims — run-p\n\n| claim | the paper says |")
+    summary = (out / "summary.md").read_text()
+    assert summary.startswith(
+        "## abspos claims — run-p\n\n**1 claim test on 1 model: 1 held · 0 not held · 0 inconclusive · 0 not applicable "
+        "· 0 harness errors**\n\nModels: smollm2-135m · cpu, float32 · "
+    )
+    assert "\n\n| claim | the paper says |" in summary
+
+
+@pytest.mark.parametrize("which", ["synthetic", "committed example"])
+def test_the_report_opens_with_the_paper_the_totals_and_the_matrix(built, which):
+    """The answer first: the title names the paper, one totals line counts every verdict, the models and design
+    follow, then the claims × models matrix, before the per-test table; every claim heading has its verdict strip."""
+    md = built[1] if which == "synthetic" else (paths.REPORTS / "example" / "report.md").read_text()
+    head = md.splitlines()
+    assert head[0] == "# Claims report: Where does Absolute Position come from in decoder-only Transformers?"
+    totals = re.fullmatch(r"\*\*(\d+) claim tests? on (\d+) models?: (.*)\*\*", head[2])
+    assert totals, head[2]
+    counts = dict((w, int(n)) for n, w in (re.match(r"(\d+) (.*)", part).groups() for part in totals[3].split(" · ")))
+    assert list(counts)[:5] == ["held", "not held", "inconclusive", "not applicable", "harness errors"]
+    assert sum(counts.values()) == int(totals[1])
+    assert head[4].startswith("Models: ")
+    assert md.index("## Claims × models") < md.index("## Claims at a glance") < md.index("## Glossary")
+    claims = re.findall(r"^## ((?:EQ|T)\d+[a-z]?) — ", md, re.M)
+    strips = re.findall(r"^## (?:EQ|T)\d+[a-z]? — .*\n\n\*\*Verdicts\*\* — .+", md, re.M)
+    assert claims and len(strips) == len(claims)
+
+
+@pytest.mark.parametrize("which", ["synthetic", "committed example"])
+def test_no_reader_facing_text_speaks_pytest(built, which):
+    """held / not held / inconclusive / not applicable / harness error, and "as recorded": never pytest's xfail,
+    the exception's name or "known outcome" in the report or the job summary."""
+    folder = built[0] if which == "synthetic" else paths.REPORTS / "example"
+    for name in ("report.md", "summary.md"):
+        text = (folder / name).read_text().lower()
+        for word in ("xfail", "claimnotheld", "known outcome"):
+            assert word not in text, f"{name} says {word!r}"

@@ -71,15 +71,20 @@ class Verdict(StrEnum):
 #: (what it means, how a report words it, its css class) per verdict.
 _ABOUT = {
     Verdict.HELD: ("the claim held", "held", "held"),
-    Verdict.NOT_HELD: ("the claim did not hold: ClaimNotHeld with the figure measured in this run", "not held", "not"),
+    Verdict.NOT_HELD: (
+        "the claim did not hold: the criterion's interval lies wholly on the failing side (the figure measured in this "
+        "run)",
+        "not held",
+        "not",
+    ),
     Verdict.INCONCLUSIVE: (
         "the run's interval straddles the criterion's threshold: the data cannot decide",
         "inconclusive",
         "stale",
     ),
     Verdict.STALE: (
-        "recorded as not holding, and it now holds: re-take the known outcome",
-        "held — stale known outcome, re-take it",
+        "recorded as not holding, and it now holds: re-take the record (abspos-claims outcomes record)",
+        "held — new since the recorded run, re-take the record",
         "stale",
     ),
     Verdict.HARNESS_ERROR: (
@@ -318,7 +323,7 @@ def decide(
             return (
                 Verdict.STALE,
                 False,
-                f"held in this run, but recorded as {was} ({recorded(known)}): re-take the known outcome",
+                f"held in this run, but recorded as {was} ({recorded(known)}): re-take the record",
                 None,
             )
         return Verdict.HELD, False, "", None

@@ -39,7 +39,7 @@ def model_label(r: dict) -> str:
 
 def verdict_text(r: dict, with_reason: bool) -> str:
     verdict = Verdict.of(r)
-    v = verdict.label + (" (recorded known outcome)" if r.get("known_outcome") else "")
+    v = verdict.label + (" (as recorded)" if r.get("known_outcome") else "")
     reason = " ".join(str(r.get("reason") or "").split())
     if verdict == Verdict.UNSTABLE:
         reason = f"{r['unstable']}; this run: {r['verdict']}" + (f": {reason}" if reason else "")

@@ -28,7 +28,7 @@ from harness.report.cells import (
     test_name,
     verdict_text,
 )
-from harness.report.matrix import verdict_matrix
+from harness.report.matrix import totals_line, verdict_matrix, verdict_strip
 from harness.report.render import Link, fmt, to_markdown
 from harness.spec.claims import CLAIMS, claim_test, paper_numbers
 from harness.spec.models import names
@@ -57,9 +57,9 @@ GLOSSARY = [
     ("AIC, ΔAIC", "Akaike information criterion; ΔAIC = AIC(power law) − AIC(piecewise), > 2 favours the piecewise"),
     ("layer-tokens", "prompt tokens × decoder layers run: the forward-pass work a capture does"),
     (
-        "known outcome",
-        "a verdict recorded as not holding (fixtures/known_outcomes.json), expected again as a "
-        "strict xfail at the same assertion",
+        "as recorded",
+        "a verdict that did not hold (or was inconclusive) in an earlier run, recorded in fixtures/known_outcomes.json "
+        "with the criterion that decided it, and repeated here at the same criterion",
     ),
 ]
 
@@ -143,6 +143,21 @@ def paper_checks(r: dict) -> str:
         why = reported[0][1].removeprefix("reported, not judged: ")
         text += f"; the paper's values of {', '.join(n for n, _ in reported)} reported, not judged ({why})"
     return text
+
+
+PAPER_TITLE = "Where does Absolute Position come from in decoder-only Transformers?"
+
+
+def run_line(results: dict) -> str:
+    """The models, the device and the run's design in one line."""
+    s, models = results.get("settings") or {}, results.get("models") or []
+    design = (
+        f"{s['n_prompts']} prompts of {s['seq_len']} tokens, seed {s['seed']}"
+        if all(k in s for k in ("n_prompts", "seq_len", "seed"))
+        else "settings not recorded"
+    )
+    where = f"{s.get('device', 'device not recorded')}, {s.get('dtype', 'dtype not recorded')}"
+    return f"Models: {', '.join(models) or 'none named'} · {where} · {design}"
 
 
 def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
@@ -248,6 +263,7 @@ def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
     figures = [("img", p.title, Path(p.path)) for p in plots if p.claim == claim]
     return [
         ("h2", f"{claim} — {texts.get(claim, '')}".rstrip(" —"), f"claim-{claim.lower()}"),
+        ("p", verdict_strip(records)),
         *figures,
         (
             "details",
@@ -264,8 +280,8 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
         by_claim[r["claim"]].append(r)
     claims = sorted(by_claim, key=claim_key)
     sections = [
-        ("Claims at a glance", "lead"),
         ("Claims × models", "matrix"),
+        ("Claims at a glance", "lead"),
         ("Glossary", "glossary"),
         ("Run provenance", "provenance"),
         *((f"{c} — {texts.get(c, '')}".rstrip(" —"), f"claim-{c.lower()}") for c in claims),
@@ -273,8 +289,12 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
     timed = any("layer_tokens" in r for r in results["records"])
     sections += [("Where the time went", "time")] if timed else []
     blocks = [
-        ("h1", f"Claims report — {results.get('run') or 'unnamed run'}"),
+        ("h1", f"Claims report: {PAPER_TITLE}"),
+        ("p", totals_line(results["records"])),
+        ("p", f"{run_line(results)} · run {results.get('run') or 'unnamed'}"),
         *partial_note(results),
+        ("h2", "Claims × models", "matrix"),
+        *matrix(results),
         ("toc", sections),
         ("h2", "Claims at a glance", "lead"),
         (
@@ -284,8 +304,6 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
             "comes from, this run's headline figure with its 95% CI over prompts, and the verdict.",
         ),
         *lead_table(results, base),
-        ("h2", "Claims × models", "matrix"),
-        *matrix(results),
         ("h2", "Glossary", "glossary"),
         ("table", ["term", "meaning"], [list(g) for g in GLOSSARY]),
         ("h2", "Run provenance", "provenance"),
@@ -317,6 +335,8 @@ def summary_markdown(results: dict) -> str:
     """summary.md: the lead table and the matrix, for a CI job summary ($GITHUB_STEP_SUMMARY)."""
     blocks = [
         ("h2", f"abspos claims — {results.get('run') or 'unnamed run'}"),
+        ("p", totals_line(results["records"])),
+        ("p", run_line(results)),
         *partial_note(results),
         *matrix(results),
         ("p", "**Claims at a glance** (one row per test and model; the full report is the job's artifact)"),

@@ -1,11 +1,12 @@
 """The claims × models matrix: how many of each claim's tests ended in each verdict on each model. One count for
 the report's table (harness.report.document) and the run's terminal summary (harness.run.records); a test
-without a model is counted under its family ("llama family", T13) or "(no model)" (EQ3's softmax).
+without a model is counted under its family ("llama family", T13) or "(no model)" (EQ3's softmax). Also the
+report's totals line and the verdict strip under each claim's heading.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import NamedTuple
 
 from harness.outcome.verdict import Verdict
@@ -27,3 +28,38 @@ def verdict_matrix(records: list, models=()) -> Matrix:
         cells.setdefault((r["claim"], model_label(r)), Counter())[Verdict.of(r)] += 1
     claims = sorted(dict.fromkeys(r["claim"] for r in records), key=claim_key)
     return Matrix(claims, list(dict.fromkeys([*models, *(model_label(r) for r in records)])), cells)
+
+
+#: How the totals line words each verdict's count, in its order: the first five always, the rest where present.
+TOTALS = {
+    Verdict.HELD: "held",
+    Verdict.NOT_HELD: "not held",
+    Verdict.INCONCLUSIVE: "inconclusive",
+    Verdict.NOT_APPLICABLE: "not applicable",
+    Verdict.HARNESS_ERROR: "harness errors",
+    Verdict.UNSTABLE: "unstable across seeds",
+    Verdict.STALE: "held, new since the recorded run",
+    Verdict.SKIPPED: "skipped",
+    Verdict.REHEARSED: "rehearsed (random weights, no verdict)",
+}
+
+
+def totals_line(records: list) -> str:
+    """Every test's verdict counted: "N claim tests on M models: a held · b not held · ..."."""
+    counts = Counter(Verdict.of(r) for r in records)
+    models = {r["model"] for r in records if r.get("model")}
+    shown = [f"{counts[v]} {words}" for k, (v, words) in enumerate(TOTALS.items()) if k < 5 or counts[v]]
+    tests, on = (
+        f"{len(records)} claim test{'s' * (len(records) != 1)}",
+        f"{len(models)} model{'s' * (len(models) != 1)}",
+    )
+    return f"**{tests} on {on}: {' · '.join(shown)}**"
+
+
+def verdict_strip(records: list) -> str:
+    """Under a claim's heading: its tests' verdicts per model, e.g. "smollm2-135m: 1 held, 1 inconclusive"."""
+    by_model: dict[str, Counter] = defaultdict(Counter)
+    for r in records:
+        by_model[model_label(r)][Verdict.of(r)] += 1
+    cells = [f"{m}: {', '.join(f'{n} {v.label}' for v, n in c.items())}" for m, c in by_model.items()]
+    return "**Verdicts** — " + " · ".join(cells)

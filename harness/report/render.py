@@ -132,7 +132,7 @@ def _html_inline(c) -> str:
         return "".join(_html_inline(x) for x in c)
     if isinstance(c, Link):
         return f'<a href="{html.escape(c.href)}">{html.escape(c.text)}</a>'
-    return html.escape(_text(c))
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(_text(c)))  # markdown's bold, as there
 
 
 def _html_blocks(blocks: list) -> list[str]:
