@@ -21,6 +21,7 @@ import contextlib
 import signal
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -302,13 +303,22 @@ def stability_command(argv: Sequence[str]) -> int:
 def claims_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"{PROG} claims", description="The claim registry (harness/spec/claims.py).")
     sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list", help="each claim: its id, paper section, statement, and the models its tests apply to")
     sub.add_parser("table", help="print METHODS.md's claim table (paste it between the claim-table markers)")
     return p
 
 
+def claims_list() -> str:
+    """One row per claim: id, section, statement, and where its tests' predictions apply."""
+    rows = [
+        [c.id, c.section, c.statement, "; ".join(dict.fromkeys(t.applies.label for t in c.claim_tests.values()))]
+        for c in CLAIMS.values()
+    ]
+    return aligned(["claim", "section", "statement", "applies to"], rows)
+
+
 def claims_command(argv: Sequence[str]) -> int:
-    claims_parser().parse_args(argv)
-    print(methods_table())
+    print(claims_list() if claims_parser().parse_args(argv).cmd == "list" else methods_table())
     return 0
 
 
@@ -330,7 +340,7 @@ COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
         "record verdicts across seeds (fixtures/stability.json), or print METHODS.md's unstable list",
         stability_command,
     ),
-    "claims": ("print METHODS.md's claim table from the claim registry", claims_command),
+    "claims": ("list the paper's claims (list), or print METHODS.md's claim table (table)", claims_command),
 }
 
 
@@ -359,6 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = top_parser()
     if argv[:1] in (["-h"], ["--help"]):
         parser.print_help()
+        return 0
+    if argv[:1] == ["--version"]:
+        print(f"{PROG} {version(PROG)}")
         return 0
     if not argv or argv[0] not in COMMANDS:
         parser.print_usage(sys.stderr)

@@ -130,13 +130,29 @@ def test_no_command_is_the_usage_and_exit_2(capsys):
         (["outcomes", "record", "--help"], ["RESULTS_JSON", "--known-outcomes"]),
         (["stability", "--help"], ["seeds", "record", "methods"]),
         (["stability", "record", "--help"], ["RUN", "--stability-record"]),
-        (["claims", "--help"], ["registry", "table"]),
+        (["claims", "--help"], ["registry", "list", "table"]),
     ],
 )
 def test_help_says_what_each_command_does(argv, says, capsys):
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert all(s in out for s in says), out
+
+
+def test_version_is_the_installed_package_version(capsys):
+    from importlib.metadata import version
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"abspos-claims {version('abspos-claims')}\n"
+
+
+def test_claims_list_names_every_claim_with_its_section_statement_and_models(capsys):
+    assert cli.main(["claims", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["claim", "section", "statement", "applies", "to"]
+    assert [ln.split()[0] for ln in lines[1:]] == list(CLAIMS) and len(lines) == 1 + 18
+    t4 = next(ln for ln in lines if ln.startswith("T4 "))
+    assert "§5.2 Table 4" in t4 and CLAIMS["T4"].statement in t4 and "models that do not auto-prepend BOS" in t4
 
 
 def test_report_is_delegated_to_harness_report(tmp_path, capsys):
@@ -536,3 +552,28 @@ def test_verify_reproduces_the_example_run():
         assert set(r["headline"]) == set(claim_test(r["test"]).headline) and r["headline"]
         assert close(r["headline"], api.headline(r["test"], want["figures"])), r["headline"]
         assert close({f["name"]: f["value"] for f in r["figures"]}, {f["name"]: f["value"] for f in want["figures"]})
+
+
+@pytest.mark.parametrize(
+    "token, hint",
+    [
+        ("smolm2-135m", "did you mean 'smollm2-135m'?"),
+        ("bundeld", "did you mean 'bundled'?"),
+        ("meta-llama/Llama-3.2-1B", "did you mean 'llama-3.2-1b' or 'hf:meta-llama/Llama-3.2-1B'?"),
+        ("my-org/my-model", "did you mean 'hf:my-org/my-model'?"),
+    ],
+)
+def test_a_misspelt_model_or_a_bare_hub_id_gets_a_did_you_mean(token, hint):
+    from harness.run.selection import UsageError, selected_models
+
+    with pytest.raises(UsageError) as e:
+        selected_models(token, log=lambda *a: None)
+    assert f"--models: unknown model {token!r}, {hint}; choose from bundled: " in str(e.value)
+
+
+@pytest.mark.parametrize("given, meant", [("t9a", "T9a"), ("eq7", "EQ7")])
+def test_a_claim_id_in_the_wrong_case_gets_a_did_you_mean(given, meant):
+    from harness.spec.claims import UnknownClaim, claim
+
+    with pytest.raises(UnknownClaim, match=f"unknown claim '{given}', did you mean '{meant}'\\?"):
+        claim(given)

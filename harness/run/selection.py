@@ -5,6 +5,7 @@ line, which the pytest plugin raises as pytest's usage error and ``abspos-claims
 
 from __future__ import annotations
 
+import difflib
 import os
 
 from harness.capture import corpus
@@ -50,7 +51,7 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
                 raise UsageError(f"--models: {e}") from None
             except UnknownModelError:
                 raise UsageError(
-                    f"--models: unknown model {token!r}; choose from bundled: "
+                    f"--models: unknown model {token!r}{did_you_mean(token)}; choose from bundled: "
                     f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} "
                     f"(or the groups bundled, paper, all, rehearsal, extra ({', '.join(names('extra'))}), "
                     f"{', '.join(LADDER_GROUPS)}; or any RoPE model by reference: "
@@ -111,6 +112,15 @@ def cache_problem() -> str | None:
     if not os.access(where, os.W_OK | os.X_OK) and not (root.is_dir() and os.access(root, os.R_OK | os.X_OK)):
         return f"ABSPOS_CACHE={root}: {where} is not writable here; point ABSPOS_CACHE at a folder of your own"
     return None
+
+
+def did_you_mean(token: str) -> str:
+    """ ", did you mean …?" for a misspelt name or group, or a hub id given without ``hf:`` ("" when none is close)."""
+    if "/" in token and ":" not in token:
+        named = [n for n, spec in REGISTRY.items() if (spec.hub_id or "").lower() == token.lower()]
+        return f", did you mean {named[0]!r} or 'hf:{token}'?" if named else f", did you mean 'hf:{token}'?"
+    close = difflib.get_close_matches(token.lower(), [*REGISTRY, "bundled", "paper", "all", "extra", "rehearsal"], 1)
+    return f", did you mean {close[0]!r}?" if close else ""
 
 
 def _registered(token: str) -> str:

@@ -16,6 +16,7 @@ marked ``@pytest.mark.claim(id)``; README.md's "Contributing" walks through the 
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -1169,7 +1170,9 @@ def claim(claim_id: str) -> ClaimSpec:
     try:
         return CLAIMS[claim_id]
     except KeyError:
-        raise UnknownClaim(f"unknown claim {claim_id!r}; registered: {', '.join(CLAIMS)}") from None
+        close = difflib.get_close_matches(claim_id.upper(), [c.upper() for c in CLAIMS], 1, cutoff=0.8)
+        hint = f", did you mean {next(c for c in CLAIMS if c.upper() == close[0])!r}?" if close else ""
+        raise UnknownClaim(f"unknown claim {claim_id!r}{hint}; registered: {', '.join(CLAIMS)}") from None
 
 
 def claim_test(test: str) -> ClaimTest | None:
