@@ -190,6 +190,20 @@ def test_a_setting_out_of_range_is_a_one_line_usage_error_before_any_work(option
     assert len(lines) == 1 and says in lines[0], r.stderr
 
 
+def test_a_paper_model_named_whose_weights_are_absent_is_a_usage_error_unless_asked_to_skip(tmp_path):
+    """Named one by one, a paper model was meant to be measured: its absence is one line and exit 4, never "1
+    skipped" and exit 0; --skip-absent skips its tests, as the group 'paper' always does."""
+    env = {**os.environ, "ABSPOS_MODELS_DIR": str(tmp_path), "HF_HUB_CACHE": str(tmp_path / "hub")}
+    r = run_pytest("--collect-only", "-q", "--no-report", "--models", "llama-3.2-1b", "-k", "EQ7", env=env)
+    assert r.returncode == pytest.ExitCode.USAGE_ERROR, r.stdout + r.stderr
+    line = [x for x in r.stderr.splitlines() if x.startswith("ERROR: ")]
+    assert line == [line[0]] and "--models llama-3.2-1b: llama-3.2-1b weights not found" in line[0], r.stderr
+    assert line[0].endswith("(or add --skip-absent to skip its tests)")
+    for models, extra in (("llama-3.2-1b", ["--skip-absent"]), ("smollm2-135m,paper", [])):
+        r = run_pytest("--collect-only", "-q", "--no-report", "--models", models, "-k", "EQ7", *extra, env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize(
     "xdist", [[], pytest.param(["-n", "1"], marks=pytest.mark.slow)], ids=["plain", "xdist"]
 )  # under xdist: a worker's start, weekly

@@ -22,7 +22,14 @@ from harness.files.paths import BASELINES, KNOWN_OUTCOMES, STABILITY
 from harness.model import devices
 from harness.outcome import known_outcomes, stability
 from harness.outcome.snapshots import Baselines
-from harness.run.selection import UsageError, cache_problem, corpus_problems, model_problems, selected_models
+from harness.run.selection import (
+    UsageError,
+    cache_problem,
+    corpus_problems,
+    model_problems,
+    named_models,
+    selected_models,
+)
 from harness.spec.models import REGISTRY
 from harness.spec.settings import Settings
 
@@ -124,7 +131,8 @@ class RunContext:
             specs = [REGISTRY[m] for m in models]
             for problem in requested.context_problems(specs) + corpus_problems(requested, specs):
                 raise UsageError(problem)
-            for problem in model_problems(specs):  # a folder that is not the model named: one line, no work
+            named = set() if o("--skip-absent") else named_models(o("--models") or "")
+            for problem in model_problems(specs, named):  # a folder not the model named, or a named one absent
                 raise UsageError(problem)
             if report_dir is not None:
                 check_writable(report_dir, "--report-dir")

@@ -93,6 +93,12 @@ def pytest_addoption(parser):
         "tests: a nightly that cannot load its models fails instead of passing empty",
     )
     g.addoption(
+        "--skip-absent",
+        action="store_true",
+        help="a paper model named in --models whose weights are absent skips its tests (as a group like 'paper' "
+        "always does) instead of ending the run with a usage error",
+    )
+    g.addoption(
         "--threads",
         type=int,
         default=0,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from typing import Collection
 
 from harness.capture import corpus
 from harness.model import references, rehearsal
@@ -79,11 +80,17 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def model_problems(specs) -> list[str]:
+def named_models(option: str) -> set[str]:
+    """The registered models ``--models`` names one by one (not through a group or a reference)."""
+    return {t for t in (t.strip() for t in option.split(",")) if t in REGISTRY}
+
+
+def model_problems(specs, named: Collection[str] = ()) -> list[str]:
     """One line per selected model whose folder is here but cannot be measured: a paper model's weights or tokenizer
     that are not its published checkpoint's (harness.model.checkpoint_checks), or a rehearsal this machine cannot
-    build. Weights that are absent are no problem here: their tests skip with the reason. Checked once per folder
-    (cached), before anything is measured."""
+    build; and a paper model in ``named`` whose weights are absent (named, it was meant to be measured). Weights
+    absent from a model a group selected are no problem here: its tests skip with the reason. Checked once per
+    folder (cached), before anything is measured."""
     from harness.model.availability import ensure_available  # torch
 
     out = []
@@ -97,6 +104,8 @@ def model_problems(specs) -> list[str]:
         except WeightsUnavailable as e:
             if spec.group == rehearsal.FULL_GROUP:  # named alone, by name: it cannot be built here
                 out.append(f"--models {spec.name}: {e}")
+            elif spec.name in named:
+                out.append(f"--models {spec.name}: {e} (or add --skip-absent to skip its tests)")
     return out
 
 
