@@ -198,3 +198,22 @@ def test_not_applicable_at_collection_and_in_a_body_reads_n_a_and_shows_as_a_pla
     }
     assert records["T9b"]["reason"] == "not applicable: what this run measured rules the prediction out"
     assert records["T8"]["reason"].startswith("not applicable to smollm2-135m: the prediction is for")
+
+
+def test_a_claims_run_ends_with_its_total_and_without_pytest_s_skip_list(pytester):
+    """The terminal's last claims lines: the matrix, then one total in the suite's words; pytest's own list of
+    skips and xfails (the project's default -ra) is left out, and kept where -r is given on the command line."""
+    pytester.makepyfile(test_stand_ins=STAND_INS)
+    pytester.makeini("[pytest]\naddopts = -ra\n")
+    (pytester.path / "none.json").write_text("{}")
+    args = ("-p", "harness.run.plugin", "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0")
+    args += ("--models", "smollm2-135m", "--report-dir", str(pytester.path / "reports"))
+    args += ("--known-outcomes", str(pytester.path / "none.json"))
+    total = (
+        "abspos total: 2 claim tests on 1 model: 0 held · 0 not held · 0 inconclusive · 2 not applicable · 0 "
+        "harness errors"
+    )
+    result = pytester.runpytest_inprocess(*args)
+    assert total in result.outlines and not [line for line in result.outlines if line.startswith("SKIPPED")]
+    result = pytester.runpytest_inprocess(*args, "-rs")
+    assert total in result.outlines and len([line for line in result.outlines if line.startswith("SKIPPED")]) == 2

@@ -15,7 +15,7 @@ from harness.outcome import stability
 from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
-from harness.report.matrix import verdict_matrix
+from harness.report.matrix import totals_line, verdict_matrix
 from harness.report.write import write_run
 from harness.run import signals
 from harness.run.context import RunContext
@@ -181,6 +181,8 @@ class RecordCollector:
         if not self.records:
             self.report_lines(tr)
             return
+        if not any(a.startswith("-r") for a in tr.config.invocation_params.args):  # the default -ra, not asked for
+            tr.reportchars = "".join(c for c in tr.reportchars if c in "fE")  # the matrix says each verdict
         tr.write_sep("=", "abspos claims × models (tests per cell by verdict)")
         for line in self.matrix():
             tr.write_line(line)
@@ -188,6 +190,7 @@ class RecordCollector:
         tr.write_line("verdicts: " + "; ".join(f"{v}: {v.meaning}" for v in Verdict if v in seen))
         for line in self.baseline_lines():
             tr.write_line(line)
+        tr.write_line("abspos total: " + totals_line(self.records).strip("*"))
         self.report_lines(tr)
 
     def report_lines(self, tr) -> None:
@@ -208,7 +211,8 @@ class RecordCollector:
             )
         path = getattr(self, "report_path", None)
         if path is not None and (path / "report.md").exists():
-            tr.write_line(f"abspos report: {path / 'report.md'}")
+            html = " and report.html" if (path / "report.html").exists() else ""
+            tr.write_line(f"abspos report: {path / 'report.md'}{html}")
         elif path is not None:
             tr.write_line(f"abspos results: {path / 'results.json'} (no report: see the line above)")
 
