@@ -39,7 +39,14 @@ PROBE = """<script>(() => {
   addEventListener('load', () => {
     const images = [...document.images].map((im, i) => ({i, alt: im.alt, complete: im.complete,
                                                          width: im.naturalWidth, height: im.naturalHeight}));
-    const verdict = {errors, images, scrollHeight: document.documentElement.scrollHeight, title: document.title};
+    const top = el => el ? Math.round(el.getBoundingClientRect().top + scrollY) : null;
+    const totals = [...document.querySelectorAll('p')].find(p => /claim tests? on \\d+ models?:/.test(p.textContent));
+    let matrix = document.getElementById('matrix');
+    while (matrix && matrix.tagName !== 'TABLE') matrix = matrix.nextElementSibling;
+    const positions = {title: top(document.querySelector('h1')), totals: top(totals), matrix: top(matrix),
+                       matrixEnd: matrix ? top(matrix) + Math.round(matrix.getBoundingClientRect().height) : null};
+    const verdict = {errors, images, positions, scrollHeight: document.documentElement.scrollHeight,
+                     title: document.title};
     const pre = document.createElement('pre');
     pre.id = 'abspos-check';
     pre.textContent = JSON.stringify(verdict);
@@ -130,6 +137,14 @@ def page_check(chromium, example_report, tmp_path_factory) -> dict:
 def test_report_has_no_console_or_page_errors(page_check):
     assert page_check["errors"] == [], "the report logged errors in Chromium:\n" + "\n".join(page_check["errors"])
     assert page_check["title"], "the page has no title"
+
+
+def test_the_title_the_totals_and_the_matrix_are_on_the_first_screen(page_check):
+    """A researcher sees the answer without scrolling: at the screenshot's width, the title, the totals line and the
+    claims × models matrix all begin within the page's first 1,000 px, in that order."""
+    at = page_check["positions"]
+    assert None not in at.values(), at
+    assert at["title"] < at["totals"] < at["matrix"] < 1000, at
 
 
 def test_every_image_in_the_report_loads(page_check, example_report):
