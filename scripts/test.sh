@@ -11,7 +11,7 @@
 #                                             # mechanics without the long-running tests, about 2 min)
 #
 # Gemma-3-270M and Qwen2.5-Coder-0.5B take 3/4 of the claims' time on 2 cores; they run in the full run and in the
-# main job (scripts/run-claims.sh), not on every push (README, Testing).
+# main job (scripts/run-claims.sh), not on every push (docs/development.md, Tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

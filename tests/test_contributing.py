@@ -1,4 +1,4 @@
-"""README.md's "Contributing" works as written: the claim its example adds registers through the documented API,
+"""docs/development.md's "Contributing" works as written: the claim its example adds registers through the documented API,
 declares every figure its test records and is collected on a bundled model; a model registers the same way."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from pytest_runs import run_pytest
 from harness.files import paths
 from harness.spec import claims, models
 
-README = paths.ROOT / "README.md"
+GUIDE = paths.ROOT / "docs" / "development.md"
 
 
 def contributing() -> str:
-    """README.md's "Contributing" section."""
-    text = README.read_text()
-    assert "\n## Contributing\n" in text, "README.md has no Contributing section"
+    """docs/development.md's "Contributing" section."""
+    text = GUIDE.read_text()
+    assert "\n## Contributing\n" in text, "docs/development.md has no Contributing section"
     return text.split("\n## Contributing\n", 1)[1].split("\n## ", 1)[0]
 
 
@@ -30,11 +30,11 @@ def example(first_line: str) -> tuple[str, str]:
         code = "".join(line[len(indent) :] for line in code.splitlines(keepends=True))
         if code.startswith(f"# {first_line}"):
             return code.splitlines()[0][2:].split(":")[0].strip(), code
-    raise AssertionError(f"README.md's Contributing section has no python example starting '# {first_line}'")
+    raise AssertionError(f"docs/development.md's Contributing section has no python example starting '# {first_line}'")
 
 
 def readme_entry() -> claims.ClaimSpec:
-    """The README's registry entry, read as it would be inside harness/spec/claims.py (with that module's names)."""
+    """The guide's registry entry, read as it would be inside harness/spec/claims.py (with that module's names)."""
     path, code = example("harness/spec/claims.py")
     assert path == "harness/spec/claims.py"
     entry = eval(code, dict(vars(claims)))  # the entry ends with "),", as one in the registry's tuple
@@ -44,7 +44,7 @@ def readme_entry() -> claims.ClaimSpec:
 
 
 def readme_test() -> tuple[str, str, str, list[str]]:
-    """(claims file, test function name, its claim marker's id, the figures it records) of the README's test."""
+    """(claims file, test function name, its claim marker's id, the figures it records) of the guide's test."""
     path, code = example("claims/")
     marker = re.findall(r'@pytest\.mark\.claim\("([^"]+)"\)', code)
     tests = re.findall(r"^def (test_\w+)\(", code, re.M)
@@ -54,7 +54,7 @@ def readme_test() -> tuple[str, str, str, list[str]]:
 
 @pytest.fixture
 def restore_claims():
-    """The claim registry as it was before the test (a test here registers the README's claim in this process)."""
+    """The claim registry as it was before the test (a test here registers the guide's claim in this process)."""
     before = dict(claims.CLAIMS)
     yield
     for cid in [c for c in claims.CLAIMS if c not in before]:
@@ -65,11 +65,11 @@ def restore_claims():
 def test_the_readme_claim_registers_and_declares_every_figure_its_test_records(restore_claims):
     spec = readme_entry()
     path, test, marker, recorded = readme_test()
-    assert spec.id not in claims.CLAIMS, f"README.md's example claim {spec.id} is a real claim now: renumber it"
+    assert spec.id not in claims.CLAIMS, f"the guide's example claim {spec.id} is a real claim now: renumber it"
     assert claims.register_claim(spec) is claims.claim(spec.id) is spec
     assert marker == spec.id and test.startswith(f"test_{spec.id}_") and path.startswith("claims/test_")
-    assert list(spec.tests) == [test], "the README's test is the one its entry lists"
-    assert recorded, "the README's test records no figure"
+    assert list(spec.tests) == [test], "the guide's test is the one its entry lists"
+    assert recorded, "the guide's test records no figure"
     for name in recorded:
         spec.figure(name)  # raises UndeclaredFigure for a figure the entry does not declare
     words = claims.claim_test(test).words(spec.id)
@@ -101,7 +101,7 @@ def test_the_registry_refuses_an_entry_that_contradicts_itself(restore_claims):
 
 @pytest.mark.long
 def test_the_readme_claim_is_collected_on_a_bundled_model(tmp_path):
-    """The README's steps 1 and 2 in a folder of their own (its conftest registers the entry, as the registry's
+    """The guide's steps 1 and 2 in a folder of their own (its conftest registers the entry, as the registry's
     tuple does), collected by the suite's plugin on smollm2-135m with ``--collect-only`` (nothing is loaded): the
     plugin refuses a claim test whose marker names no registered claim or whose entry does not list it."""
     _, entry = example("harness/spec/claims.py")
@@ -132,7 +132,7 @@ def test_the_readme_claim_is_collected_on_a_bundled_model(tmp_path):
 
 
 def test_a_model_registers_once_under_its_name(restore_registry):
-    """README's "Adding a model": a spec enters the registry through register_model; another model under a name
+    """The guide's "Adding a model": a spec enters the registry through register_model; another model under a name
     already taken is refused in one line."""
     smol = models.get_spec("smollm2-135m")
     mine = dataclasses.replace(smol, name="my-model", source="my own GGUF")

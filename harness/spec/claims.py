@@ -11,7 +11,7 @@ corpus; the paper's own bootstrap CI on Llama-3.2-3B is ±4%, so 25% allows corp
 without hiding a factor-of-two change); atol 0.10 for shares and ratios (rtol ⅓ below 0.3, where 0.10 would accept 2×); atol 0.05 for sink magnitudes.
 
 Adding a claim: one ``ClaimSpec`` entry below (every entry goes through ``register_claim``), and a test function
-marked ``@pytest.mark.claim(id)``; README.md's "Contributing" walks through the rest.
+marked ``@pytest.mark.claim(id)``; docs/development.md's "Contributing" walks through the rest.
 """
 
 from __future__ import annotations
