@@ -10,6 +10,7 @@ import pytest
 from pytest_runs import ROOT, run_pytest
 
 
+@pytest.mark.long
 def test_the_per_push_claims_run_deselects_the_costly_tests_and_only_those():
     """scripts/test.sh passes -m "not costly" to its per-push claims run, and only T11's tests carry the marker."""
     script = (ROOT / "scripts" / "test.sh").read_text()
