@@ -1,5 +1,6 @@
 """The claim tests marked ``costly`` (T11) leave CI's per-push claims run (scripts/test.sh deselects them); their
-machinery still runs on every push here, on a tiny random-init model, and must end without a harness error."""
+machinery still runs on every push here, on a rehearsal model (Llama-3.2-1B's architecture at 4 layers, random
+weights), and must end without a harness error."""
 
 from __future__ import annotations
 
@@ -22,17 +23,17 @@ def test_the_per_push_claims_run_deselects_the_costly_tests_and_only_those():
 
 
 @pytest.mark.long
-def test_the_costly_claim_tests_run_to_a_verdict_on_a_tiny_model(tmp_path):
-    """T11 on tiny-llama at small settings: both tests end with a verdict or as not applicable, never an error."""
+def test_the_costly_claim_tests_run_to_their_end_on_a_rehearsal_model(tmp_path):
+    """T11 on a rehearsal build at small settings (about a minute): both tests run to their end ("rehearsed": random
+    weights give no verdict), never a harness error."""
     proc: subprocess.CompletedProcess = run_pytest(
-        "--models", "tiny-llama", "-m", "costly", "--report-dir", str(tmp_path / "reports"),
+        "--models", "llama-3.2-1b-rehearsal", "-m", "costly", "--report-dir", str(tmp_path / "reports"),
         "--baseline-dir", str(tmp_path / "baselines"), "--n-prompts", "12", "--seq-len", "32",
         "--n-probe-prompts", "20", "-p", "no:cacheprovider",
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode in (0, 1) and "Traceback" not in out, out[-3000:]
-    (results,) = (tmp_path / "reports").glob("*/results.json")
+    (results,) = [p for p in (tmp_path / "reports").glob("*/results.json") if not p.parent.is_symlink()]  # not latest
     records = json.loads(results.read_text())["records"]
     assert sorted(r["claim"] for r in records) == ["T11", "T11"]
-    ended = {"held", "not held", "inconclusive", "n/a", "unstable"}  # a verdict, never "harness error" or "skipped"
-    assert all(r["verdict"] in ended for r in records), [(r["test"], r["verdict"], r["reason"]) for r in records]
+    assert all(r["verdict"] == "rehearsed" for r in records), [(r["test"], r["verdict"], r["reason"]) for r in records]
