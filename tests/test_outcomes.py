@@ -163,7 +163,7 @@ def test_the_report_and_terminal_show_the_four_outcomes_apart(crafted):
     r, _, report = crafted
     matrix = {
         line.split(" | ")[0][2:]: line
-        for line in report.split("## Claims × models")[1].splitlines()
+        for line in report.split("## Claims × models")[1].split("\n## ")[0].splitlines()
         if line.startswith("| T")
     }
     assert matrix["T5"].endswith("| 1 not held, 1 harness error (no verdict) |")
