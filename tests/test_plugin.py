@@ -20,7 +20,10 @@ def collect(*args: str) -> subprocess.CompletedProcess:
         ("tiny-llama", "tiny random-init models test the harness mechanics"),
         ("smollm2-135m,tiny-gemma3", "--models tiny-gemma3"),
         ("tiny", "unknown model 'tiny'"),
-        ("llama-9b", "--models: unknown model 'llama-9b'; choose from bundled: smollm2-135m"),
+        (
+            "llama-9b",
+            "--models: unknown model 'llama-9b', did you mean 'llama-3.2-3b'?; choose from bundled: smollm2-135m",
+        ),
     ],
 )
 def test_bad_model_selection_is_a_usage_error(models, says):
