@@ -36,7 +36,7 @@ from harness.capture import forward as cap  # noqa: E402
 from harness.model import devices  # noqa: E402
 from harness.model.hooks import HookedModel  # noqa: E402
 from harness.model.weights import random_init_model  # noqa: E402
-from harness.report.document import time_per_model  # noqa: E402
+from harness.report.timing import time_per_model  # noqa: E402
 from harness.spec.models import get_spec, names  # noqa: E402
 from harness.stats.pairs import stratified_pairs  # noqa: E402
 

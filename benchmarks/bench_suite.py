@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from harness.outcome.results import load_results, results_file  # noqa: E402
-from harness.report.document import time_per_model  # noqa: E402
+from harness.report.timing import time_per_model  # noqa: E402
 
 MAX_OVER_FLOOR = 1.05
 

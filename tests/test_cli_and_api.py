@@ -5,6 +5,7 @@ model, compared with the committed example run."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import subprocess
@@ -13,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import RunFailed, Verdicts, api, cli, verify
-from harness.files.paths import ROOT
+from harness import RunFailed, Verdicts, api, cli, run_command, verify
+from harness.files.paths import REPORTS, ROOT
 from harness.model.weights import ensure_available
 from harness.outcome.results import load_results
 from harness.outcome.verdict import Verdict
-from harness.spec.claims import CLAIMS, LADDER, claim_test
+from harness.spec.claims import CLAIMS, LADDER, claim_test, figure_words
 from harness.spec.models import REGISTRY, WeightsUnavailable, names
 from harness.spec.settings import Settings
 
@@ -83,14 +84,18 @@ def test_a_users_own_k_narrows_the_claims_selection():
 def calls(monkeypatch):
     """The commands `abspos-claims run` would run, recorded instead of run (exit code 7)."""
     seen = []
-    monkeypatch.setattr(cli, "call", lambda argv: seen.append(list(argv)) or 7)
+    monkeypatch.setattr(run_command, "call", lambda argv: seen.append(list(argv)) or 7)
     return seen
 
 
-def test_run_passes_other_options_through_to_pytest_unchanged(calls):
-    rest = ["-n", "2", "--dist", "loadgroup", "--seq-len", "256", "-m", "paper and llama", "--seed=3"]
+def test_run_passes_the_suites_options_and_pytests_on_to_pytest(calls):
+    rest = ["-n", "2", "--dist", "loadgroup", "--seq-len", "256", "-m", "paper and llama", "--seed=3", "--no-report"]
     assert cli.main(["run", "--models", "smollm2-135m", *rest]) == 7
-    assert calls == [[sys.executable, "-m", "pytest", str(ROOT / "claims"), "--models", "smollm2-135m", *rest]]
+    suite = ["--seq-len", "256", "--seed", "3", "--no-report"]  # read by `run --help`'s list, passed on as given
+    pytests = ["-n", "2", "--dist", "loadgroup", "-m", "paper and llama"]
+    assert calls == [
+        [sys.executable, "-m", "pytest", str(ROOT / "claims"), "--models", "smollm2-135m", *suite, *pytests]
+    ]
     calls.clear()
     assert cli.main(["run", "--claims", "T9a", "--", "--collect-only"]) == 7
     assert calls[0][4:] == ["-k", claim_tests("T9a")[0], "--collect-only"]
@@ -101,6 +106,41 @@ def test_an_unknown_claim_is_one_line_and_exit_4_before_anything_runs(calls, cap
     err = capsys.readouterr().err
     assert calls == [] and len(err.strip().splitlines()) == 1
     assert "'T99'" in err and all(cid in err for cid in CLAIMS)
+
+
+def test_run_help_lists_the_suites_options_with_their_defaults(capsys):
+    assert cli.main(["run", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"--seq-len LEN tokens per prompt (8 times a power of two, at least 16) (default: {Settings().seq_len})" in out
+    )
+    assert "--report-dir DIR where run reports go (default: reports)" in out and "--seed SEED" in out
+    assert "(default: 0)" in out and "`abspos-claims run -- --help`" in out  # pytest's own behind a pointer
+
+
+@pytest.mark.parametrize(
+    "given, hint",
+    [
+        ("--model", "unknown option --model, did you mean --models?"),
+        ("--seqlen=64", "unknown option --seqlen, did you mean --seq-len?"),
+        ("--n-prompt", "unknown option --n-prompt, did you mean --n-prompts?"),
+        ("--no-such-thing", "unknown option --no-such-thing (`abspos-claims run --help`"),
+    ],
+)
+def test_a_misspelt_option_is_one_line_and_exit_4_before_anything_runs(calls, capsys, given, hint):
+    assert cli.main(["run", given, "smollm2-135m"]) == 4
+    err = capsys.readouterr().err
+    assert calls == [] and len(err.strip().splitlines()) == 1 and hint in err
+
+
+def test_pytests_own_and_its_plugins_options_are_not_misspellings(calls):
+    for known in (["--collect-only"], ["--durations=5"], ["--snapshot-update"], ["--dist", "loadgroup"], ["-x"]):
+        assert cli.main(["run", "--models", "smollm2-135m", *known]) == 7
+
+
+def test_a_bad_choice_of_the_suites_options_is_refused_before_anything_runs(calls, capsys):
+    assert cli.main(["run", "--dtype", "fp8"]) == 2
+    assert calls == [] and "argument --dtype: invalid choice: 'fp8'" in capsys.readouterr().err
 
 
 @pytest.mark.long
@@ -122,8 +162,8 @@ def test_no_command_is_the_usage_and_exit_2(capsys):
 @pytest.mark.parametrize(
     "argv, says",
     [
-        (["--help"], ["run the claims", "report", "list the models"]),
-        (["run", "--help"], ["Run the claims", "--models", "--claims", "goes to pytest unchanged"]),
+        (["--help"], ["run the claims", "report", "list the models", "maintainer commands (the recorded data"]),
+        (["run", "--help"], ["Run the claims", "--models", "--claims", "go to pytest unchanged", "--seq-len"]),
         (["report", "--help"], ["rebuild a run's report", "build", "compare"]),
         (["models", "--help"], ["List the models", "--seq-len", "MODEL"]),
         (["outcomes", "--help"], ["outcomes", "xfails", "record"]),
@@ -412,7 +452,7 @@ def test_verdicts_are_plain_records_with_the_reports_headline(verdicts):
         ("T13", "llama family"),
     ]
     t7 = verdicts[1]
-    assert set(t7) == {"claim", "test", "model", "verdict", "reason", "headline", "figures"}
+    assert set(t7) == {"claim", "test", "model", "verdict", "reason", "headline", "figures", "margin", "decisions"}
     assert t7["test"] == T7 and t7["verdict"] == "not held" and t7["reason"] == "ClaimNotHeld: 0.41 < 0.56"
     assert claim_test(T7).headline == ("first_bin_share_of_causal_profile",)
     assert t7["headline"] == {"first_bin_share_of_causal_profile": 0.41}
@@ -438,7 +478,10 @@ def test_verdicts_table_and_markdown(verdicts):
     assert "0.41 [0.3, 0.5]" in lines[2]  # the report's "value [95% CI]"
     md = verdicts._repr_markdown_().strip().splitlines()
     assert md[0] == "| claim | test | model | verdict | headline |" and len(md) == 7
-    assert md[3] == f"| T7 | {T7} | gemma3-270m | not held | 0.41 [0.3, 0.5] |"
+    assert (
+        md[3]
+        == f"| T7 | {T7} | gemma3-270m | not held | {figure_words('first_bin_share_of_causal_profile')}: 0.41 [0.3, 0.5] |"
+    )
     assert Verdicts().table().split() == ["claim", "test", "model", "verdict", "headline"]
 
 
@@ -465,7 +508,7 @@ def fake_pytest(monkeypatch):
     return seen
 
 
-def test_verify_builds_the_run_command_and_keeps_the_report_only_when_asked(fake_pytest, tmp_path):
+def test_verify_builds_the_run_command_and_keeps_the_report(fake_pytest, tmp_path):
     v = verify(
         ["smollm2-135m", "gemma3-270m"],
         "T7,T9a",
@@ -489,15 +532,14 @@ def test_verify_builds_the_run_command_and_keeps_the_report_only_when_asked(fake
     assert "--n-prompts" not in argv and "--dtype" not in argv and argv[-1] == "-x"
     assert option(argv, "--report-dir") == str(tmp_path)
     assert len(v) == 5 and v.report == (tmp_path / "run-x" / "report.md").resolve() and v.report.exists()
-    temporary = verify("smollm2-135m")
-    folder = Path(option(fake_pytest["argv"], "--report-dir"))
-    assert temporary.report is None and not folder.exists() and len(temporary) == 5
+    assert v.folder == (tmp_path / "run-x").resolve()
+    assert inspect.signature(verify).parameters["report_dir"].default == REPORTS  # kept, as `abspos-claims run`
 
 
 def test_verify_without_results_raises_run_failed_with_pytests_last_line(fake_pytest, tmp_path):
     fake_pytest.update(write=False, code=5, last="=== no tests ran in 0.50s ===")
     with pytest.raises(RunFailed, match="^=== no tests ran in 0.50s ===$") as e:
-        verify("smollm2-135m")
+        verify("smollm2-135m", report_dir=tmp_path / "empty")
     assert e.value.returncode == 5
     fake_pytest.update(write=True)
     verify("smollm2-135m", report_dir=tmp_path)
@@ -516,9 +558,9 @@ def test_an_unknown_claim_raises_before_anything_runs(fake_pytest):
 
 
 @pytest.mark.long
-def test_a_usage_error_raises_run_failed_before_any_model_loads():
+def test_a_usage_error_raises_run_failed_before_any_model_loads(tmp_path):
     with pytest.raises(RunFailed) as e:
-        verify(models="smollm2-135m", seq_len=17, quiet=True)
+        verify(models="smollm2-135m", seq_len=17, report_dir=tmp_path, quiet=True)
     assert e.value.returncode == 4
     assert str(e.value).startswith("ERROR: --seq-len 17: must be 8 times a power of two")
     assert "\n" not in str(e.value)
@@ -535,17 +577,17 @@ def close(a, b) -> bool:
 
 
 @pytest.mark.long
-def test_verify_reproduces_the_example_run():
+def test_verify_reproduces_the_example_run(tmp_path):
     """T9a and T9b on SmolLM2 at the default settings (the example's), about 30 s: the same verdicts, headline
     figures and every other figure as reports/example/results.json."""
     try:
         ensure_available(REGISTRY["smollm2-135m"])
     except WeightsUnavailable as e:
         pytest.skip(str(e))
-    v = verify(models="smollm2-135m", claims=["T9a", "T9b"], quiet=True)
+    v = verify(models="smollm2-135m", claims=["T9a", "T9b"], report_dir=tmp_path, quiet=True)
     example = {(api.verdict_record(r)["test"], r["model"]): r for r in load_results(EXAMPLE)["records"]}
     assert [(r["claim"], r["model"]) for r in v] == [("T9a", "smollm2-135m"), ("T9b", "smollm2-135m")]
-    assert v.report is None and v.results["settings"] == load_results(EXAMPLE)["settings"]
+    assert v.report.is_file() and v.results["settings"] == load_results(EXAMPLE)["settings"]
     for r in v:
         want = example[(r["test"], "smollm2-135m")]
         assert r["verdict"] == Verdict.of(want) == Verdict.HELD

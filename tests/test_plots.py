@@ -8,6 +8,7 @@ T7's bin profile, one colour scale for T3's heatmaps, and nothing written (no cr
 from __future__ import annotations
 
 import json
+import math
 import warnings
 
 import numpy as np
@@ -17,7 +18,7 @@ pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
 from harness.files.paths import REPORTS  # noqa: E402
-from harness.report import plot_style, plots  # noqa: E402
+from harness.report import cells, document, plot_style, plots, summary_plot  # noqa: E402
 from harness.spec.claims import CLAIMS  # noqa: E402
 
 EXAMPLE = REPORTS / "example" / "results.json"
@@ -99,14 +100,19 @@ def test_the_per_layer_arrays_are_plotted(built):
         "T10_length_scaling.png",
         "T3_sink_heatmap_gemma3-270m.png",
         "T6_ablations_smollm2-135m.png",
-        "T11_ablations_gemma3-270m.png",
+        "T11_reductions.png",
+        "summary_margins.png",
     ):
         assert png in names
 
 
 def test_every_title_names_its_claim_and_no_two_claims_share_one(built):
     plot_list, _ = built
+    summary = [p for p in plot_list if p.claim is None]
+    assert [(p.model, p.path.name) for p in summary] == [(None, "summary_margins.png")]
     for p in plot_list:
+        if p.claim is None:
+            continue
         assert p.title.startswith(f"{p.claim} — "), p.title
         if p.model is not None:
             assert p.title.endswith(f" — {p.model}")
@@ -128,12 +134,16 @@ def test_every_figure_has_labelled_axes_readable_ticks_and_a_claim_title(by_clai
                 built.append(
                     (claim, getattr(plots, f"{kind}_figure")(by_model, kinds[kind], claim=claim, title=f"{claim} — x"))
                 )
+        if claim in plots.REDUCTION_CLAIMS:
+            built.append((claim, plots.reductions_figure(by_model, claim=claim, title=f"{claim} — x")))
         for m, figs in by_model.items():
             if "ablation_bars" in kinds:
                 built.append((claim, plots.ablation_bars_figure(claim, m, figs, kinds["ablation_bars"])))
+            if claim in plots.RATIO_CLAIMS:
+                built.append((claim, plots.ablation_ratios_figure(claim, m, figs)))
             if "sink_heatmap" in kinds:
                 built.append((claim, plots.sink_heatmap_figure(m, figs, kinds["sink_heatmap"], claim=claim)))
-    assert len(built) >= 15
+    assert len(built) >= 19
     for claim, f in built:
         assert f is not None, claim
         assert f.get_suptitle().startswith(f"{claim} — "), (claim, f.get_suptitle())
@@ -254,11 +264,11 @@ def test_paper_marks_are_drawn_where_the_registry_has_values_and_only_there(by_c
     t8 = by_claim["T8"]
     f = plots.layer_ratio_figure(t8, roles("T8", t8, "layer_ratio"), claim="T8")
     ax = visible_axes(f)[0]
-    dashed = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--"}
-    assert dashed == {
-        "paper, Llama-3.2-3B mean: 0.62": 0.62,
-        "paper, Qwen2.5-3B mean: 0.21": 0.21,
-        "paper, Mistral-7B-v0.3 mean: 0.66": 0.66,
+    dotted = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == ":"}
+    assert dotted == {
+        "paper, Llama-3.2-3B mean r_l: 0.62": 0.62,
+        "paper, Qwen2.5-3B mean r_l: 0.21": 0.21,
+        "paper, Mistral-7B-v0.3 mean r_l: 0.66": 0.66,
     }
     assert ax.get_xlabel() == "layer (relative depth 0–1)" and ax.get_xlim()[1] <= 1.05
     t2 = by_claim["T2"]
@@ -399,3 +409,253 @@ def test_malformed_figures_are_skipped_with_a_warning_not_a_crash(tmp_path):
     out = plots.make_all(results, tmp_path)
     assert sorted(p.path.name for p in out) == ["T10_length_scaling.png", "T9b_layer_profile.png"]
     assert sorted(p.name for p in tmp_path.glob("*.png")) == ["T10_length_scaling.png", "T9b_layer_profile.png"]
+
+
+# ---- the summary of every decision (harness/report/summary_plot.py) -----------------------------------------
+
+
+def decision(verdict, estimate, interval, criterion, check="test_T6_x: reduced"):
+    return {"check": check, "verdict": verdict, "estimate": estimate, "interval": interval, "criterion": criterion}
+
+
+def with_decisions(claim, model, decisions, figures=()):
+    return {**rec(claim, model, list(figures)), "decisions": decisions}
+
+
+def test_summary_has_one_row_per_decision_of_the_example_run(example):
+    decided = [(r, d) for r in example["records"] for d in r.get("decisions") or []]
+    distinct = {
+        (r["claim"], r.get("model"), d["check"], d["estimate"], tuple(d["interval"] or ()), d["criterion"])
+        for r, d in decided
+    }
+    rows = summary_plot.summary_rows(example)
+    assert len(rows) == len(distinct) == len(decided) - 3  # T11's random control: judged by both its tests
+    assert {r.claim for r in rows} == {r["claim"] for r, _ in decided}
+    assert "EQ2" not in {r.claim for r in rows}  # the EQ mechanism checks decide nothing through the rule
+    order = [cells.claim_key(r.claim) for r in rows]
+    assert order == sorted(order)  # grouped by claim, in claim order
+    labels = [r.label for r in rows]
+    assert len(set(labels)) == len(labels)
+    for label in (
+        "T6 · reduced · smollm2",
+        "T6 · rises (identity/causal) · gemma3",
+        "T6 · rises (scrambled/causal) · gemma3",
+        "T9c · bi+replace-Lstar: direction · gemma3",
+        "T11 · smaller than random (random − sink heads) · qwen2.5",
+        "T7 · later bins meet (#5) · smollm2",
+        "T8 · flat · qwen2.5",
+    ):
+        assert label in labels
+
+
+def test_summary_rows_lie_on_the_side_of_their_verdict(example):
+    """On the common scale a held one-sided row lies wholly right of 0, a not-held one wholly left, an inconclusive
+    one across it; an equivalence row held lies inside [-1, 1]."""
+    rows = summary_plot.summary_rows(example)
+    seen = set()
+    for r in rows:
+        assert r.low <= r.estimate <= r.high and r.color == plot_style.VERDICT_COLORS[r.verdict]
+        if r.kind == summary_plot.ONE_SIDED:
+            side = {"held": r.low > 0, "not held": r.high < 0, "inconclusive": r.low <= 0 <= r.high}
+        else:
+            side = {
+                "held": -1 <= r.low and r.high <= 1,
+                "not held": r.high < -1 or r.low > 1,
+                "inconclusive": r.low < -1 <= r.high or r.low <= 1 < r.high,
+            }
+        assert side[r.verdict], r
+        seen.add((r.kind, r.verdict))
+    assert seen >= {
+        (summary_plot.ONE_SIDED, "held"),
+        (summary_plot.ONE_SIDED, "not held"),
+        (summary_plot.ONE_SIDED, "inconclusive"),
+        (summary_plot.EQUIVALENCE, "held"),
+        (summary_plot.EQUIVALENCE, "not held"),
+        (summary_plot.EQUIVALENCE, "inconclusive"),
+    }
+
+
+def test_summary_rows_move_each_criterion_onto_a_common_scale():
+    results = {
+        "records": [
+            with_decisions(
+                "T6",
+                "smollm2-135m",
+                [
+                    decision("held", 0.187, [0.156, 0.252], "< 0.46"),  # below: held side to the right
+                    decision("not held", 1.95, [1.89, 2.01], "> 2.02", "test_T6_y: rises"),
+                    decision("inconclusive", 0.01, [-0.03, 0.05], "> 0", "test_T6_z: straddles"),  # scale: CI width
+                    decision("held", 1.025, [0.9, 1.15], "inside [0.8, 1.25]", "test_T6_w: alike"),
+                    decision("not held", -1.54, [-1.78, -1.35], "inside [-0.1, 0.1]", "test_T6_v: flat"),
+                    decision("held", -1.0, None, "< 0", "test_T6_u: point"),
+                ],
+            )
+        ]
+    }
+    rows = {r.label.split(" · ")[1]: r for r in summary_plot.summary_rows(results)}
+    approx = lambda r: pytest.approx((r.low, r.estimate, r.high))
+    assert approx(rows["reduced"]) == ((0.46 - 0.252) / 0.46, (0.46 - 0.187) / 0.46, (0.46 - 0.156) / 0.46)
+    assert rows["reduced"].low > 0 and rows["reduced"].color == plot_style.VERDICT_COLORS["held"]
+    assert approx(rows["rises"]) == ((1.89 - 2.02) / 2.02, (1.95 - 2.02) / 2.02, (2.01 - 2.02) / 2.02)
+    assert rows["rises"].high < 0 and rows["rises"].color == plot_style.VERDICT_COLORS["not held"]
+    assert approx(rows["straddles"]) == (-0.375, 0.125, 0.625)  # (x - 0) / 0.08, the interval's width
+    assert rows["straddles"].color == plot_style.VERDICT_COLORS["inconclusive"]
+    assert approx(rows["alike"]) == ((0.9 - 1.025) / 0.225, 0.0, (1.15 - 1.025) / 0.225)  # a -> -1, b -> +1
+    assert rows["alike"].kind == summary_plot.EQUIVALENCE and -1 < rows["alike"].low < rows["alike"].high < 1
+    assert approx(rows["flat"]) == (-17.8, -15.4, -13.5)
+    assert rows["point"].point and approx(rows["point"]) == (1.0, 1.0, 1.0)  # no interval: |estimate| is the scale
+    assert rows["reduced"].numbers == "0.187 [0.156, 0.252]  < 0.46"
+    assert summary_plot.parse_criterion("≥ 3") is None and summary_plot.parse_criterion("inside [1, 0]") is None
+
+
+def test_summary_clips_far_rows_at_the_axis_edge():
+    assert summary_plot.clip(-17.8, -15.4, -13.5, 4.0) == (-4.0, -4.0, -4.0, True, False)
+    assert summary_plot.clip(-0.5, 2.0, 9.0, 3.0) == (-0.5, 2.0, 3.0, False, True)
+    assert summary_plot.clip(-0.5, 0.1, 0.5, 3.0)[3:] == (False, False)
+    results = {
+        "records": [
+            with_decisions(
+                "T8",
+                "m",
+                [
+                    decision("not held", -1.54, [-1.78, -1.35], "inside [-0.1, 0.1]", "f: flat"),
+                    decision("held", 0.02, [0.01, 0.03], "inside [-0.1, 0.1]", "f: flat too"),
+                ],
+            )
+        ]
+    }
+    f = summary_plot.summary_figure(results)
+    (ax,) = visible_axes(f)
+    limit = summary_plot.CLIP[summary_plot.EQUIVALENCE]
+    arrows = [ln for ln in ax.get_lines() if ln.get_marker() == "<"]
+    assert len(arrows) == 1 and arrows[0].get_xdata()[0] == -limit
+    assert ax.get_xlim()[0] >= -limit * 1.1  # the far row does not stretch the axis
+    assert "runs past the axis (clipped)" in texts(f)
+
+
+def test_summary_figure_labels_and_is_placed_after_the_matrix(example, built):
+    f = summary_plot.summary_figure(example)
+    panels = [ax for ax in visible_axes(f) if ax.axison]  # the legend's cell has no axis
+    assert len(panels) == 2 and all(ax.get_xlabel() and ax.get_yticklabels() for ax in panels)
+    assert sum(len(ax.get_yticklabels()) for ax in panels) == len(summary_plot.summary_rows(example))
+    assert "held →" in panels[0].get_xlabel() and "band" in panels[1].get_xlabel()
+    assert not f.get_suptitle()  # the report captions it
+    for ax in panels:
+        assert all(t.get_fontsize() >= 8 for t in ax.get_xticklabels() + ax.get_yticklabels())
+    assert summary_plot.summary_figure({"records": [rec("T1", "m", [])]}) is None
+    plot_list, _ = built
+    blocks = document.document(example, plot_list)
+    kinds = [b[0] for b in blocks]
+    img = kinds.index("img")
+    assert blocks[img][1] == plots.SUMMARY_TITLE and blocks[img][2].name == "summary_margins.png"
+    assert kinds[img + 1] == "toc" and blocks[img - 1][0] == "p" and blocks[img - 2][0] == "table"  # the matrix
+    assert sum(1 for b in blocks if b[0] == "img" and b[2].name == "summary_margins.png") == 1
+
+
+# ---- the figures draw what their criteria test (T6, T8, T11) ----------------------------------------------
+
+
+def test_T6_draws_each_judged_ratio_against_its_threshold(by_claim):
+    figs = by_claim["T6"]["smollm2-135m"]
+    items = {it.name: it for it in plots.ratio_items("T6", "smollm2-135m", figs)}
+    assert list(items) == [
+        "bidirectional_over_causal",
+        "identity_over_causal",
+        "scrambled_over_causal",
+        "identity_over_scrambled",
+    ]
+    bi, ident, scr, alike = items.values()
+    factor = CLAIMS["T6"].threshold("nearly_equal")
+    assert bi.held_region == (0.0, 0.46) and bi.criterion == "held < 0.46"
+    assert ident.held_region == (2.02, math.inf) == scr.held_region
+    assert alike.held_region == pytest.approx((1 / factor, factor))
+    assert bi.value == figs["bidirectional_over_causal"]["value"] and bi.ci == tuple(
+        figs["bidirectional_over_causal"]["ci"]
+    )
+    # the paper's ratios: the registry's for bidirectional, Table 6's mean ΔR² divided for the RoPE factors
+    assert {r.model: r.value for r in bi.refs}["qwen-2.5-3b"] == 0.09
+    paper = CLAIMS["T6"].figure
+    assert {r.model: r.value for r in ident.refs}["llama-3.2-3b"] == pytest.approx(
+        paper("mean_delta_identity_rope").paper["llama-3.2-3b"].value
+        / paper("mean_delta_causal").paper["llama-3.2-3b"].value
+    )
+    assert [r.model for r in plots.ratio_items("T6", "qwen-2.5-3b", figs)[1].refs] == ["qwen-2.5-3b"]
+    f = plots.ablation_ratios_figure("T6", "smollm2-135m", figs, title="")
+    ax = visible_axes(f)[0]
+    assert ax.get_yscale() == "log" and not f.get_suptitle()
+    dashed = sorted(
+        {
+            round(float(seg[0][1]), 4)
+            for c in ax.collections
+            if c.get_linestyle() and hasattr(c, "get_segments")
+            for seg in c.get_segments()
+        }
+    )
+    assert {0.46, 2.02, round(factor, 4), round(1 / factor, 4)} <= set(dashed)
+
+
+def test_T8_draws_the_fitted_depth_slope_its_criterion_judges(example, by_claim):
+    t8 = by_claim["T8"]
+    series = plots.slope_series(t8, roles("T8", t8, "layer_ratio"), example["records"])
+    assert [(s.model, s.seq_len) for s in series] == [
+        ("gemma3-270m", 128.0),
+        ("gemma3-270m", 1024.0),  # the sliding-window test at a length past the window: its own panel
+        ("qwen2.5-coder-0.5b", 128.0),
+        ("smollm2-135m", 128.0),
+    ]
+    flat, rises = series[0], series[1]
+    assert flat.criterion == summary_plot.Criterion(summary_plot.EQUIVALENCE, -0.1, 0.1)
+    assert rises.criterion.kind == summary_plot.ONE_SIDED and rises.criterion.low == 0.0 and rises.criterion.above
+    d = np.linspace(0.0, 1.0, 11)
+    for s in series:
+        x = plot_style.depth(len(s.ratio))
+        ok = np.isfinite(s.ratio)
+        assert s.slope == pytest.approx(np.polyfit(x[ok], s.ratio[ok], 1)[0])  # the recorded slope is this fit's
+        geo = plots.slope_geometry(s, d)
+        assert (geo.fit[-1] - geo.fit[0]) == pytest.approx(s.slope)
+        lo, hi = geo.band
+        assert hi[0] - lo[0] > 0 and hi[-1] - lo[-1] > 0  # the slope's CI as a band
+    geo = plots.slope_geometry(flat, d)
+    assert sorted(round(k, 6) for k, _ in geo.thresholds) == [-0.1, 0.1] and geo.held is not None
+    assert [k for k, _ in plots.slope_geometry(rises, d).thresholds] == [0.0]
+    # without records (an older results.json): one series per model, the criterion from its flat bound
+    assert [s.criterion.high for s in plots.slope_series(t8, roles("T8", t8, "layer_ratio"))] == [0.1, 0.1, 0.1]
+    f = plots.layer_ratio_figure(t8, roles("T8", t8, "layer_ratio"), claim="T8", records=example["records"], title="")
+    assert len(visible_axes(f)) == 4 and not f.get_suptitle()
+    assert "slope -2.94 [-4.67, -2.39]; held > 0" in visible_axes(f)[1].get_title()
+
+
+def test_T11_draws_the_reductions_and_the_margins_it_judges(by_claim):
+    t11 = by_claim["T11"]
+    by_model = {p.model: p for p in plots.reduction_panels(t11)}
+    assert list(by_model) == list(t11)
+    qwen, gemma = by_model["qwen2.5-coder-0.5b"], by_model["gemma3-270m"]
+    assert [r.name for r in qwen.reductions] == ["reduction_rank1", "reduction_sink_heads", "reduction_random_heads"]
+    assert qwen.reductions[0].ci == tuple(t11["qwen2.5-coder-0.5b"]["reduction_rank1"]["ci"])
+    assert len(qwen.draws) == 10 and qwen.random_mean == t11["qwen2.5-coder-0.5b"]["reduction_random_heads"]["value"]
+    assert qwen.targeted_band() == (-qwen.random_mean, qwen.random_mean)
+    assert gemma.random_mean < 0 and gemma.targeted_band() is None  # nothing can be smaller than no reduction
+    assert [m.name for m in gemma.margins] == ["random_minus_rank1", "random_minus_sink_heads"]
+    f = plots.reductions_figure(t11, claim="T11", title="")
+    axes = visible_axes(f)
+    assert len(axes) == 2 * len(t11) and not f.get_suptitle()
+    for ax in axes:  # the criteria's threshold, 0, on every panel
+        assert any(ln.get_linestyle() == "--" and ln.get_ydata()[0] == 0.0 for ln in ax.get_lines())
+    assert any(t.startswith("paper, no per-model values in the registry: §5.8: random control −17%") for t in texts(f))
+
+
+def test_the_report_figures_draw_no_title_the_caption_repeats(example, tmp_path):
+    """make_all's figures leave the title to the report's caption: no suptitle in the PNG repeating it."""
+    drawn = []
+    original = plot_style.add_title
+
+    def spy(fig, title, ax=None):
+        drawn.append(title)
+        return original(fig, title, ax)
+
+    try:
+        plots.add_title = spy
+        plots.make_all(example, tmp_path)
+    finally:
+        plots.add_title = original
+    assert drawn and not any(drawn)

@@ -146,16 +146,23 @@ def test_markdown_tables_per_claim_and_verdicts(built):
     _, md, html = built
     for claim in ("T2", "T6", "T7", "T8", "T10"):
         assert f"## {claim} — {cells.claim_texts()[claim]}" in md
-    rows = {line.split(" | ")[2]: line for line in md.splitlines() if line.startswith("| smollm2-135m | test_")}
+
+    def figure_id(cell: str) -> str:  # "words (unit) — `id` (note)": the id; a figure without words: its name
+        return re.search(r"`([^`]+)`", cell)[1] if "`" in cell else cell
+
+    rows = {
+        figure_id(line.split(" | ")[2]): line for line in md.splitlines() if line.startswith("| smollm2-135m | test_")
+    }
     assert rows["delta_r2_by_bin_causal"].endswith("| 0.296 | [0.3, 0.1, 0.05, 0.03, 0.02, 0.02, … (7)] |  | held |")
     assert "| [0.2, null, 0.3, 0.4, 0.5] |  | not held: ratio grows with depth" in rows["layer_ratio"]
     assert "harness error (no verdict): AssertionError: piecewise \\| power" in rows["lengths"]
     assert "| mean_delta_causal | 0.0143 | 0.0143 | [0.0137, 0.0149] | held |" in rows["mean_delta_causal"]
-    assert "0.1235" in rows["bidirectional_over_causal (bi / baseline)"] and "[4×6 array" in rows["sink_by_layer_head"]
+    assert "leakage bidirectional ÷ causal (ratio) — `bidirectional_over_causal` (bi / baseline)" in md
+    assert "0.1235" in rows["bidirectional_over_causal"] and "[4×6 array" in rows["sink_by_layer_head"]
     assert "| test_random_token |  |  |  |  | skipped: weights unavailable |" in md
-    assert "| claim | the paper says | smollm2-135m | qwen-tiny |" in md  # the claims × models matrix, with a legend
+    assert "| claim | test | smollm2-135m | qwen-tiny |" in md  # the claims × models matrix, a row per test
     assert (
-        "| T8 | " + cells.claim_texts()["T8"] + " | 1 not held |" in md and "Each cell counts the claim's tests" in md
+        "| T8 | layer ratio | not held | not held |" in md and "One row per claim test, its verdict on each model" in md
     )
     assert 'class="not">not held: ratio grows' in html and 'class="error">harness error' in html
 
@@ -326,8 +333,12 @@ def test_the_report_leads_with_one_row_per_test_and_model_with_criterion_paper_a
     assert rows
     for claim, criterion, model, _paper, _measured, verdict, method in rows:
         assert criterion and verdict and model, (claim, criterion)
-        assert re.fullmatch(rf"\[METHODS {re.escape(claim)}\]\([^)]*METHODS\.md#decision-{claim.lower()}\)", method)
+        first = claim.split(",")[0]  # a model's checks of the paper's equations, all held: one row, "EQ2,EQ3,EQ7"
+        assert re.fullmatch(rf"\[METHODS {re.escape(first)}\]\([^)]*METHODS\.md#decision-{first.lower()}\)", method)
+    folded = [r for r in rows if r[1].endswith(f"of the paper's equations ({r[0].replace(',', ', ')}), all held")]
     if which == "committed example":  # every claim test there has a registry criterion and the paper's number
+        assert len(folded) == 4  # the three models', and EQ3's model-free check
+        rows = [r for r in rows if r not in folded]
         assert {html.unescape(r[1].replace("\\|", "|")) for r in rows} <= {
             c.words(cid) for cid in CLAIMS for c in CLAIMS[cid].claim_tests.values()
         }
@@ -363,7 +374,7 @@ def test_a_run_records_its_provenance_and_the_report_shows_it(tmp_path):
         "## abspos claims — run-p\n\n**1 claim test on 1 model: 1 held · 0 not held · 0 inconclusive · 0 not applicable "
         "· 0 harness errors**\n\nModels: smollm2-135m · cpu, float32 · "
     )
-    assert "\n\n| claim | the paper says |" in summary
+    assert "\n\n| claim | test |" in summary
 
 
 @pytest.mark.parametrize("which", ["synthetic", "committed example"])
@@ -385,12 +396,12 @@ def test_the_report_opens_with_the_paper_the_totals_and_the_matrix(built, which)
     assert claims and len(strips) == len(claims)
 
 
-@pytest.mark.parametrize("which", ["synthetic", "committed example"])
+@pytest.mark.parametrize("which", ["synthetic", "example", "example-ladder"])
 def test_no_reader_facing_text_speaks_pytest(built, which):
     """held / not held / inconclusive / not applicable / harness error, and "as recorded": never pytest's xfail,
-    the exception's name or "known outcome" in the report or the job summary."""
-    folder = built[0] if which == "synthetic" else paths.REPORTS / "example"
-    for name in ("report.md", "summary.md"):
+    the exception's name or "known outcome" in the report or the job summary (the committed examples included)."""
+    folder = built[0] if which == "synthetic" else paths.REPORTS / which
+    for name in ("report.md", "report.html", "summary.md"):
         text = (folder / name).read_text().lower()
         for word in ("xfail", "claimnotheld", "known outcome"):
             assert word not in text, f"{name} says {word!r}"

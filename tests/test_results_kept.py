@@ -205,7 +205,7 @@ def test_a_signal_keeps_what_finished_and_marks_the_run_interrupted(tmp_path, si
     assert f"Partial run: interrupted by {sig.name}" in md and all(t in md for t in info["not_run"])
     assert f"Partial run: interrupted by {sig.name}" in (run / "report.html").read_text()
     assert f"abspos: interrupted by {sig.name}: {len(info['not_run'])} of 3 selected claim tests never ran" in r["out"]
-    assert f"abspos report: {run / 'report.md'}" in r["out"]
+    assert f"abspos report: {run / 'report.html'} (and report.md)" in r["out"]
     if workers:
         assert len(r["tree"]) >= 2 and r["survivors"] == [], "an xdist worker outlived its controller"
 
@@ -258,6 +258,7 @@ def test_an_interrupted_verify_keeps_what_finished(tmp_path, monkeypatch):
             n_prompts=12,
             seq_len=32,
             report_dir=tmp_path / "reports",
+            echo=True,  # pytest's own lines: the watch interrupts at the first finished test
             extra_args=[
                 "-k",
                 "T9a or T10 or T12",
@@ -433,7 +434,7 @@ def test_three_runs_started_in_one_second_keep_three_complete_result_sets(tmp_pa
     assert seeds == {0, 1, 2}
     assert (reports / "latest").resolve() in [r.resolve() for r in runs]
     assert sorted(re.search(r"abspos report: (\S+)", o).group(1) for o in outs) == sorted(
-        str(r / "report.md") for r in runs
+        str(r / "report.html") for r in runs
     )
 
 

@@ -48,7 +48,7 @@ import pytest
 from pytest_runs import run_pytest
 
 import harness
-from harness import api, cli
+from harness import api, cli, run_command
 from harness.report import cli as report_cli
 from harness.report import write
 
@@ -187,7 +187,7 @@ def test_EQ7_runs_at_the_shortest_seq_len(tmp_path):
 def test_the_run_command_refuses_naming_no_model(monkeypatch, capsys, models):
     """C: `abspos-claims run --models ""` dropped --models and ran every bundled and paper model."""
     ran = []
-    monkeypatch.setattr(cli, "call", lambda argv: ran.append(argv) or 0)
+    monkeypatch.setattr(run_command, "call", lambda argv: ran.append(argv) or 0)
     assert cli.main(["run", "--models", models]) == USAGE
     assert ran == []
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
@@ -440,7 +440,11 @@ def test_the_python_the_check_identity_needs_is_required():
     assert hasattr((lambda: 0).__code__, "co_positions")  # what harness/outcome/verdict.py reads
 
 
-DISTRIBUTION = {"sklearn": "scikit-learn", "yaml": "pyyaml"}  # import name -> distribution, where they differ
+DISTRIBUTION = {
+    "sklearn": "scikit-learn",
+    "yaml": "pyyaml",
+    "_pytest": "pytest",
+}  # import name -> distribution, where they differ
 
 
 def imported_packages(folder: Path) -> set[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -18,6 +19,8 @@ from harness.outcome.verdict import (
     Verdict,
     decide,
 )
+from harness.run.records import RecordCollector
+from harness.spec.claims import CLAIMS
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,5 +218,34 @@ def test_a_claims_run_ends_with_its_total_and_without_pytest_s_skip_list(pyteste
     )
     result = pytester.runpytest_inprocess(*args)
     assert total in result.outlines and not [line for line in result.outlines if line.startswith("SKIPPED")]
+    ours = [line for line in result.outlines if line.startswith(("abspos", "and 2 tests not applicable"))]
+    assert (
+        ours[-1] == total
+        and ours[-2].startswith("abspos report: ")
+        and ours[-2].endswith("report.html (and report.md)")
+    )
+    assert "and 2 tests not applicable to their model" in result.outlines  # no per-test line for them
+    said = "\n".join(result.outlines[result.outlines.index(next(x for x in result.outlines if "abspos" in x)) :])
+    assert not [w for w in ("xfail", "claimnotheld", "known outcome") if w in said.lower()], said
     result = pytester.runpytest_inprocess(*args, "-rs")
     assert total in result.outlines and len([line for line in result.outlines if line.startswith("SKIPPED")]) == 2
+
+
+def test_the_terminal_gives_one_line_per_test_with_its_deciding_figure_and_threshold():
+    """Each finished test that reached a verdict: claim, model, verdict, the deciding estimate with its interval
+    against the criterion, seconds; the not-applicable ones counted in one line."""
+    records = json.loads((ROOT / "reports" / "example" / "results.json").read_text())["records"]
+    lines = RecordCollector.test_lines(SimpleNamespace(records=records))
+    n_a = sum(Verdict.of(r) == Verdict.NOT_APPLICABLE for r in records)
+    folded = {r.get("model") for r in records if r["claim"].startswith("EQ")}  # every property check held here
+    assert len([r for r in records if r["claim"].startswith("EQ")]) > len(folded)
+    assert sum(line.startswith("EQ2,EQ3,EQ7 ") for line in lines) == len(folded) - 1  # and EQ3 without a model
+    n_shown = len(records) - n_a - sum(r["claim"].startswith("EQ") for r in records) + len(folded)
+    assert len(lines) == n_shown + 1 and lines[-1] == f"and {n_a} tests not applicable to their model"
+    t6 = next(r for r in records if r["test"].endswith("test_T6_bidirectional_attention_reduces_leakage[smollm2-135m]"))
+    d = t6["decisions"][0]
+    line = next(x for x in lines if x.startswith("T6 ") and "smollm2-135m" in x and d["criterion"] in x)
+    assert line.split()[2] == Verdict.of(t6).label.split()[0] and line.endswith(f"{t6['seconds']:.0f} s")
+    assert f"[{d['interval'][0]:.4g}, {d['interval'][1]:.4g}] vs {d['criterion']}" in line
+    first_claims = [x.split()[0].split(",")[0] for x in lines[:-1]]
+    assert lines[0].startswith("EQ") and first_claims == sorted(first_claims, key=list(CLAIMS).index)

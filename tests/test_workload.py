@@ -11,7 +11,7 @@ from harness.capture.workload import Workload
 from harness.model.attention import register_attention
 from harness.model.hooks import HookedModel
 from harness.model.weights import random_init_model
-from harness.report.document import time_accounting
+from harness.report.timing import time_accounting
 from harness.spec.models import get_spec
 
 

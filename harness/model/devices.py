@@ -20,12 +20,9 @@ import re
 import numpy as np
 import torch
 
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-    "float16": torch.float16,
-    "float64": torch.float64,
-}
+from harness.spec.settings import DTYPE_NAMES
+
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_NAMES}
 _ALIASES = {
     "fp32": "float32",
     "bf16": "bfloat16",

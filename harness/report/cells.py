@@ -5,12 +5,13 @@ names, the headline figures with their CI, and a weights fingerprint.
 
 from __future__ import annotations
 
+import math
 import re
 
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
 from harness.report.render import fmt
-from harness.spec.claims import CLAIMS
+from harness.spec.claims import CLAIMS, claim_test, figure_words
 from harness.spec.models import FAMILIES
 
 
@@ -76,3 +77,88 @@ def fingerprint(w: dict) -> str:
     )
     parts += [f"config sha256 {w['config_sha256'][:16]}"] if w.get("config_sha256") else []
     return "; ".join(parts) or "not found here"
+
+
+def deciding(r: dict) -> dict | None:
+    """The decision that gave a record its verdict (the one whose margin is the record's), or None when no rule
+    decided it (a mechanism check, not applicable, a harness error)."""
+    margin = r.get("margin")
+    return next((d for d in r.get("decisions") or () if margin is not None and d.get("margin") == margin), None)
+
+
+def deciding_text(r: dict) -> str:
+    """The deciding figure against its threshold in a few words: "0.187 [0.156, 0.252] < 0.46 (reduced)"."""
+    d = deciding(r)
+    if d is None:
+        return ""
+    interval = d.get("interval")
+    where = f" [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else " (point estimate)"
+    check = (d.get("check") or "").partition(": ")[2]
+    return f"{fmt(d.get('estimate'))}{where} vs {d.get('criterion')}" + (f" ({check})" if check else "")
+
+
+def headline_cell(r: dict, headline: tuple[str, ...], column: int | None = None) -> str:
+    """A test's one headline in words: the figure its deciding criterion judged (matched by value), else its first
+    headline figure, as "words (unit): value [lo, hi]"; a criterion on a statistic kept as no figure shows the
+    decision's own estimate under the check's name."""
+    d, name = deciding(r), None
+    if d is not None and isinstance(d.get("estimate"), (int, float)):
+        name = next((f["name"] for f in r.get("figures") or () if _same(f.get("value"), d["estimate"])), None)
+        if name is None:
+            interval = d.get("interval")
+            where = f" [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else " (point estimate)"
+            return f"{(d.get('check') or '').partition(': ')[2]}: {fmt(d['estimate'])}{where}"
+    name = name or (headline[0] if headline else None)
+    value = _one(r, name, column if headline and name == headline[0] else None) if name else ""
+    return f"{figure_words(name)}: {value}" if value else ""
+
+
+def _same(value, estimate: float) -> bool:
+    return (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isclose(value, estimate, rel_tol=1e-9)
+    )
+
+
+def is_property_check(r: dict) -> bool:
+    """A test of a property the paper derives (its equations), decided by construction with no figure: its claim
+    test declares no headline figure."""
+    c = claim_test(test_name(r)) if r.get("claim") in CLAIMS else None
+    return c is not None and not c.headline
+
+
+def fold_property_checks(records: list) -> tuple[list, dict[str, list]]:
+    """(the records shown one per row, {model: its property checks} for each model whose property checks all
+    held: those read as one row; a model with one that did not hold keeps every one of them in its own row)."""
+    by_model: dict[str, list] = {}
+    for r in records:
+        if is_property_check(r):
+            by_model.setdefault(model_label(r), []).append(r)
+    folded = {m: rs for m, rs in by_model.items() if all(Verdict.of(r) == Verdict.HELD for r in rs)}
+    return [r for r in records if not (is_property_check(r) and model_label(r) in folded)], folded
+
+
+def property_checks_text(checks: list) -> str:
+    """A folded row's words: "3 checks of the paper's equations (EQ2, EQ3, EQ7), all held"."""
+    ids = ", ".join(dict.fromkeys(r["claim"] for r in checks))
+    return f"{len(checks)} check{'s' * (len(checks) != 1)} of the paper's equations ({ids}), all held"
+
+
+# words a test's function name spells in lower case, as a reader writes them
+_SPELLED = {
+    "rope": "RoPE",
+    "bos": "BOS",
+    "mlp": "MLP",
+    "fdr": "FDR",
+    "rank1": "rank-1",
+    "position0": "position 0",
+    "top30": "top-30",
+    "tenfold": "tenfold",
+    "eq": "Eq.",
+}
+
+
+def test_words(test: str, claim_id: str) -> str:
+    """A claim test's name as a short phrase: "test_T6_rope_ablations_raise_leakage_alike" -> "RoPE ablations raise
+    leakage alike"."""
+    rest = test.removeprefix("test_").removeprefix(f"{claim_id}_")
+    return " ".join(_SPELLED.get(w, w) for w in rest.split("_"))

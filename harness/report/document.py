@@ -14,23 +14,27 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.files.paths import METHODS
-from harness.outcome.verdict import SEVERITY, Verdict
+from harness.outcome.verdict import Verdict
 from harness.report.cells import (
     claim_key,
     claim_texts,
     fingerprint,
-    measured,
+    fold_property_checks,
+    headline_cell,
+    is_property_check,
     model_label,
+    property_checks_text,
     test_name,
+    test_words,
     verdict_text,
 )
-from harness.report.matrix import totals_line, verdict_matrix, verdict_strip
+from harness.report.matrix import totals_line, verdict_strip
 from harness.report.render import Link, fmt, to_markdown
-from harness.spec.claims import CLAIMS, claim_test, paper_numbers
+from harness.report.timing import time_accounting
+from harness.spec.claims import CLAIMS, claim_test, figure_words, paper_numbers
 from harness.spec.models import names
 
 PAPER_NAMES = set(names("paper"))
@@ -161,10 +165,23 @@ def run_line(results: dict) -> str:
 
 
 def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
-    rows = []
-    for r in sorted(results["records"], key=lambda r: (claim_key(r["claim"]), test_name(r), model_label(r))):
-        if (Verdict.of(r) == Verdict.NOT_APPLICABLE) == applicable:
-            continue
+    """One row per claim test and model (applicable ones, or the others); a model's property checks folded into
+    one row when they all held."""
+    records = [r for r in results["records"] if (Verdict.of(r) == Verdict.NOT_APPLICABLE) != applicable]
+    records, folded = fold_property_checks(records)
+    rows = [
+        [
+            ",".join(dict.fromkeys(r["claim"] for r in checks)),
+            property_checks_text(checks),
+            model,
+            "",
+            "",
+            (Verdict.HELD.label, Verdict.HELD.css),
+            methods_link(checks[0]["claim"], base),
+        ]
+        for model, checks in folded.items()
+    ]
+    for r in sorted(records, key=lambda r: (claim_key(r["claim"]), test_name(r), model_label(r))):
         test, cid = test_name(r), r["claim"]
         c = claim_test(test) if cid in CLAIMS else None
         rows.append(
@@ -173,7 +190,7 @@ def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
                 (c.words(cid) + paper_checks(r)) if c else test,
                 model_label(r),
                 paper_numbers(cid, test, r.get("model")) if c else "",
-                measured(r, c.headline, c.column) if c else "",
+                headline_cell(r, c.headline, c.column) if c else "",
                 (verdict_text(r, Verdict.of(r) != Verdict.NOT_APPLICABLE), Verdict.of(r).css),
                 methods_link(cid, base),
             ]
@@ -201,25 +218,33 @@ def lead_table(results: dict, base: Path | None) -> list:
 
 
 def matrix(results: dict) -> list:
-    """The claims × models matrix (tests per cell by verdict), with its legend (the verdicts it shows): a column per
-    model of the run, and per family or "(no model)" for tests without one."""
-    texts, mx = claim_texts(), verdict_matrix(results["records"], results.get("models") or [])
+    """The claims × models matrix: one row per claim test, one verdict per cell (a column per model of the run, and
+    per family or "(no model)" for tests without one); a model's checks of the paper's equations one row when every
+    one held everywhere. With its legend (the verdicts it shows)."""
+    records = results["records"]
+    shown, folded = fold_property_checks(records)
+    columns = list(dict.fromkeys([*(results.get("models") or []), *(model_label(r) for r in records)]))
     rows = []
-    for claim in mx.claims:
-        row = [claim, texts.get(claim, "")]
-        for m in mx.models:
-            c = mx.counts(claim, m)
-            worst = next((v.css for v in SEVERITY if c[v]), "")
-            row.append((", ".join(f"{n} {v.label}" for v, n in c.items()) or "not run", worst))
-        rows.append(row)
-    seen = {v for counts in mx.cells.values() for v in counts}
+    if folded and not any(map(is_property_check, shown)):  # a check that did not hold: every check its own row
+        ids = ",".join(dict.fromkeys(r["claim"] for checks in folded.values() for r in checks))
+        cells = [(f"{len(folded[m])} held", Verdict.HELD.css) if m in folded else ("—", "") for m in columns]
+        rows.append([ids, "checks of the paper's equations (Eq. 1–7), each on the model itself", *cells])
+    else:
+        shown = records
+    by_test: dict = {}
+    for r in shown:
+        by_test.setdefault((r["claim"], test_name(r)), {})[model_label(r)] = r
+    for (claim, test), at in sorted(by_test.items(), key=lambda kv: (claim_key(kv[0][0]), kv[0][1])):
+        cells = [(Verdict.of(at[m]).label, Verdict.of(at[m]).css) if m in at else ("—", "") for m in columns]
+        rows.append([claim, test_words(test, claim), *cells])
+    seen = {Verdict.of(r) for r in records}
     legend = (
-        "Each cell counts the claim's tests on that model by verdict: "
+        "One row per claim test, its verdict on each model: "
         + "; ".join(f"{v.label} = {v.meaning}" for v in Verdict if v in seen)
-        + '. "<family> family": a test over a model '
-        'family (T13); "(no model)": a property tested without a model (EQ3\'s softmax).'
+        + '; — = no such test on that model. "<family> family": a test over a model family (T13); "(no model)": a '
+        "property tested without a model (EQ3's softmax)."
     )
-    return [("table", ["claim", "the paper says", *mx.models], rows), ("p", legend)]
+    return [("table", ["claim", "test", *columns], rows), ("p", legend)]
 
 
 def provenance_blocks(results: dict) -> list:
@@ -248,7 +273,9 @@ def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
     for r in records:
         css = Verdict.of(r).css
         for k, f in enumerate(r.get("figures") or [{}]):
-            name = f.get("name", "") + (f" ({f['note']})" if f.get("note") else "")
+            words = figure_words(f.get("name", ""))
+            name = words + (f" — `{f['name']}`" if words != f.get("name", "") else "")
+            name += f" ({f['note']})" if f.get("note") else ""
             rows.append(
                 [
                     r.get("model") or "—",
@@ -295,6 +322,7 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
         *partial_note(results),
         ("h2", "Claims × models", "matrix"),
         *matrix(results),
+        *(("img", p.title, Path(p.path)) for p in plots if p.claim is None),  # every decision (summary_plot.py)
         ("toc", sections),
         ("h2", "Claims at a glance", "lead"),
         (
@@ -343,49 +371,3 @@ def summary_markdown(results: dict) -> str:
         ("table", LEAD, lead_rows(results, None, True)),
     ]
     return to_markdown(blocks, Path("."))
-
-
-@dataclass
-class ModelTime:
-    """One model's time and forward-pass work, summed over its records."""
-
-    seconds: float = 0.0  # the tests' time with their fixtures (model loading excluded)
-    forward_seconds: float = 0.0  # their forward passes' share of it
-    layer_tokens: int = 0  # prompt tokens × decoder layers run
-    shape: dict | None = None  # {"layers", "heads"} of the model, the work scales with it
-    floor_layer_tokens: int = 0  # each distinct capture counted once
-
-
-def time_per_model(records: list) -> dict[str | None, ModelTime]:
-    """{model or None: its ModelTime} summed over its records (a record without a floor, from before floors were
-    booked, counts its layer-tokens)."""
-    acc: dict = defaultdict(ModelTime)
-    for r in records:
-        a = acc[r.get("model")]
-        a.seconds += r.get("seconds") or 0.0
-        a.forward_seconds += r.get("forward_seconds") or 0.0
-        a.layer_tokens += r.get("layer_tokens") or 0
-        a.shape = r.get("shape") or a.shape
-        a.floor_layer_tokens += r.get("floor_layer_tokens", r.get("layer_tokens")) or 0
-    return dict(acc)
-
-
-def time_accounting(records: list) -> list[list[str]]:
-    """Per model: test seconds, forward seconds, layer-tokens run, their floor, run / floor, throughput, other."""
-    rows = []
-    for m, a in time_per_model(records).items():
-        t, f, lt, fl = a.seconds, a.forward_seconds, a.layer_tokens, a.floor_layer_tokens
-        if t >= 0.5 or lt:
-            rows.append(
-                [
-                    m or "—",
-                    f"{t:.0f}",
-                    f"{f:.0f}",
-                    f"{lt:,}",
-                    f"{fl:,}",
-                    f"{lt / fl:.3f}" if fl else "—",
-                    f"{lt / f:,.0f}" if f else "—",
-                    f"{t - f:.0f}",
-                ]
-            )
-    return rows

@@ -61,10 +61,19 @@ PAPER_MODELS = {
     )
 }
 LOG_NOTE = "log scale"
+#: Marks and lines coloured by a decision's verdict: the hues of the report's verdict cells (render.CSS's td.held,
+#: td.not and td.stale backgrounds), dark enough to read as thin lines on white.
+VERDICT_COLORS = {"held": "#2e7d32", "not held": "#c62828", "inconclusive": "#d68a00"}
+#: The held side of a criterion, shaded: td.held's background.
+HELD_SHADE = "#e6f4e6"
+OTHER_VERDICT_COLOR = "#777777"
 
 
 class Plot(NamedTuple):
-    claim: str
+    """A written figure: ``claim`` None for the run-wide summary figure (harness/report/summary_plot.py), ``model``
+    None for a figure over every model; ``title`` is the report's caption (the figure itself draws none)."""
+
+    claim: str | None
     model: str | None
     title: str
     path: Path

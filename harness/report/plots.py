@@ -51,7 +51,9 @@ from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 from harness.report.plot_style import (
     CURVE_STYLES,
     FIT_STYLES,
+    HELD_SHADE,
     MODEL_COLORS,
+    PaperRef,
     Plot,
     add_title,
     apply_scale,
@@ -73,7 +75,9 @@ from harness.report.plot_style import (
     styled,
     val,
 )
-from harness.spec.claims import CLAIMS, UndeclaredFigure
+from harness.report.summary_plot import EQUIVALENCE, ONE_SIDED, Criterion, parse_criterion, write_summary
+from harness.spec.claims import CLAIMS, UndeclaredFigure, claim_test
+from harness.spec.decision import interval_of
 from harness.stats.heads import decile_split
 
 #: The registry figure holding the paper's value for a plotted series (claim -> series -> figure name).
@@ -104,7 +108,7 @@ LAYER_PROFILES = {
     ),
 }
 ABLATION_TITLES = {
-    "T6": "mean ΔR² under each attention / RoPE ablation",
+    "T6": "each ablation's mean ΔR² over causal, against its criterion",
     "T9c": "first-bin bidirectional ΔR² after replacing the position-0 state",
     "T11": "mean ΔR² after targeted vs random-head ablations",
 }
@@ -204,34 +208,147 @@ def bin_profile(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
     return save(bin_profile_figure(by_model, roles, **kw), out)
 
 
-# ---- layer-wise ratio (T8) -------------------------------------------------------------------------
+# ---- layer-wise ratio and its depth slope (T8) -------------------------------------------------------
+
+
+class SlopeSeries(NamedTuple):
+    """One T8 measurement: a model's layer-wise ratio at one length, the slope its criterion judges (the
+    least-squares change of r_l over the whole relative depth, ``measure.depth_slope``) with its 95% CI, and that
+    criterion (None where the record carries neither a decision nor a flat bound)."""
+
+    model: str
+    seq_len: float | None
+    ratio: np.ndarray
+    slope: float | None
+    slope_ci: tuple[float, float] | None
+    criterion: Criterion | None
+
+
+class SlopeGeometry(NamedTuple):
+    """What a T8 panel draws over relative depth ``d``: the fitted line and its 95% CI band (lines through the
+    layers' centroid with the CI's slopes: a least-squares line passes through it), the threshold lines of the
+    criterion through the same centroid, and the held region between them for a band ("flat": inside ±b)."""
+
+    fit: np.ndarray
+    band: tuple[np.ndarray, np.ndarray] | None
+    thresholds: list[tuple[float, np.ndarray]]  # (slope, line)
+    held: tuple[np.ndarray, np.ndarray] | None
+
+
+def slope_series(by_model: dict, roles: dict, records: list | None = None, claim: str = "T8") -> list[SlopeSeries]:
+    """One series per record carrying the plotted ratio (a model measured at two lengths gets two), else one per
+    model of ``by_model``; the criterion is the record's decision on the slope, else ± its flat bound."""
+    name = next(iter(roles.get("", [])), None)
+    sources = (
+        [
+            (
+                r.get("model") or "-",
+                {f["name"]: f for f in r.get("figures") or [] if isinstance(f, dict) and "name" in f},
+                r,
+            )
+            for r in records
+            if r.get("claim") == claim
+        ]
+        if records
+        else [(m, figs, None) for m, figs in by_model.items()]
+    )
+    out = []
+    for model, figs, record in sources:
+        ratio = val(figs, name)
+        if not (isinstance(ratio, list) and ratio):
+            continue
+        slope = val(figs, "depth_slope")
+        slope = float(slope) if scalar(slope) else None
+        out.append(
+            SlopeSeries(
+                model,
+                float(n) if scalar(n := val(figs, "seq_len")) else None,
+                arr(ratio),
+                slope,
+                interval_of((figs.get("depth_slope") or {}).get("ci")),
+                _slope_criterion(record, figs, slope),
+            )
+        )
+    return out
+
+
+def _slope_criterion(record: dict | None, figs: dict, slope: float | None) -> Criterion | None:
+    for d in (record or {}).get("decisions") or []:
+        est = d.get("estimate")
+        if slope is not None and scalar(est) and math.isclose(float(est), slope, rel_tol=1e-9, abs_tol=1e-15):
+            return parse_criterion(d.get("criterion"))
+    bound = val(figs, "flat_bound")
+    return Criterion(EQUIVALENCE, -float(bound), float(bound)) if scalar(bound) and bound > 0 else None
+
+
+def slope_geometry(s: SlopeSeries, d: np.ndarray) -> SlopeGeometry | None:
+    """The lines a T8 panel draws over depths ``d`` (see SlopeGeometry), None without a recorded slope."""
+    x = depth(len(s.ratio))
+    ok = np.isfinite(s.ratio)
+    if s.slope is None or not ok.any():
+        return None
+    x0, y0 = float(x[ok].mean()), float(s.ratio[ok].mean())
+    line = lambda k: y0 + k * (d - x0)
+    band = None
+    if s.slope_ci is not None:
+        a, b = line(s.slope_ci[0]), line(s.slope_ci[1])
+        band = (np.minimum(a, b), np.maximum(a, b))
+    thresholds, held = [], None
+    if s.criterion is not None:
+        slopes = [s.criterion.low] if s.criterion.kind == ONE_SIDED else [s.criterion.low, s.criterion.high]
+        thresholds = [(k, line(k)) for k in slopes]
+        if s.criterion.kind == EQUIVALENCE:
+            a, b = line(s.criterion.low), line(s.criterion.high)
+            held = (np.minimum(a, b), np.maximum(a, b))
+    return SlopeGeometry(line(s.slope), band, thresholds, held)
+
+
+def _criterion_words(c: Criterion | None) -> str:
+    if c is None:
+        return "no criterion recorded"
+    if c.kind == EQUIVALENCE:
+        return f"held inside [{c.low:g}, {c.high:g}]"
+    return f"held {'>' if c.above else '<'} {c.low:g}"
 
 
 @styled
-def layer_ratio_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
-    name = next(iter(roles.get("", [])), None)
-    series = {m: arr(v) for m, f in by_model.items() if isinstance(v := val(f, name), list) and v}
+def layer_ratio_figure(
+    by_model: dict, roles: dict, *, claim: str = "", title: str | None = None, records: list | None = None
+) -> Figure | None:
+    """T8: per measurement (model and length), r_l by relative depth with the fitted depth slope its criterion
+    judges, the slope's 95% CI as a band, the criterion's threshold slopes (dashed, through the same centre; the held
+    region shaded for "flat") and the paper's mean ratios (dotted)."""
+    series = slope_series(by_model, roles, records, claim or "T8")
     if not series:
         return None
-    fig = new(7.5, 5.4)
-    ax = fig.subplots()
-    for (m, y), color in zip(series.items(), MODEL_COLORS):
-        mean = np.nanmean(y) if np.isfinite(y).any() else math.nan
-        ax.plot(depth(len(y)), y, "o-", ms=3.5, lw=1.2, color=color, label=f"{m} ({len(y)} layers, mean {mean:.2f})")
-    note = apply_scale(ax, profile_scale(*series.values(), [1.0]))
-    ax.axhline(1.0, color="grey", lw=0.9, ls=":", label="ratio 1 (bidirectional = causal)")
-    ref_name = PAPER_FROM.get(claim, {}).get(name)
-    models = list(series)
-    refs = {r.model: r for m in models for r in refs_for(claim, ref_name, m)}
-    for r in refs.values():
-        c, _ = paper_style(r.model)
-        ax.axhline(r.value, color=c, lw=1.2, ls="--", label=f"{r.label} mean: {r.value:.2f}")
-    ax.set(
-        xlabel="layer (relative depth 0–1)",
-        xlim=(-0.02, 1.02),
-        ylabel=f"ΔR²(bidirectional) / ΔR²(causal)\n(ratio, {note})",
-    )
-    legend(fig, ax, outside=True)
+    fig, rows = panels(len(series), w=4.3, h=3.6, extra=(0, 1.0))
+    colors = {m: c for m, c in zip(dict.fromkeys(s.model for s in series), MODEL_COLORS)}
+    d = np.linspace(0.0, 1.0, 50)
+    for col, (ax, s) in enumerate(zip(rows[0], series)):
+        color = colors[s.model]
+        ax.plot(depth(len(s.ratio)), s.ratio, "o", ms=3.5, color=color, alpha=0.8, label="r_l per layer (this run)")
+        geo = slope_geometry(s, d)
+        if geo is not None:
+            if geo.held is not None:
+                ax.fill_between(d, *geo.held, color=HELD_SHADE, lw=0, zorder=0, label="held region of the slope")
+            for _, line in geo.thresholds:
+                ax.plot(d, line, "--", color="black", lw=1.1, label="criterion's threshold slope(s)")
+            if geo.band is not None:
+                ax.fill_between(d, *geo.band, color=color, alpha=0.25, lw=0, label="95% CI of the fitted slope")
+            ax.plot(d, geo.fit, "-", color=color, lw=2, label="fitted depth slope (least squares)")
+        for r in refs_for(claim, PAPER_FROM.get(claim, {}).get("layer_ratio"), s.model):
+            c, _ = paper_style(r.model)
+            ax.axhline(r.value, color=c, lw=1.0, ls=":", label=f"{r.label} mean r_l: {r.value:.2f}")
+        head = f"{s.model}" + (f", {s.seq_len:g} tokens" if s.seq_len else "")
+        if s.slope is not None:
+            ci = f" [{s.slope_ci[0]:.3g}, {s.slope_ci[1]:.3g}]" if s.slope_ci else ""
+            head += f"\nslope {s.slope:+.3g}{ci}; {_criterion_words(s.criterion)}"
+        ax.set_title(head, fontsize=9)
+        ax.set(xlabel="layer (relative depth 0–1)", xlim=(-0.03, 1.03))
+        # the quantity in full beside each row's first panel; the rest keep their own scales, so a short label
+        ax.set_ylabel("r_l = ΔR²(bidirectional) / ΔR²(causal)\n(ratio per layer)" if col % 3 == 0 else "r_l (ratio)")
+    handles = [h for ax in rows[0] for h in ax.get_legend_handles_labels()[0]]
+    legend(fig, rows[0][0], outside=True, handles=handles, ncols=3)
     add_title(fig, title)
     return fig
 
@@ -280,7 +397,7 @@ def layer_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title:
     xl = "layer (relative depth 0–1; 0 = embedding output)" if spec.embedding_first else "layer (relative depth 0–1)"
     ax.set(xlabel=xl, xlim=(-0.02, 1.02), ylabel=f"{spec.ylabel} ({note})")
     legend(fig, ax, outside=True)
-    add_title(fig, title or f"{claim} — {spec.title}")
+    add_title(fig, f"{claim} — {spec.title}" if title is None else title)
     return fig
 
 
@@ -493,7 +610,7 @@ def sink_heatmap_figure(
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(xlabel="head (index)", ylabel="layer (index)")
-    add_title(fig, title or f"{claim} — sink-reading strength per head — {model}")
+    add_title(fig, f"{claim} — sink-reading strength per head — {model}" if title is None else title)
     return fig
 
 
@@ -599,12 +716,308 @@ def ablation_bars_figure(claim: str, model: str, figs: dict, roles: dict, *, tit
     )
     if any(refs):  # a bar chart of this run alone needs no legend (one that would sit over a bar)
         legend(fig, ax, outside=True, ncols=1)
-    add_title(fig, title or f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {model}")
+    add_title(fig, f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {model}" if title is None else title)
     return fig
 
 
 def ablation_bars(claim: str, model: str, figs: dict, roles: dict, out: Path, **kw) -> Path | None:
     return save(ablation_bars_figure(claim, model, figs, roles, **kw), out)
+
+
+# ---- T6: the ratios its criteria judge ----------------------------------------------------------------
+
+
+class RatioCriterion(NamedTuple):
+    label: str
+    threshold: str  # the claim registry's threshold
+    held: str  # "below" or "above" the threshold, or "within" a factor of it either way
+    paper_from: tuple[str, str] | None  # (numerator, denominator) figures whose paper values give the paper's ratio
+
+
+#: T6's judged ratios (claims/test_s5_4_ablations.py), in the order drawn.
+T6_RATIOS = {
+    "bidirectional_over_causal": RatioCriterion("bidirectional\n/ causal", "bi_at_most", "below", None),
+    "identity_over_causal": RatioCriterion(
+        "identity-RoPE\n/ causal", "rise_at_least", "above", ("mean_delta_identity_rope", "mean_delta_causal")
+    ),
+    "scrambled_over_causal": RatioCriterion(
+        "scrambled-RoPE\n/ causal", "rise_at_least", "above", ("mean_delta_scrambled_rope", "mean_delta_causal")
+    ),
+    "identity_over_scrambled": RatioCriterion(
+        "identity-RoPE\n/ scrambled-RoPE",
+        "nearly_equal",
+        "within",
+        ("mean_delta_identity_rope", "mean_delta_scrambled_rope"),
+    ),
+}
+
+
+class RatioItem(NamedTuple):
+    """One judged ratio of a model: its value and 95% CI, the ratios its criterion holds for, and the paper's."""
+
+    name: str
+    label: str
+    value: float
+    ci: tuple[float, float] | None
+    held_region: tuple[float, float]  # (0, t) below t, (t, inf) above t, (1/f, f) within a factor f
+    criterion: str
+    refs: list[PaperRef]
+
+
+def ratio_items(claim: str, model: str, figs: dict) -> list[RatioItem]:
+    """T6's recorded ratios with their criteria from the registry; the paper's ratio is the registry's value where it
+    has one, else the ratio of the paper's two mean ΔR² (Table 6) it divides."""
+    spec = CLAIMS.get(claim)
+    out = []
+    for name, c in T6_RATIOS.items():
+        f = figs.get(name) or {}
+        if spec is None or not scalar(f.get("value")):
+            continue
+        try:
+            t = float(spec.threshold(c.threshold))
+        except KeyError:
+            continue
+        region, words = {
+            "below": ((0.0, t), f"held < {t:.3g}"),
+            "above": ((t, math.inf), f"held > {t:.3g}"),
+            "within": ((1 / t, t), f"held within {t:.3g}×"),
+        }[c.held]
+        refs = refs_for(claim, name, model, f)
+        if not refs and c.paper_from:
+            num, den = ({r.model: r for r in refs_for(claim, n, model)} for n in c.paper_from)
+            refs = [PaperRef(m, r.label, r.value / den[m].value, 0.0) for m, r in num.items() if m in den]
+        out.append(RatioItem(name, c.label, float(f["value"]), interval_of(f.get("ci")), region, words, refs))
+    return out
+
+
+def _ratio_ticks(ax, lo: float, hi: float):
+    """Plain-number ticks (0.1, 0.2, 0.5, 1, 2, 5, ...) on a log ratio axis."""
+    ticks = [m * 10.0**e for e in range(-3, 3) for m in (1, 2, 5) if lo <= m * 10.0**e <= hi]
+    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+@styled
+def ablation_ratios_figure(claim: str, model: str, figs: dict, *, title: str | None = None) -> Figure | None:
+    """T6 on one model: each judged ratio of an ablation's mean ΔR² to causal (and identity- to scrambled-RoPE) with
+    its paired 95% CI, over the held side of its criterion (shaded, the threshold dashed) and the paper's ratios."""
+    items = ratio_items(claim, model, figs)
+    if not items:
+        return None
+    span = [it.value for it in items] + [v for it in items for v in (it.ci or ())]
+    span += [e for it in items for e in it.held_region if 0 < e < math.inf] + [r.value for it in items for r in it.refs]
+    span = [v for v in span if v > 0 and math.isfinite(v)]
+    lo, hi = min(span) / 1.6, max(span) * 1.6
+    fig = new(max(6.0, 1.7 * len(items) + 2.2), 5.6)
+    ax = fig.subplots()
+    ax.set_yscale("log")
+    xs = np.arange(len(items), dtype=float)
+    for x, it in zip(xs, items):
+        a, b = it.held_region
+        ax.fill_between(
+            [x - 0.45, x + 0.45], max(a, lo), min(b, hi), color=HELD_SHADE, lw=0, zorder=0, label="held side"
+        )
+        for edge in (a, b):
+            if 0 < edge < math.inf:
+                ax.hlines(edge, x - 0.45, x + 0.45, colors="black", linestyles="--", lw=1.2, label="threshold")
+        err = None
+        if it.ci is not None:
+            err = [[max(it.value - it.ci[0], 0.0)], [max(it.ci[1] - it.value, 0.0)]]
+        ax.errorbar(
+            x - 0.12,
+            it.value,
+            yerr=err,
+            fmt="o",
+            ms=7,
+            color="tab:blue",
+            ecolor="tab:blue",
+            elinewidth=1.8,
+            capsize=5,
+            label="this run (paired 95% CI)" if err is not None else "this run",
+            zorder=4,
+        )
+    labels = ref_labels([it.refs for it in items])
+    for x, it in zip(xs, items):
+        draw_refs(ax, it.refs, x + 0.02, 0.4, labels=labels)
+    if any(it.refs and it.refs[0].tolerance == 0.0 for it in items):
+        ax.plot([], [], ls="none", label="paper RoPE factors: ratios of the paper's mean ΔR² (Table 6), no tolerance")
+    ax.axhline(1.0, color="grey", lw=0.8, ls=":", label="ratio 1 (no change)")
+    ax.set_xticks(xs, [f"{it.label}\n{it.criterion}" for it in items])
+    _ratio_ticks(ax, lo, hi)
+    ax.set(
+        xlim=(-0.6, len(items) - 0.4),
+        ylim=(lo, hi),
+        xlabel="ratio judged, with its criterion (claim registry)",
+        ylabel="ablated / causal mean ΔR²\n(ratio, log scale)",
+    )
+    legend(fig, ax, outside=True, ncols=2)
+    add_title(fig, f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {model}" if title is None else title)
+    return fig
+
+
+def ablation_ratios(claim: str, model: str, figs: dict, out: Path, **kw) -> Path | None:
+    return save(ablation_ratios_figure(claim, model, figs, **kw), out)
+
+
+# ---- T11: reductions by targeted and random-head ablations ------------------------------------------------
+
+#: T11's reductions of mean ΔR² (1 − ablated / unablated; claims/test_s5_8_targeted.py) and the margins it judges.
+REDUCTIONS = {
+    "reduction_rank1": "rank-1 probe\nprojected out",
+    "reduction_sink_heads": "top-decile\nsink heads",
+    "reduction_random_heads": "random heads\n(mean of draws)",
+}
+MARGINS = {"random_minus_rank1": "rank-1 probe", "random_minus_sink_heads": "top-decile sink heads"}
+
+
+class Measured(NamedTuple):
+    name: str
+    label: str
+    value: float
+    ci: tuple[float, float] | None
+
+
+class ReductionPanel(NamedTuple):
+    """One model's T11 figures: the three reductions, the random draws' own reductions, and the judged margins
+    (mean random reduction − |targeted reduction|, held above 0)."""
+
+    model: str
+    reductions: list[Measured]
+    draws: np.ndarray
+    random_mean: float | None
+    margins: list[Measured]
+
+    def targeted_band(self) -> tuple[float, float] | None:
+        """The targeted reductions a margin holds for at the point estimates: |reduction| below the random mean
+        (None when the random mean is not positive: nothing can be smaller)."""
+        m = self.random_mean
+        return (-m, m) if m is not None and m > 0 else None
+
+
+def _measured(figs: dict, names: dict) -> list[Measured]:
+    return [
+        Measured(n, lab, float(f["value"]), interval_of(f.get("ci")))
+        for n, lab in names.items()
+        if scalar((f := figs.get(n) or {}).get("value"))
+    ]
+
+
+def reduction_panels(by_model: dict) -> list[ReductionPanel]:
+    out = []
+    for m, figs in by_model.items():
+        reductions = _measured(figs, REDUCTIONS)
+        if not reductions:
+            continue
+        draws = val(figs, "reduction_random_heads_by_draw")
+        random_mean = next((r.value for r in reductions if r.name == "reduction_random_heads"), None)
+        out.append(
+            ReductionPanel(
+                m,
+                reductions,
+                arr(draws) if isinstance(draws, list) else np.array([]),
+                random_mean,
+                _measured(figs, MARGINS),
+            )
+        )
+    return out
+
+
+def _paper_sentence(claim: str) -> str:
+    """The paper's numbers for the claim's tests where the registry words them and records no per-figure value."""
+    spec = CLAIMS.get(claim)
+    texts = [c.paper for t in (spec.tests if spec else {}) if (c := claim_test(t)) is not None and c.paper]
+    return "; ".join(dict.fromkeys(texts))
+
+
+def _measured_points(ax, items: list[Measured], xs, color: str, label: str):
+    for x, it in zip(xs, items):
+        err = None if it.ci is None else [[max(it.value - it.ci[0], 0.0)], [max(it.ci[1] - it.value, 0.0)]]
+        ax.errorbar(x, it.value, yerr=err, fmt="o", ms=6, color=color, elinewidth=1.8, capsize=5, label=label, zorder=4)
+
+
+def _span(items: list[Measured], *extra: float) -> tuple[float, float]:
+    """The y range showing every value, its CI and ``extra`` (0 among them), padded by a tenth."""
+    vals = [v for it in items for v in (it.value, *(it.ci or ()))] + list(extra)
+    lo, hi = min(vals), max(vals)
+    pad = 0.1 * (hi - lo or abs(hi) or 1.0)
+    return lo - pad, hi + pad
+
+
+@styled
+def reductions_figure(by_model: dict, *, claim: str = "T11", title: str | None = None) -> Figure | None:
+    """T11, one column per model: above, each ablation's reduction of mean ΔR² with its 95% CI (the random draws as
+    dots, the paper's values where the registry holds them), the random control's criterion (its CI above 0) and,
+    shaded, the targeted reductions smaller than the random mean; below, the margins the criterion judges (mean
+    random reduction − |targeted reduction|, held when the CI lies above 0)."""
+    panels_ = reduction_panels(by_model)
+    if not panels_:
+        return None
+    with_margins = any(p.margins for p in panels_)
+    fig, rows = panels(len(panels_), w=4.5, h=3.3, rows_per=2 if with_margins else 1, extra=(0, 1.1))
+    for col, p in enumerate(panels_):
+        ax = rows[0][col]
+        xs = np.arange(len(p.reductions), dtype=float)
+        targeted = [i for i, r in enumerate(p.reductions) if r.name != "reduction_random_heads"]
+        band = p.targeted_band()
+        if band is not None and targeted:
+            ax.fill_between(
+                [min(targeted) - 0.4, max(targeted) + 0.4],
+                *band,
+                color=HELD_SHADE,
+                lw=0,
+                zorder=0,
+                label="|targeted reduction| below the random mean (the held side, at the point estimates)",
+            )
+        elif targeted:
+            ax.text(
+                0.02,
+                0.97,
+                "random mean ≤ 0: no targeted\nreduction can be smaller",
+                transform=ax.transAxes,
+                va="top",
+                fontsize=8,
+            )
+        ax.axhline(0.0, color="black", lw=1.1, ls="--", label="0: the random control holds when its CI lies above")
+        random_x = [x for x, r in zip(xs, p.reductions) if r.name == "reduction_random_heads"]
+        if random_x and p.draws.size:
+            offsets = np.linspace(0.15, 0.3, p.draws.size)
+            ax.plot(random_x[0] + offsets, p.draws, ".", color="grey", ms=5, label="one random draw")
+        _measured_points(ax, p.reductions, xs - 0.1, "tab:blue", "this run (95% CI over prompts)")
+        refs = [refs_for(claim, r.name, p.model, by_model[p.model].get(r.name)) for r in p.reductions]
+        labels = ref_labels(refs)
+        for x, r in zip(xs, refs):
+            draw_refs(ax, r, x + 0.02, 0.35, labels=labels)
+        ax.set_xticks(xs, [r.label for r in p.reductions])
+        ax.set(title=p.model, xlim=(-0.6, len(xs) - 0.4), xlabel="ablation")
+        first_col = col % 3 == 0  # the quantity in full there; each panel keeps its own scale, so a short label
+        ax.set_ylabel(
+            "reduction of mean ΔR²\n(fraction: 1 − ablated / unablated)" if first_col else "reduction (fraction)"
+        )
+        if not with_margins:
+            continue
+        ax2 = rows[1][col]
+        if not p.margins:
+            ax2.set_visible(False)
+            continue
+        xm = np.arange(len(p.margins), dtype=float)
+        lo, hi = _span(p.margins, 0.0)
+        ax2.axhspan(0.0, hi, color=HELD_SHADE, lw=0, zorder=0)
+        ax2.axhline(0.0, color="black", lw=1.1, ls="--")
+        _measured_points(ax2, p.margins, xm, "tab:purple", "judged margin: random − |targeted| (paired 95% CI)")
+        ax2.set_xticks(xm, [m.label for m in p.margins])
+        ax2.set(xlim=(-0.6, len(xm) - 0.4), ylim=(lo, hi), xlabel="targeted ablation (held: CI above 0, shaded)")
+        ax2.set_ylabel("random reduction − |targeted|\n(fraction of ΔR²)" if first_col else "margin (fraction)")
+    paper = _paper_sentence(claim)
+    if paper:
+        rows[0][0].plot([], [], ls="none", label=f"paper, no per-model values in the registry: {paper}")
+    handles = [h for row in rows for ax in row if ax.get_visible() for h in ax.get_legend_handles_labels()[0]]
+    legend(fig, rows[0][0], outside=True, handles=handles, ncols=2)
+    add_title(fig, title)
+    return fig
+
+
+def reductions(by_model: dict, out: Path, **kw) -> Path | None:
+    return save(reductions_figure(by_model, **kw), out)
 
 
 # ---- length scaling (T10) ---------------------------------------------------------------------------
@@ -736,23 +1149,41 @@ def figures_by_claim(results: dict) -> dict:
     return by_claim
 
 
+#: The run-wide summary figure (harness/report/summary_plot.py): its file and the report's caption for it.
+SUMMARY_PNG = "summary_margins.png"
+SUMMARY_TITLE = (
+    "Every decision of the run: its estimate and 95% CI against its threshold, coloured by verdict "
+    "(one-sided criteria as the distance past the threshold, equivalences as the position in their band)"
+)
+#: Claims whose criteria judge ratios (T6) or reductions (T11) rather than the ablation bars' mean ΔR²: drawn as
+#: what the criteria test, the bars only where those figures were not recorded.
+RATIO_CLAIMS = ("T6",)
+REDUCTION_CLAIMS = {"T11": "reduction of mean ΔR² by targeted vs random-head ablations, against the criterion"}
+
+
 def make_all(results: dict, fig_dir: Path) -> list[Plot]:
-    """Every plot the run's figures support, written into fig_dir (stale PNGs there are removed)."""
+    """Every plot the run's figures support, written into fig_dir (stale PNGs there are removed), the summary of
+    every decision first. A figure draws no title of its own: the report captions it with the Plot's title."""
     by_claim = figures_by_claim(results)
     for stale in Path(fig_dir).glob("*.png"):
         stale.unlink()
     plots: list[Plot] = []
 
-    def add(cid, model, title, fn, *args, **kw):
+    def add(cid, model, caption, fn, *args, **kw) -> bool:
         try:
-            path = fn(*args, title=title, **kw)
+            path = fn(*args, **kw)
         except Exception as e:  # a malformed figure must never cost the rest of the report
             warnings.warn(f"plot {fn.__name__} for {cid}/{model} skipped: {e!r}", stacklevel=2)
-            return
+            return False
         if path is not None:
-            plots.append(Plot(cid, model, title, path))
+            plots.append(Plot(cid, model, caption, path))
+        return path is not None
 
     d = Path(fig_dir)
+    add(None, None, SUMMARY_TITLE, write_summary, results, d / SUMMARY_PNG)
+    records: dict = defaultdict(list)
+    for r in results.get("records", []):
+        records[r.get("claim")].append(r)
     for claim, by_model in by_claim.items():
         kinds = plot_roles(claim, dict.fromkeys(n for figs in by_model.values() for n in figs))
         for kind, (what, fn) in PER_CLAIM.items():
@@ -766,7 +1197,15 @@ def make_all(results: dict, fig_dir: Path) -> list[Plot]:
                     kinds[kind],
                     d / _slug(claim, kind),
                     claim=claim,
+                    title="",
+                    **({"records": records[claim]} if kind == "layer_ratio" else {}),
                 )
+        bars = "ablation_bars" in kinds
+        if claim in REDUCTION_CLAIMS:
+            caption = f"{claim} — {REDUCTION_CLAIMS[claim]}"
+            bars &= not add(
+                claim, None, caption, reductions, by_model, d / _slug(claim, "reductions"), claim=claim, title=""
+            )
         vmax = heatmap_vmax(by_model, kinds["sink_heatmap"]) if "sink_heatmap" in kinds else None
         for m, figs in by_model.items():
             if "sink_heatmap" in kinds:
@@ -781,17 +1220,15 @@ def make_all(results: dict, fig_dir: Path) -> list[Plot]:
                     d / _slug(claim, "sink_heatmap", m),
                     claim=claim,
                     vmax=vmax,
+                    title="",
                 )
-            if "ablation_bars" in kinds:
-                add(
-                    claim,
-                    m,
-                    f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {m}",
-                    ablation_bars,
-                    claim,
-                    m,
-                    figs,
-                    kinds["ablation_bars"],
-                    d / _slug(claim, "ablations", m),
-                )
+            if not bars:
+                continue
+            caption, out = (
+                f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {m}",
+                d / _slug(claim, "ablations", m),
+            )
+            if claim in RATIO_CLAIMS and add(claim, m, caption, ablation_ratios, claim, m, figs, out, title=""):
+                continue
+            add(claim, m, caption, ablation_bars, claim, m, figs, kinds["ablation_bars"], out, title="")
     return plots

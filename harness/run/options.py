@@ -6,8 +6,7 @@ context (harness/run/context.py) reads and checks them."""
 from __future__ import annotations
 
 from harness.files.paths import BASELINES, KNOWN_OUTCOMES, REPORTS, STABILITY
-from harness.model import devices
-from harness.spec.settings import Settings
+from harness.spec.settings import DTYPE_NAMES, Settings
 
 
 def pytest_addoption(parser):
@@ -24,7 +23,7 @@ def pytest_addoption(parser):
     g.addoption(
         "--dtype",
         default="float32",
-        choices=list(devices.DTYPES),
+        choices=list(DTYPE_NAMES),
         help="model weight dtype (statistics are always float64)",
     )
     d = Settings()
@@ -61,12 +60,13 @@ def pytest_addoption(parser):
     g.addoption(
         "--known-outcomes",
         default=str(KNOWN_OUTCOMES),
-        help="recorded 'not held' outcomes (strict xfails); default fixtures/known_outcomes.json",
+        help="the 'not held' verdicts recorded from earlier runs: a run that reproduces one says 'as recorded' (default: "
+        "fixtures/known_outcomes.json)",
     )
     g.addoption(
         "--stability-record",
         default=str(STABILITY),
-        help="verdicts under several seeds (scripts/stability.sh); default fixtures/stability.json",
+        help="verdicts under several seeds (scripts/stability.sh; default: fixtures/stability.json)",
     )
     g.addoption("--report-dir", default=str(REPORTS), help="where run reports go")
     g.addoption(
@@ -108,3 +108,43 @@ def pytest_addoption(parser):
     g.addoption(
         "--run-slow", action="store_true", help="also run the slow variants (16-length scaling, many random draws)"
     )
+
+
+# ---- the same options for `abspos-claims run --help` and its did-you-mean ----------------------------------------
+
+
+class _Recorder:
+    """Stands in for pytest's parser: records each option ``pytest_addoption`` declares, so the command line shows
+    the suite's options with their defaults from this one declaration."""
+
+    def __init__(self):
+        self.options: list[tuple[tuple[str, ...], dict]] = []
+
+    def getgroup(self, *args, **kwargs):
+        return self
+
+    def addoption(self, *names: str, **kwargs):
+        self.options.append((names, kwargs))
+
+
+def suite_options() -> list[tuple[tuple[str, ...], dict]]:
+    """Each of the suite's options as (its names, its ``addoption`` keywords: default, help, type, choices, action)."""
+    recorder = _Recorder()
+    pytest_addoption(recorder)
+    return recorder.options
+
+
+def pytest_option_names() -> set[str]:
+    """The long and short option names pytest accepts in a claims run: its own and its installed plugins' (xdist,
+    syrupy, hypothesis), and the suite's. Empty when pytest's parser cannot be read (its layout is not a public
+    API): the caller then leaves every option to pytest."""
+    try:
+        from _pytest.config import get_config
+
+        config = get_config()
+        config.pluginmanager.load_setuptools_entrypoints("pytest11")
+        parser = config._parser
+        known = {n for g in [parser._anonymous, *parser._groups] for o in g.options for n in o.names()}
+    except Exception:  # noqa: BLE001 - a private layout that moved: no did-you-mean, never a failed run
+        return set()
+    return known | {n for names, _ in suite_options() for n in names}

@@ -15,6 +15,7 @@ from harness.outcome import stability
 from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
+from harness.report.cells import deciding_text, fold_property_checks, property_checks_text
 from harness.report.matrix import totals_line, verdict_matrix
 from harness.report.write import write_run
 from harness.run import signals
@@ -183,6 +184,9 @@ class RecordCollector:
             return
         if not any(a.startswith("-r") for a in tr.config.invocation_params.args):  # the default -ra, not asked for
             tr.reportchars = "".join(c for c in tr.reportchars if c in "fE")  # the matrix says each verdict
+        tr.write_sep("=", "abspos verdicts (the deciding figure with its 95% interval against the threshold)")
+        for line in self.test_lines():
+            tr.write_line(line)
         tr.write_sep("=", "abspos claims × models (tests per cell by verdict)")
         for line in self.matrix():
             tr.write_line(line)
@@ -190,8 +194,34 @@ class RecordCollector:
         tr.write_line("verdicts: " + "; ".join(f"{v}: {v.meaning}" for v in Verdict if v in seen))
         for line in self.baseline_lines():
             tr.write_line(line)
-        tr.write_line("abspos total: " + totals_line(self.records).strip("*"))
         self.report_lines(tr)
+        tr.write_line("abspos total: " + totals_line(self.records).strip("*"))
+
+    def test_lines(self) -> list[str]:
+        """One line per finished test that reached a verdict: claim, model, verdict, the deciding figure against its
+        threshold, seconds; the tests not applicable to their model counted in one line."""
+        order = {cid: k for k, cid in enumerate(CLAIMS)}
+        applicable = [r for r in self.records if Verdict.of(r) != Verdict.NOT_APPLICABLE]
+        shown, folded = fold_property_checks(applicable)
+        shown.sort(key=lambda r: (order.get(r["claim"], len(order)), r.get("model") or "", r["test"]))
+        rows = [
+            [",".join(dict.fromkeys(r["claim"] for r in c)), m, "held", property_checks_text(c), ""]
+            for m, c in folded.items()
+        ]
+        rows += [
+            [
+                r["claim"],
+                r.get("model") or "(no model)",
+                Verdict.of(r).label,
+                deciding_text(r),
+                f"{r.get('seconds') or 0:.0f} s",
+            ]
+            for r in shown
+        ]
+        widths = [max((len(row[k]) for row in rows), default=0) for k in range(4)]
+        lines = [("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[4]).rstrip() for row in rows]
+        n_a = len(self.records) - len(applicable)
+        return lines + ([f"and {n_a} tests not applicable to their model"] if n_a else [])
 
     def report_lines(self, tr) -> None:
         """Where the results went, and (a partial run) that it was interrupted and what never ran."""
@@ -211,8 +241,9 @@ class RecordCollector:
             )
         path = getattr(self, "report_path", None)
         if path is not None and (path / "report.md").exists():
-            html = " and report.html" if (path / "report.html").exists() else ""
-            tr.write_line(f"abspos report: {path / 'report.md'}{html}")
+            html = (path / "report.html").exists()
+            first, also = ("report.html", " (and report.md)") if html else ("report.md", "")
+            tr.write_line(f"abspos report: {path / first}{also}")
         elif path is not None:
             tr.write_line(f"abspos results: {path / 'results.json'} (no report: see the line above)")
 

@@ -24,6 +24,9 @@ from harness.spec.models import (
 )
 from harness.spec.settings import Settings, pow2_len
 
+# the groups --models names besides LADDER_GROUPS (each read by selected_models)
+GROUP_NAMES = ("bundled", "paper", "all", "extra", "rehearsal")
+
 
 class UsageError(ValueError):
     """A bad option or an input the run cannot use: the message is one line saying which and why."""
@@ -54,7 +57,7 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
                 raise UsageError(
                     f"--models: unknown model {token!r}{did_you_mean(token)}; choose from bundled: "
                     f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} "
-                    f"(or the groups bundled, paper, all, rehearsal, extra ({', '.join(names('extra'))}), "
+                    f"(or the groups {', '.join(GROUP_NAMES[:-1])} ({', '.join(names('extra'))}), {GROUP_NAMES[-1]}, "
                     f"{', '.join(LADDER_GROUPS)}; or any RoPE model by reference: "
                     f"hf:<org>/<name>[@<revision>], path:<folder>, gguf:<file>)"
                 ) from None
@@ -128,7 +131,7 @@ def did_you_mean(token: str) -> str:
     if "/" in token and ":" not in token:
         named = [n for n, spec in REGISTRY.items() if (spec.hub_id or "").lower() == token.lower()]
         return f", did you mean {named[0]!r} or 'hf:{token}'?" if named else f", did you mean 'hf:{token}'?"
-    close = difflib.get_close_matches(token.lower(), [*REGISTRY, "bundled", "paper", "all", "extra", "rehearsal"], 1)
+    close = difflib.get_close_matches(token.lower(), [*REGISTRY, *GROUP_NAMES, *LADDER_GROUPS], 1)
     return f", did you mean {close[0]!r}?" if close else ""
 
 

@@ -1195,6 +1195,61 @@ def paper_numbers(claim_id: str, test: str, model: str | None) -> str:
     return f"paper: {c.paper}" if c.paper else ""
 
 
+# Each headline figure in a reader's words, with its unit: the report's and the terminal's "measured" column and the
+# notebook's frame name figures by these ("ΔR²": the position-prediction leakage, a share of variance; a sink: the
+# attention weight a key position receives, a share of the query's attention). A name of the form "<figure>:<arm>"
+# reads as the figure's words for that arm.
+FIGURE_WORDS: Mapping[str, str] = MappingProxyType(
+    {
+        "top_sink_cells": "probe accuracy at the top sink cells (share of prompts)",
+        "max_accuracy_upper_bound": "highest accuracy bound at a top sink cell (share of prompts)",
+        "token0_identity_accuracy": "accuracy knowing only the token at 0 (share of prompts)",
+        "sink_ratio_top_sink_over_top_content": "top sink ÷ sink at the top content cells (ratio)",
+        "max_sink_at_top_content_cells": "largest sink at a top content cell (attention weight)",
+        "min_top_sink": "smallest of the top sinks (attention weight)",
+        "sink_at_8_bos_moved": "sink at position 8 with BOS moved there (attention weight)",
+        "random_over_default_sink_at_0": "sink at 0 with an uncommon token ÷ with the default (ratio)",
+        "sink_at_0_no_bos": "sink at position 0 without BOS (attention weight)",
+        "cosine_gap_top_minus_bottom": "reader consistency, top − bottom sink heads (cosine)",
+        "cosine_top_decile_varying_minus_fixed": "reader consistency, varying − fixed token at 0 (cosine)",
+        "best_heldout_r2": "token-0 identity from the readers' output (held-out R²)",
+        "top30_significant": "top-30 heads significant after FDR (heads)",
+        "ratio_random_over_natural": "leakage on random ÷ natural tokens (ratio)",
+        "bidirectional_over_causal": "leakage bidirectional ÷ causal (ratio)",
+        "identity_over_causal": "leakage with identity RoPE ÷ causal (ratio)",
+        "scrambled_over_causal": "leakage with scrambled RoPE ÷ causal (ratio)",
+        "first_bin_share_of_causal_profile": "first query bin's share of the causal leakage (share)",
+        "first_bin_causal_mask_share": "causal mask's share of the first bin's leakage (share)",
+        "later_bins_apart": "later bins where the curves are apart (bins)",
+        "last_bin_gap_over_first_bin_gap": "last-bin gap ÷ first-bin gap (ratio)",
+        "depth_slope": "change of the layer ratio r_l over depth (slope)",
+        "max_std_position0": "spread of the position-0 state across prompts (std)",
+        "layers_over_10x": "layers where position 0's norm is over 10× mid-sequence (layers)",
+        "peak_ratio": "position-0 norm ÷ mid-sequence norm at its peak (ratio)",
+        "percent_of_bidirectional": "leakage after the replacement, % of bidirectional (%)",
+        "difference_from_bidirectional": "leakage after the replacement − bidirectional (ΔR²)",
+        "delta_aic_power_minus_piecewise": "power law's AIC − piecewise law's (AIC points)",
+        "random_minus_rank1": "random-head reduction − rank-1 reduction (ΔR²)",
+        "random_minus_sink_heads": "random-head reduction − sink-head reduction (ΔR²)",
+        "reduction_rank1": "leakage reduction by the rank-1 ablation (ΔR²)",
+        "reduction_sink_heads": "leakage reduction by the sink-head ablation (ΔR²)",
+        "reduction_random_heads": "leakage reduction by random-head ablations (ΔR²)",
+        "fraction_norm_removed_by_layer": "share of position 0's norm removed, per layer (share)",
+        "leakage_spread": "spread of the causal leakage across sizes (ΔR²)",
+        "share_rise": "rise of the residual share across sizes (share)",
+        "mean_delta_causal_by_size": "causal leakage per size (ΔR²)",
+    }
+)
+
+
+def figure_words(name: str) -> str:
+    """A figure's name in a reader's words with its unit (FIGURE_WORDS); an arm after ":" said in brackets; a name
+    without words as it is."""
+    base, _, arm = name.partition(":")
+    words = FIGURE_WORDS.get(base)
+    return name if words is None else f"{words} [{arm}]" if arm else words
+
+
 def methods_table() -> str:
     """METHODS.md's claim → test table, generated from the registry (tests/test_claim_registry.py keeps them equal)."""
     rows = [

@@ -9,6 +9,9 @@ from typing import Any, Iterable
 from harness.spec.claims import CLAIMS
 from harness.spec.models import ModelSpec
 
+# the weight dtypes a run may ask for (--dtype); harness/model/devices.py maps each to its torch dtype
+DTYPE_NAMES = ("float32", "bfloat16", "float16", "float64")
+
 
 @dataclass(frozen=True)
 class Settings:

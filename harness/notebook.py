@@ -1,0 +1,271 @@
+"""The verdicts of a claims run as a notebook reads them: ``Verdicts``, one plain record per claim test and model.
+
+    >>> v = Verdicts.load("reports/latest")     # a finished run (or: v = verify(...))
+    >>> v                                        # one line: the totals, and what to call next
+    >>> v.not_held()                             # a Verdicts, shown as a table in a notebook
+    >>> v.to_pandas()                            # one row per figure (pandas: pip install -e ".[notebook]")
+    >>> v.show("T6")                             # the claim's plots, inline
+
+pandas and IPython are imported by the methods that need them, never by this module: ``import harness`` and the
+command line stay light.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+from urllib.parse import unquote
+
+from harness.outcome.results import load_results
+from harness.outcome.verdict import Verdict
+from harness.report.cells import claim_key, deciding, headline_cell, model_label, test_name
+from harness.report.matrix import TOTALS
+from harness.report.render import to_markdown
+from harness.spec.claims import claim, claim_test
+from harness.spec.models import FAMILIES
+
+PANDAS_MISSING = 'pandas is not installed: pip install -e ".[notebook]"'
+
+
+def headline(test: str, figures: list) -> dict:
+    """The test's headline figure(s), {name: value}, as the report picks them (``claims.ClaimTest.headline``)."""
+    c = claim_test(test)
+    values = {f["name"]: f.get("value") for f in figures}
+    return {n: values[n] for n in (c.headline if c else ()) if n in values}
+
+
+def verdict_record(r: dict) -> dict:
+    """One plain record of a results.json record: claim, test (function name), model, verdict, reason, headline,
+    figures (the record's figure list: name, value, paper, ci, note), margin (the deciding criterion's, None where no
+    criterion decided it) and decisions (every criterion the one rule decided: check, verdict, estimate, interval,
+    criterion, margin, prompts_to_decide)."""
+    test, figures = test_name(r), list(r.get("figures") or [])
+    return {
+        "claim": r["claim"],
+        "test": test,
+        "model": model_label(r),
+        "verdict": Verdict.of(r).value,
+        "reason": r.get("reason") or "",
+        "headline": headline(test, figures),
+        "figures": figures,
+        "margin": r.get("margin"),
+        "decisions": list(r.get("decisions") or []),
+    }
+
+
+def headline_text(rec: dict) -> str:
+    """The headline as the report's lead table shows it ("words (unit): value [lo, hi]")."""
+    c = claim_test(rec["test"])
+    return headline_cell(rec, c.headline if c else tuple(rec["headline"]), c.column if c else None)
+
+
+def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table, columns padded to their widest cell."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows])
+
+
+def run_results(path: str | Path) -> Path:
+    """The results.json a path names: the file itself, the one in a run folder, or the latest run's of a report
+    folder (``<folder>/latest``); anything else raises ``FileNotFoundError`` with one line saying what to give."""
+    p = Path(path)
+    for candidate in (p, p / "results.json", p / "latest" / "results.json"):
+        if candidate.is_file():
+            return candidate.resolve()  # through `latest`: the run folder it points at, where its figures are
+    what = "no such file or folder" if not p.exists() else "no results.json in it, nor a latest run"
+    raise FileNotFoundError(f"{p}: {what}; give a run folder, its results.json, or a report folder holding `latest`")
+
+
+def scalar_pair(x: Any) -> tuple[Any, Any]:
+    """(low, high) of a scalar interval [lo, hi]; (None, None) for none, or for an array figure's intervals."""
+    if isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(e, (int, float)) for e in x):
+        return x[0], x[1]
+    return None, None
+
+
+FIGURE_COLUMNS = ("claim", "test", "model", "verdict", "figure", "value", "ci_low", "ci_high", "paper")
+DECISION_COLUMNS = ("claim", "test", "model", "check", "verdict", "estimate", "interval_low", "interval_high")
+
+
+def figure_rows(records: Iterable[dict]) -> list[tuple]:
+    """One row per (record, figure), a record without figures one row (figure ""): ``FIGURE_COLUMNS`` then the
+    deciding criterion, its margin and the verdict's reason."""
+    rows = []
+    for v in records:
+        criterion = (deciding(v) or {}).get("criterion", "")
+        for f in v["figures"] or [{"name": ""}]:
+            ci_low, ci_high = scalar_pair(f.get("ci"))
+            rows.append(
+                (v["claim"], v["test"], v["model"], v["verdict"], f["name"], f.get("value"), ci_low, ci_high)
+                + (f.get("paper"), criterion, v.get("margin"), v["reason"])
+            )
+    return rows
+
+
+def decision_rows(records: Iterable[dict]) -> list[tuple]:
+    """One row per decision: ``DECISION_COLUMNS`` then criterion, margin, prompts_to_decide and whether it is the
+    deciding one."""
+    rows = []
+    for v in records:
+        decided_by = deciding(v)
+        for d in v.get("decisions") or ():
+            low, high = scalar_pair(d.get("interval"))
+            rows.append(
+                (v["claim"], v["test"], v["model"], d.get("check"), d.get("verdict"), d.get("estimate"), low, high)
+                + (d.get("criterion"), d.get("margin"), d.get("prompts_to_decide"), d is decided_by)
+            )
+    return rows
+
+
+IMAGE = re.compile(r"!\[((?:\\.|[^\]\\])*)\]\(([^)\s]+)\)")
+
+
+def figure_titles(report: Path | None) -> dict[str, str]:
+    """{figure file name: its title} from the report's image links (the titles the report shows them under)."""
+    try:
+        text = report.read_text() if report is not None else ""
+    except OSError:
+        return {}
+    return {Path(unquote(href)).name: html.unescape(re.sub(r"\\(.)", r"\1", alt)) for alt, href in IMAGE.findall(text)}
+
+
+def figure_files(folder: Path, claim_id: str) -> list[Path]:
+    """A claim's plots in a run folder: figures/<claim>_*.png (the report names each plot after its claim id, then
+    the plot kind and, for a per-model plot, the model), in the report's order where it links them."""
+    files = sorted((folder / "figures").glob(f"{claim_id}_*.png"))
+    titles = list(figure_titles(folder / "report.md"))
+    return sorted(files, key=lambda p: titles.index(p.name) if p.name in titles else len(titles))
+
+
+def models_of(records: Iterable[dict], order: Sequence[str]) -> list[str]:
+    """The models the records ran on, in the run's order (a family or "(no model)" label is not a model)."""
+    seen = dict.fromkeys(
+        m for m in (v["model"] for v in records) if m != "(no model)" and m.removesuffix(" family") not in FAMILIES
+    )
+    rank = {m: i for i, m in enumerate(order)}
+    return sorted(seen, key=lambda m: rank.get(m, len(rank)))
+
+
+def counted(verdicts: Iterable[str]) -> str:
+    """ "a held · b not held · ..." in the report's totals wording, the verdicts present only."""
+    counts: dict[Verdict, int] = {}
+    for v in verdicts:
+        counts[Verdict(v)] = counts.get(Verdict(v), 0) + 1
+    return " · ".join(f"{counts[v]} {words}" for v, words in TOTALS.items() if counts.get(v))
+
+
+TABLE = ("claim", "test", "model", "verdict", "headline")
+MODELS_NAMED = 4  # a repr names at most this many models, then "+N more"
+
+
+class Verdicts(list):
+    """The verdicts of a claims run: one plain dict per claim test and model (``verdict_record``), in claim order.
+    ``results`` is the whole results.json; ``report`` the path of its report.md (None when there is none); ``folder``
+    the run folder, where ``show`` finds the plots (None for verdicts read from no folder)."""
+
+    def __init__(
+        self,
+        records: Iterable[dict] = (),
+        results: dict | None = None,
+        report: Path | None = None,
+        folder: Path | None = None,
+    ):
+        super().__init__(records)
+        self.results, self.report = results if results is not None else {}, report
+        self.folder = folder if folder is not None else report.parent if report is not None else None
+
+    @classmethod
+    def from_results(cls, results: dict, report: Path | None = None, folder: Path | None = None) -> Verdicts:
+        records = sorted(
+            (verdict_record(r) for r in results["records"]),
+            key=lambda v: (claim_key(v["claim"]), v["test"], v["model"]),
+        )
+        return cls(records, results, report, folder)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Verdicts:
+        """A finished run's verdicts: ``path`` a run folder, its results.json, or a report folder holding ``latest``
+        (``FileNotFoundError`` for anything else; ``ResultsFileError`` for a results.json that is not a claims run)."""
+        results_file = run_results(path)
+        report = results_file.parent / "report.md"
+        return cls.from_results(load_results(results_file), report if report.is_file() else None, results_file.parent)
+
+    def _like(self, records: Iterable[dict]) -> Verdicts:
+        return Verdicts(records, self.results, self.report, self.folder)
+
+    def held(self) -> Verdicts:
+        return self._like(v for v in self if v["verdict"] == Verdict.HELD)
+
+    def not_held(self) -> Verdicts:
+        return self._like(v for v in self if v["verdict"] == Verdict.NOT_HELD)
+
+    def by_model(self) -> dict[str, Verdicts]:
+        out: dict[str, Verdicts] = {}
+        for v in self:
+            out.setdefault(v["model"], self._like([])).append(v)
+        return out
+
+    def rows(self) -> list[list[str]]:
+        return [[v["claim"], v["test"], v["model"], v["verdict"], headline_text(v)] for v in self]
+
+    def table(self) -> str:
+        return aligned(TABLE, self.rows())
+
+    def _repr_markdown_(self) -> str:
+        return to_markdown([("table", list(TABLE), self.rows())], Path("."))
+
+    def __repr__(self) -> str:
+        if not self:
+            return "Verdicts: no tests"
+        models = models_of(self, self.results.get("models") or ())
+        more = len(models) - MODELS_NAMED
+        named = ", ".join(models[:MODELS_NAMED]) + (f", +{more} more" if more > 0 else "")
+        on = f" on {len(models)} model{'s' * (len(models) != 1)} ({named})" if models else ""
+        tests = f"{len(self)} test{'s' * (len(self) != 1)}"
+        return f"Verdicts: {tests}{on} — {counted(v['verdict'] for v in self)}; {self._calls()}"
+
+    def _calls(self) -> str:
+        """What to call next, ``show`` with a claim that has plots in this run (a not-held one first)."""
+        claims = dict.fromkeys(v["claim"] for v in sorted(self, key=lambda v: v["verdict"] != Verdict.NOT_HELD))
+        plotted = (c for c in claims if self.folder is not None and figure_files(self.folder, c))
+        example = next(plotted, None)
+        return ".table(), .to_pandas()" + (f', .show("{example}")' if example else "")
+
+    def to_pandas(self, decisions: bool = False) -> Any:
+        """A pandas DataFrame: one row per (claim test, model, figure), a test without figures one row (figure "")
+        — claim, test, model, verdict, figure, value, ci_low, ci_high (a scalar figure's interval), paper, criterion
+        (the deciding check's threshold, e.g. "> 2.02"), margin, reason. ``decisions=True``: one row per decision
+        of the rule instead — claim, test, model, check, verdict, estimate, interval_low, interval_high, criterion,
+        margin, prompts_to_decide, deciding (whether it decided the verdict)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(PANDAS_MISSING) from None
+        if decisions:
+            columns = [*DECISION_COLUMNS, "criterion", "margin", "prompts_to_decide", "deciding"]
+            return pd.DataFrame(decision_rows(self), columns=columns)
+        return pd.DataFrame(figure_rows(self), columns=[*FIGURE_COLUMNS, "criterion", "margin", "reason"])
+
+    def show(self, claim_id: str) -> list[Path]:
+        """The plots of a claim in this run, shown inline (each under its title) when run in IPython; returns their
+        paths. An unknown id raises ``UnknownClaim`` (with its did-you-mean); a claim without plots here prints one
+        line and returns []."""
+        cid = claim(claim_id).id
+        paths = figure_files(self.folder, cid) if self.folder is not None else []
+        if not paths:
+            where = f"in {self.folder}" if self.folder is not None else "(no run folder: load a run with Verdicts.load)"
+            print(f"{cid}: no plots {where}; its figures are in .to_pandas() and the records")
+            return []
+        ipython = sys.modules.get("IPython")  # imported by the shell itself when there is one
+        if ipython is not None and ipython.get_ipython() is not None:
+            try:
+                from IPython.display import Image, Markdown, display
+            except ImportError:  # an IPython without its display module: the paths alone
+                return paths
+            titles = figure_titles(paths[0].parent.parent / "report.md")
+            for p in paths:
+                display(Markdown(f"**{titles.get(p.name, p.stem.replace('_', ' '))}**"), Image(filename=str(p)))
+        return paths
