@@ -235,7 +235,7 @@ def verify(
     dtype: str | None = None,
     corpus: str | None = None,
     workers: int | None = None,
-    report_dir: str | Path = REPORTS,
+    report_dir: str | Path | None = REPORTS,
     extra_args: Sequence[str] = (),
     echo: bool = False,
     quiet: bool = False,
@@ -253,7 +253,7 @@ def verify(
     and the folder they are kept in."""
     keyword_expression(as_names(claims))  # an unknown claim before anything is made or run
     model_names(models)  # no model named (None, "", []): before anything runs, never every model
-    folder = Path(report_dir)
+    folder = Path(report_dir) if report_dir is not None else REPORTS  # None: the suite's own, as before
     run_id = time.strftime("run-%Y%m%d-%H%M%S") + f"-{secrets.token_hex(3)}"  # its own folder, whatever else runs
     options = [
         *settings_options(seq_len=seq_len, n_prompts=n_prompts, seed=seed, device=device, dtype=dtype, corpus=corpus),

@@ -38,7 +38,8 @@ def headline(test: str, figures: list) -> dict:
 
 
 def verdict_record(r: dict) -> dict:
-    """One plain record of a results.json record: claim, test (function name), model, verdict, reason, headline,
+    """One plain record of a results.json record: claim, test (function name), model, verdict (its value: "held",
+    "n/a", ...), verdict_words (as a report words it, "(as recorded)" where it repeats a recorded one), reason, headline,
     figures (the record's figure list: name, value, paper, ci, note), margin (the deciding criterion's, None where no
     criterion decided it) and decisions (every criterion the one rule decided: check, verdict, estimate, interval,
     criterion, margin, prompts_to_decide)."""
@@ -48,6 +49,7 @@ def verdict_record(r: dict) -> dict:
         "test": test,
         "model": model_label(r),
         "verdict": Verdict.of(r).value,
+        "verdict_words": Verdict.of(r).label + (" (as recorded)" if r.get("known_outcome") else ""),
         "reason": r.get("reason") or "",
         "headline": headline(test, figures),
         "figures": figures,
@@ -99,7 +101,7 @@ def figure_rows(records: Iterable[dict]) -> list[tuple]:
         for f in v["figures"] or [{"name": ""}]:
             ci_low, ci_high = scalar_pair(f.get("ci"))
             rows.append(
-                (v["claim"], v["test"], v["model"], v["verdict"], f["name"], f.get("value"), ci_low, ci_high)
+                (v["claim"], v["test"], v["model"], v["verdict_words"], f["name"], f.get("value"), ci_low, ci_high)
                 + (f.get("paper"), criterion, v.get("margin"), v["reason"])
             )
     return rows
@@ -209,7 +211,7 @@ class Verdicts(list):
         return out
 
     def rows(self) -> list[list[str]]:
-        return [[v["claim"], v["test"], v["model"], v["verdict"], headline_text(v)] for v in self]
+        return [[v["claim"], v["test"], v["model"], v["verdict_words"], headline_text(v)] for v in self]
 
     def table(self) -> str:
         return aligned(TABLE, self.rows())

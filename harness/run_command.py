@@ -16,7 +16,7 @@ from typing import Sequence
 from harness.api import RunFailed, as_names, pytest_argv
 from harness.files.paths import ROOT
 from harness.run import signals
-from harness.run.options import pytest_option_names, suite_options
+from harness.run.options import pytest_options, suite_options
 from harness.spec.claims import CLAIMS, UnknownClaim
 
 PROG = "abspos-claims"
@@ -29,8 +29,15 @@ def fail(message: str, code: int = USAGE_ERROR) -> int:
     return code
 
 
+class RunParser(argparse.ArgumentParser):
+    """A bad value of one of the suite's options is a usage error as pytest's are: one line, exit 4."""
+
+    def error(self, message: str):
+        self.exit(USAGE_ERROR, f"{self.prog}: {message}\n")
+
+
 def run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = RunParser(
         prog=f"{PROG} run",
         allow_abbrev=False,
         description="Run the claims: `python -m pytest claims` in a subprocess, returning pytest's exit code. "
@@ -81,11 +88,17 @@ def passed_on(args: argparse.Namespace) -> list[str]:
 
 
 def unknown_option(rest: Sequence[str]) -> str | None:
-    """The first option pytest would not know, with the closest known one, or None."""
-    given = [a.split("=")[0] for a in rest if a.startswith("--")]
-    known = pytest_option_names() if given else set()
-    for name in given:
-        if known and name not in known:
+    """The first option pytest would not know, with the closest known one, or None. An option's value is never read
+    as an option (``-k --x``); with ``-p`` a plugin may add options of its own, so nothing is refused."""
+    if "-p" in rest or any(a.startswith("-p") and len(a) > 2 for a in rest):
+        return None
+    known, valued = pytest_options() if any(a.startswith("--") for a in rest) else (set(), set())
+    args = iter(rest)
+    for arg in args:
+        name = arg.split("=")[0]
+        if name in valued and "=" not in arg:
+            next(args, None)  # its value
+        elif known and arg.startswith("--") and name not in known:
             close = difflib.get_close_matches(name, ["--models", "--claims", *sorted(known)], 1, 0.75)
             hint = f", did you mean {close[0]}?" if close else ""
             return f"unknown option {name}{hint} (`{PROG} run --help` lists the suite's, `-- --help` pytest's)"

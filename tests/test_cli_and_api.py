@@ -138,9 +138,17 @@ def test_pytests_own_and_its_plugins_options_are_not_misspellings(calls):
         assert cli.main(["run", "--models", "smollm2-135m", *known]) == 7
 
 
-def test_a_bad_choice_of_the_suites_options_is_refused_before_anything_runs(calls, capsys):
-    assert cli.main(["run", "--dtype", "fp8"]) == 2
-    assert calls == [] and "argument --dtype: invalid choice: 'fp8'" in capsys.readouterr().err
+def test_a_bad_choice_of_the_suites_options_is_a_usage_error_before_anything_runs(calls, capsys):
+    assert cli.main(["run", "--dtype", "fp8"]) == 4  # pytest's exit code for a usage error, as the run would give
+    err = capsys.readouterr().err
+    assert calls == [] and len(err.strip().splitlines()) == 1 and "argument --dtype: invalid choice: 'fp8'" in err
+
+
+def test_an_options_value_is_never_read_as_an_option_and_a_plugins_options_are_its_own(calls):
+    assert cli.main(["run", "--models", "smollm2-135m", "-k", "--x"]) == 7  # -k's value
+    assert cli.main(["run", "--models", "smollm2-135m", "--deselect", "--odd"]) == 7
+    assert cli.main(["run", "--models", "smollm2-135m", "-p", "my_plugin", "--my-flag"]) == 7  # -p may add options
+    assert cli.main(["run", "--models", "smollm2-135m", "-pmy_plugin", "--my-flag"]) == 7
 
 
 @pytest.mark.long
@@ -452,7 +460,18 @@ def test_verdicts_are_plain_records_with_the_reports_headline(verdicts):
         ("T13", "llama family"),
     ]
     t7 = verdicts[1]
-    assert set(t7) == {"claim", "test", "model", "verdict", "reason", "headline", "figures", "margin", "decisions"}
+    assert set(t7) == {
+        "claim",
+        "test",
+        "model",
+        "verdict",
+        "verdict_words",
+        "reason",
+        "headline",
+        "figures",
+        "margin",
+        "decisions",
+    }
     assert t7["test"] == T7 and t7["verdict"] == "not held" and t7["reason"] == "ClaimNotHeld: 0.41 < 0.56"
     assert claim_test(T7).headline == ("first_bin_share_of_causal_profile",)
     assert t7["headline"] == {"first_bin_share_of_causal_profile": 0.41}
@@ -474,7 +493,13 @@ def test_verdicts_table_and_markdown(verdicts):
     lines = verdicts.table().splitlines()
     assert lines[0].split() == ["claim", "test", "model", "verdict", "headline"] and len(lines) == 6
     at = lines[0].index("verdict")
-    assert [line[at:].split("  ")[0] for line in lines[1:]] == ["n/a", "not held", "held", "held", "n/a"]
+    assert [line[at:].split("  ")[0] for line in lines[1:]] == [
+        "not applicable",
+        "not held",
+        "held",
+        "held",
+        "not applicable",
+    ]
     assert "0.41 [0.3, 0.5]" in lines[2]  # the report's "value [95% CI]"
     md = verdicts._repr_markdown_().strip().splitlines()
     assert md[0] == "| claim | test | model | verdict | headline |" and len(md) == 7

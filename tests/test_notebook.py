@@ -117,7 +117,9 @@ def test_to_pandas_has_a_row_per_figure_with_the_deciding_criterion(example):
     row = frame[(frame.test == T6) & (frame.model == "gemma3-270m") & (frame.figure == figure["name"])]
     assert len(row) == 1
     row = row.iloc[0]
-    assert (row.claim, row.verdict, row.value) == ("T6", "not held", figure["value"]) and figure["paper"] is None
+    assert (row.claim, row.verdict, row.value) == ("T6", "not held (as recorded)", figure["value"]) and figure[
+        "paper"
+    ] is None
     assert frame.paper.isna()[row.name]  # pandas's missing value
     assert [row.ci_low, row.ci_high] == figure["ci"]
     assert (row.criterion, row.margin, row.reason) == ("< 0.46", want["margin"], want["reason"])

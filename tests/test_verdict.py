@@ -249,3 +249,32 @@ def test_the_terminal_gives_one_line_per_test_with_its_deciding_figure_and_thres
     assert f"[{d['interval'][0]:.4g}, {d['interval'][1]:.4g}] vs {d['criterion']}" in line
     first_claims = [x.split()[0].split(",")[0] for x in lines[:-1]]
     assert lines[0].startswith("EQ") and first_claims == sorted(first_claims, key=list(CLAIMS).index)
+
+
+NOT_HELD_STAND_IN = """
+import pytest
+from harness.outcome.verdict import ClaimNotHeld
+
+
+@pytest.mark.claim("T5")
+def test_T5_leakage_is_content_independent(model_name):
+    raise ClaimNotHeld("ratio 1.35 [1.29, 1.40] against inside [0.8, 1.25]: not held", "test_T5: same magnitude")
+"""
+
+
+def test_a_new_not_held_verdict_reads_in_words_and_the_total_is_the_last_line(pytester):
+    """A claim that did not hold, recorded nowhere, fails the run with its verdict and figure in words — no
+    traceback, no exception name — and the total comes after pytest's own last line."""
+    pytester.makepyfile(test_stand_ins=NOT_HELD_STAND_IN)
+    (pytester.path / "none.json").write_text("{}")
+    result = pytester.runpytest_inprocess(
+        *("-p", "harness.run.plugin", "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0"),
+        *("--models", "smollm2-135m", "--report-dir", str(pytester.path / "reports")),
+        *("--known-outcomes", str(pytester.path / "none.json")),
+        *("--stability-record", str(pytester.path / "none.json")),
+    )
+    result.assert_outcomes(failed=1)
+    out = "\n".join(result.outlines)
+    assert "not held (new since the recorded run): " in out and "ratio 1.35 [1.29, 1.40]" in out
+    assert "ClaimNotHeld" not in out and "Traceback" not in out and "raise " not in out, out
+    assert [x for x in result.outlines if x.strip()][-1].startswith("abspos total: 1 claim test on 1 model: 0 held · 1")

@@ -103,7 +103,8 @@ def headline_cell(r: dict, headline: tuple[str, ...], column: int | None = None)
     decision's own estimate under the check's name."""
     d, name = deciding(r), None
     if d is not None and isinstance(d.get("estimate"), (int, float)):
-        name = next((f["name"] for f in r.get("figures") or () if _same(f.get("value"), d["estimate"])), None)
+        figures = sorted(r.get("figures") or (), key=lambda f: f.get("name") not in headline)  # headline first
+        name = next((f["name"] for f in figures if _same(f.get("value"), d["estimate"])), None)
         if name is None:
             interval = d.get("interval")
             where = f" [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else " (point estimate)"
@@ -162,3 +163,12 @@ def test_words(test: str, claim_id: str) -> str:
     leakage alike"."""
     rest = test.removeprefix("test_").removeprefix(f"{claim_id}_")
     return " ".join(_SPELLED.get(w, w) for w in rest.split("_"))
+
+
+def headline_text(r: dict) -> str:
+    """A record's one headline in words where no criterion decided it (a count, an exact check), else the first
+    words of its reason: what the terminal's line for it shows."""
+    c = claim_test(test_name(r)) if r.get("claim") in CLAIMS else None
+    shown = headline_cell(r, c.headline, c.column) if c else ""
+    reason = " ".join(str(r.get("reason") or "").split())
+    return shown or (reason[:90] + "…" if len(reason) > 90 else reason)

@@ -1,7 +1,8 @@
-"""The run's summary figure: every decision of every claim test and model on one page, sized for a slide.
+"""The run's summary figure: every claim test and model on one page, sized for a slide.
 
-One row per decision the one rule (harness/spec/decision.py) took, drawn as its estimate with its 95% interval
-against its threshold and coloured by that decision's verdict. Rows of different statistics are made comparable by
+One row per test and model decided by the one rule (harness/spec/decision.py): the decision that gave the test its
+verdict, drawn as its estimate with its 95% interval against its threshold and coloured by the test's verdict; the
+tests decided otherwise (an exact check, a count, a fit's shape) are named under the figure. Rows of different statistics are made comparable by
 moving each onto a common scale:
 
 * one-sided criteria ("> t", "< t"): the distance past the threshold in units of the row's scale, the larger of |t|
@@ -11,8 +12,7 @@ moving each onto a common scale:
 
 "1" would mean two different things on one axis, so the two kinds get a panel each. Rows reaching past the axis are
 clipped at its edge with an arrow, so that one far row does not squash the rest; the right-hand column gives every
-row's numbers as recorded. A decision that two tests of one model repeat unchanged (T11's random-head control, judged
-by both of its tests) is drawn once.
+row's numbers as recorded.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from harness.report.cells import claim_key, model_label, test_name
+from harness.outcome.verdict import DECIDED, Verdict
+from harness.report.cells import claim_key, deciding, is_property_check, model_label, test_name, test_words
 from harness.report.plot_style import (
     HELD_SHADE,
     OTHER_VERDICT_COLOR,
@@ -41,6 +42,7 @@ from harness.report.plot_style import (
 )
 
 ONE_SIDED, EQUIVALENCE = "one-sided", "equivalence"
+NAN = float("nan")  # a row with no mark: a test decided without an interval against a threshold
 #: How far from 0 a row is drawn before it is clipped at the axis edge (one-sided: threshold units; equivalence:
 #: half-bands, the band's edges at ±1).
 CLIP = {ONE_SIDED: 3.0, EQUIVALENCE: 4.0}
@@ -151,33 +153,48 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
+def exact_criterion(d: dict, criterion: Criterion) -> Criterion:
+    """A one-sided criterion with its threshold recovered from the decision's margin where the rule's reading fixes
+    it (held or not held: the interval's end less or plus the margin), so that a row a hair from a threshold the
+    criterion's text rounds to 4 digits is drawn on the side it was decided on."""
+    interval, margin, reading = d.get("interval"), d.get("margin"), d.get("verdict")
+    if criterion.kind != ONE_SIDED or not isinstance(interval, list) or len(interval) != 2 or not scalar(margin):
+        return criterion
+    lo, hi = min(interval), max(interval)
+    ends = {("held", True): lo - margin, ("held", False): hi + margin}
+    ends |= {("not held", True): hi + margin, ("not held", False): lo - margin}
+    t = ends.get((reading, criterion.above))
+    return criterion if t is None or not math.isfinite(t) else criterion._replace(low=t, high=t)
+
+
+def drawn_verdict(r: dict) -> str:
+    """The test's verdict as the figure colours it: a verdict a seed can flip (unstable across seeds) as
+    inconclusive, held again after a recorded not held as held."""
+    v = Verdict.of(r)
+    return {Verdict.UNSTABLE: Verdict.INCONCLUSIVE, Verdict.STALE: Verdict.HELD}.get(v, v).value
+
+
 def summary_rows(results: dict) -> list[SummaryRow]:
-    """Every decision of the run's records as a row, in claim order (then test, model, the test's order of
-    decisions); records without decisions and decisions whose criterion is not one the rule writes are left out, and
-    a decision a model's other test repeats unchanged is kept once."""
-    records = [r for r in results.get("records") or [] if r.get("decisions")]
+    """One row per claim test and model decided by the rule: the decision that gave the test its verdict (the one
+    whose margin is the test's), coloured by the test's verdict, in claim order (then test, model); then, in each
+    claim, its tests decided otherwise (``undrawn_rows``)."""
+    records = [r for r in results.get("records") or [] if drawn(r)]
     records.sort(key=lambda r: (claim_key(r["claim"]), test_name(r), model_label(r)))
-    short = short_models(r["model"] for r in records if r.get("model"))
-    seen, picked = set(), []
+    short = short_models(r["model"] for r in results.get("records") or [] if r.get("model"))
+    picked = []
     for r in records:
-        for d in r["decisions"]:
-            criterion = parse_criterion(d.get("criterion"))
-            estimate = d.get("estimate")
-            if criterion is None or not scalar(estimate) or not math.isfinite(estimate):
-                continue
-            interval = d.get("interval")
-            interval = tuple(interval) if isinstance(interval, list) and len(interval) == 2 else None
-            key = (r["claim"], model_label(r), d.get("check"), estimate, interval, d.get("criterion"))
-            if key in seen:
-                continue
-            seen.add(key)
-            picked.append((r, d, criterion, float(estimate), interval))
+        d = deciding(r)
+        assert d is not None  # drawn(r)
+        criterion = exact_criterion(d, parse_criterion(d.get("criterion")))  # type: ignore[arg-type]
+        interval = d.get("interval")
+        interval = tuple(interval) if isinstance(interval, list) and len(interval) == 2 else None
+        picked.append((r, d, criterion, float(d["estimate"]), interval))
     base = [
         f"{r['claim']} · {check_name(d.get('check', ''), r)} · {short.get(r.get('model') or '', model_label(r))}"
         for r, d, *_ in picked
     ]
-    # one check judged several times on one model: told apart by the figure each judged where every one of them
-    # matches a different scalar figure (T6's two factors), else numbered in the test's order (T7's later bins)
+    # one check deciding two tests of one model: told apart by the figure each judged where every one of them
+    # matches a different scalar figure, else numbered in the tests' order
     details = [matched_figure(r, estimate) for r, _, _, estimate, _ in picked]
     by_label: dict = {}
     for label, detail in zip(base, details):
@@ -191,7 +208,7 @@ def summary_rows(results: dict) -> list[SummaryRow]:
             claim, check, model = label.split(" · ")
             label = f"{claim} · {check} ({detail if named[label] else f'#{nth[label]}'}) · {model}"
         low, mid, high = to_common_scale(estimate, interval, criterion)
-        verdict = str(d.get("verdict") or "")
+        verdict, colour = Verdict.of(r).label, VERDICT_COLORS.get(drawn_verdict(r), OTHER_VERDICT_COLOR)
         ci = f" [{_fmt(interval[0])}, {_fmt(interval[1])}]" if interval is not None else " (point)"
         rows.append(
             SummaryRow(
@@ -202,11 +219,40 @@ def summary_rows(results: dict) -> list[SummaryRow]:
                 mid,
                 high,
                 verdict,
-                VERDICT_COLORS.get(verdict, OTHER_VERDICT_COLOR),
+                colour,
                 interval is None,
                 f"{_fmt(estimate)}{ci}  {d.get('criterion')}",
             )
         )
+    rows += undrawn_rows(results, short)
+    return sorted(rows, key=lambda row: claim_key(row.claim))  # stable: each claim's drawn rows first
+
+
+def drawn(r: dict) -> bool:
+    """Whether a record is a row of the figure: a verdict on its data, decided by the rule on a finite estimate."""
+    d = deciding(r)
+    return (
+        Verdict.of(r) in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE)
+        and d is not None
+        and parse_criterion(d.get("criterion")) is not None
+        and scalar(d.get("estimate"))
+        and math.isfinite(d["estimate"])
+    )
+
+
+def undrawn_rows(results: dict, short: dict) -> list[SummaryRow]:
+    """The tests with a verdict on their data that no interval against a threshold decided (an exact check, a count,
+    a fit's shape): a row each on the one-sided panel, with no mark, its verdict in words and colour, so that a test
+    missing from the drawing never reads as one that held. The checks of the paper's equations are left out."""
+    rows = []
+    for r in results.get("records") or []:
+        if Verdict.of(r) not in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE) or drawn(r) or is_property_check(r):
+            continue
+        model = short.get(r.get("model") or "", model_label(r))
+        colour = VERDICT_COLORS.get(drawn_verdict(r), OTHER_VERDICT_COLOR)
+        label = f"{r['claim']} · {test_words(test_name(r), r['claim'])} · {model}"
+        words = f"{Verdict.of(r).label}: no interval against a threshold (see the table)"
+        rows.append(SummaryRow(r["claim"], label, ONE_SIDED, NAN, NAN, NAN, Verdict.of(r).label, colour, False, words))
     return rows
 
 
@@ -241,6 +287,9 @@ def _draw_panel(ax, rows: list[SummaryRow], kind: str):
     for yi, r in zip(y, rows):
         if order.index(r.claim) % 2:
             ax.axhspan(yi - 0.5, yi + 0.5, color="black", alpha=0.04, lw=0, zorder=0)
+        ax.text(1.01, yi, r.numbers, transform=ax.get_yaxis_transform(), va="center", fontsize=8, color=r.color)
+        if not math.isfinite(r.estimate):  # decided without an interval: its verdict in words only
+            continue
         lo, est, hi, past_left, past_right = clip(r.low, r.estimate, r.high, limit)
         ax.plot([lo, hi], [yi, yi], color=r.color, lw=2.2, solid_capstyle="butt", zorder=3)
         if abs(r.estimate) <= limit:
@@ -250,7 +299,6 @@ def _draw_panel(ax, rows: list[SummaryRow], kind: str):
         for past, edge, marker in ((past_left, -limit, "<"), (past_right, limit, ">")):
             if past:
                 ax.plot(edge, yi, marker, ms=6, color=r.color, zorder=5)
-        ax.text(1.01, yi, r.numbers, transform=ax.get_yaxis_transform(), va="center", fontsize=8, color=r.color)
     ax.set_yticks(y, [r.label for r in rows], fontsize=8)
     ax.set_ylim(-0.6, n - 0.4)
     ax.set_xlim(-limit * 1.08, limit * 1.08)
@@ -266,6 +314,8 @@ def summary_figure(results: dict) -> Figure | None:
     """The summary figure (see the module), None when no record carries a decision. With both kinds of criteria the
     panels stand side by side (a slide's shape), the taller on the left and the legend under the shorter."""
     rows = summary_rows(results)
+    if not any(math.isfinite(r.estimate) for r in rows):  # nothing the rule decided: no figure to draw
+        return None
     per_kind = {k: [r for r in rows if r.kind == k] for k in (ONE_SIDED, EQUIVALENCE)}
     kinds = sorted((k for k in per_kind if per_kind[k]), key=lambda k: -len(per_kind[k]))
     if not kinds:
@@ -295,11 +345,9 @@ def summary_figure(results: dict) -> Figure | None:
 
 
 def _legend_handles(rows: list[SummaryRow]) -> list:
-    shown = list(dict.fromkeys(r.verdict for r in rows))
-    handles: list = [
-        Line2D([], [], color=VERDICT_COLORS.get(v, OTHER_VERDICT_COLOR), marker="o", lw=2.2, label=v)
-        for v in [*(v for v in VERDICT_COLORS if v in shown), *(v for v in shown if v not in VERDICT_COLORS)]
-    ]
+    colours = {r.verdict: r.color for r in rows}  # each verdict shown, as the rows colour it
+    order = [*(v for v in VERDICT_COLORS if v in colours), *(v for v in colours if v not in VERDICT_COLORS)]
+    handles: list = [Line2D([], [], color=colours[v], marker="o", lw=2.2, label=v) for v in order]
     if any(r.point for r in rows):
         handles.append(
             Line2D([], [], color="black", marker="D", mfc="white", ls="none", label="point estimate (no CI)")

@@ -134,17 +134,22 @@ def suite_options() -> list[tuple[tuple[str, ...], dict]]:
     return recorder.options
 
 
-def pytest_option_names() -> set[str]:
-    """The long and short option names pytest accepts in a claims run: its own and its installed plugins' (xdist,
-    syrupy, hypothesis), and the suite's. Empty when pytest's parser cannot be read (its layout is not a public
-    API): the caller then leaves every option to pytest."""
+def pytest_options() -> tuple[set[str], set[str]]:
+    """(the option names pytest accepts in a claims run, those of them that take a value): its own, its installed
+    plugins' (xdist, syrupy, hypothesis) and the suite's. Both empty when pytest's parser cannot be read (its layout
+    is not a public API): the caller then leaves every option to pytest."""
     try:
         from _pytest.config import get_config
 
         config = get_config()
         config.pluginmanager.load_setuptools_entrypoints("pytest11")
         parser = config._parser
-        known = {n for g in [parser._anonymous, *parser._groups] for o in g.options for n in o.names()}
+        options = [o for g in [parser._anonymous, *parser._groups] for o in g.options]
+        known = {n for o in options for n in o.names()}
+        valued = {n for o in options if o.attrs().get("nargs") != 0 for n in o.names()}
     except Exception:  # noqa: BLE001 - a private layout that moved: no did-you-mean, never a failed run
-        return set()
-    return known | {n for names, _ in suite_options() for n in names}
+        return set(), set()
+    suite = suite_options()
+    known |= {n for names, _ in suite for n in names}
+    valued |= {n for names, kw in suite if "action" not in kw for n in names}
+    return known, valued

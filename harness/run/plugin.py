@@ -24,6 +24,7 @@ from harness.outcome.claim_result import ClaimResult
 from harness.outcome.figures import Figures
 from harness.outcome.nodeid import param
 from harness.outcome.verdict import (
+    DECIDED,
     ClaimNotHeld,
     KnownOutcomeMismatch,
     NotApplicable,
@@ -38,6 +39,7 @@ from harness.run.context import RunContext
 from harness.run.options import pytest_addoption  # noqa: F401  (the hook, on this plugin)
 from harness.run.records import RecordCollector
 from harness.run.selection import UsageError
+from harness.run.terminal import terminal_writer
 from harness.spec.claims import Target, claim, family_sizes
 from harness.spec.models import FAMILIES, REGISTRY, WeightsUnavailable, names
 
@@ -97,32 +99,13 @@ def pytest_configure(config):
         config.addinivalue_line("markers", line)
     if not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) owns the records
         config.pluginmanager.register(RecordCollector(run, list(config.invocation_params.args)), "abspos-records")
-        config.stash[PROGRESS].write = _terminal_writer(config)
-
-
-def _terminal_writer(config):
-    """Progress lines to pytest's terminal past its output capture, on a line of their own (after the test dots
-    of the line in progress), so a long capture shows as it runs. (xdist workers' output is not shown.)"""
-    state = {"status_line": False}  # is the terminal's current line one of ours (rewritten in place)?
-
-    def write(text: str) -> None:
-        capman = config.pluginmanager.getplugin("capturemanager")
-        reporter = config.pluginmanager.getplugin("terminalreporter")  # registered after this plugin's configure
-        if capman is None or reporter is None:
-            return
-        with capman.global_and_fixture_disabled():
-            if reporter._tw.width_of_current_line and not state["status_line"]:
-                reporter.write("\n")  # leave the line of test dots as it is
-            reporter.write(text, flush=True)
-        state["status_line"] = not text.endswith("\n")
-
-    return write
+        config.stash[PROGRESS].write = terminal_writer(config)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session):
-    reporter = session.config.pluginmanager.getplugin("terminalreporter")
-    session.config.stash[PROGRESS].tty = bool(reporter.isatty()) if reporter is not None else None
+    tty = (r := session.config.pluginmanager.getplugin("terminalreporter")) is not None and r.isatty()
+    session.config.stash[PROGRESS].tty = tty if r is not None else None
 
 
 def pytest_generate_tests(metafunc):
@@ -361,13 +344,18 @@ def pytest_runtest_call(item):
 @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: the report as pytest's own hooks (xfail) leave it
 def pytest_runtest_makereport(item, call):
     """A claim test's result, decided once from how it ended (``decide``: the exception's type), attached to the
-    report of the phase that concluded it (its call, or a setup that skipped or failed) as one user property."""
+    report of the phase that concluded it (its call, or a setup that skipped or failed) as one user property; a
+    verdict on the data that fails the run is said in words, with no traceback."""
     report = yield
     concluded = call.when == "call" or (call.when == "setup" and call.excinfo is not None)
     if item.get_closest_marker("claim") is None or not concluded:
         return report
     result = claim_result(item, call.when, call.excinfo.value if call.excinfo is not None else None)
     report.user_properties = [*report.user_properties, result.as_property()]
+    if report.failed and result.verdict in DECIDED:
+        said = str(call.excinfo.value) if call.excinfo is not None else ""  # a mismatch's: which assertion
+        text = result.reason if said in result.reason else f"{said} — {result.reason}"
+        report.longrepr = f"{result.verdict.label} (new since the recorded run): {text}"
     return report
 
 

@@ -15,7 +15,7 @@ from harness.outcome import stability
 from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
-from harness.report.cells import deciding_text, fold_property_checks, property_checks_text
+from harness.report.cells import deciding_text, fold_property_checks, headline_text, property_checks_text
 from harness.report.matrix import totals_line, verdict_matrix
 from harness.report.write import write_run
 from harness.run import signals
@@ -195,7 +195,6 @@ class RecordCollector:
         for line in self.baseline_lines():
             tr.write_line(line)
         self.report_lines(tr)
-        tr.write_line("abspos total: " + totals_line(self.records).strip("*"))
 
     def test_lines(self) -> list[str]:
         """One line per finished test that reached a verdict: claim, model, verdict, the deciding figure against its
@@ -212,8 +211,8 @@ class RecordCollector:
             [
                 r["claim"],
                 r.get("model") or "(no model)",
-                Verdict.of(r).label,
-                deciding_text(r),
+                Verdict.of(r).label + (" (as recorded)" if r.get("known_outcome") else ""),
+                deciding_text(r) or headline_text(r),
                 f"{r.get('seconds') or 0:.0f} s",
             ]
             for r in shown
@@ -273,6 +272,10 @@ class RecordCollector:
                 session.exitstatus = pytest.ExitCode.INTERRUPTED  # whenever the stop came, the run was stopped
 
     def pytest_unconfigure(self, config):
+        """After pytest's own last line: the run's total, the last thing a claims run prints."""
+        tr = config.pluginmanager.getplugin("terminalreporter")
+        if self.records and tr is not None:
+            tr.write_line("abspos total: " + totals_line(self.records).strip("*"))
         self.interrupts.restore()
         late = self.interrupts.by if self.session is not None and not self.stopped_by else None
         if late and self.session.exitstatus != pytest.ExitCode.USAGE_ERROR:  # while the summary was printed

@@ -57,7 +57,7 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
                 raise UsageError(
                     f"--models: unknown model {token!r}{did_you_mean(token)}; choose from bundled: "
                     f"{', '.join(names('bundled'))}; paper: {', '.join(names('paper'))} "
-                    f"(or the groups {', '.join(GROUP_NAMES[:-1])} ({', '.join(names('extra'))}), {GROUP_NAMES[-1]}, "
+                    f"(or the groups bundled, paper, all, rehearsal, extra ({', '.join(names('extra'))}), "
                     f"{', '.join(LADDER_GROUPS)}; or any RoPE model by reference: "
                     f"hf:<org>/<name>[@<revision>], path:<folder>, gguf:<file>)"
                 ) from None
