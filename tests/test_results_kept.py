@@ -147,6 +147,9 @@ def stop_after_first_result(argv: list[str], sig: int, target=None, timeout: flo
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # as from a terminal: a suite started in the background (`cmd &` from a script) hands its children SIGINT
+        # ignored, and the run would rightly carry on through a Ctrl-C it never receives
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     tree: list[int] = []
     watchdog = threading.Timer(timeout, lambda: kill_all([proc.pid, *descendants(proc.pid)]))
