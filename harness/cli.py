@@ -205,6 +205,12 @@ def stability_parser() -> argparse.ArgumentParser:
         "print METHODS.md's list of unstable verdicts",
     )
     r.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results.json or run folder, one per seed")
+    r.add_argument(
+        "--merge",
+        action="store_true",
+        help="runs of a few claims (with a full run among them, or not): re-take only the tests every run has, "
+        "keeping the record's other entries",
+    )
     m = sub.add_parser("methods", help="print METHODS.md's list of unstable verdicts from the stability record")
     for q in (r, m):
         q.add_argument(
@@ -224,7 +230,7 @@ def stability_command(argv: Sequence[str]) -> int:
         p.error(f"record takes three or more runs of distinct seeds, got {len(args.runs)}")
     try:
         data = (
-            stability.record(args.runs, args.stability_record)
+            stability.record(args.runs, args.stability_record, merged=args.merge)
             if args.cmd == "record"
             else stability.load(args.stability_record)
         )

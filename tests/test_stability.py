@@ -85,3 +85,36 @@ def test_methods_lists_the_unstable_verdicts_of_the_stability_record():
     assert block.strip() == stability.methods_list(stability.load()).strip(), (
         "METHODS.md's unstable list differs from fixtures/stability.json: paste `abspos-claims stability methods`"
     )
+
+
+def test_a_few_tests_re_taken_under_more_seeds_are_merged_into_the_record(tmp_path):
+    """Runs of one claim under seeds 1-4 beside a full run at seed 0: only the tests every run has are re-taken, the
+    record's other entries kept; runs of other settings are refused before anything is written."""
+    path = tmp_path / "stability.json"
+    old = stability.combine([run(0, "held", 0.4), run(1, "held", 0.4), run(2, "held", 0.4)])
+    old["tests"]["test_T9_z"] = {"m1": {"verdicts": {"0": "held"}, "unstable": False, "ranges": {}}}
+    path.write_text(json.dumps(old))
+    full = tmp_path / "full.json"
+    full.write_text(json.dumps(run(0, "held", 0.40)))
+    only_t6 = []
+    for seed, verdict in ((1, "not held"), (2, "held"), (3, "held"), (4, "held")):
+        r = run(seed, verdict, 0.4 + seed / 100)
+        r["records"] = r["records"][:1]  # T6 alone
+        (p := tmp_path / f"s{seed}.json").write_text(json.dumps(r))
+        only_t6.append(p)
+    data = stability.record([full, *only_t6], path, merged=True)
+    assert data["tests"]["test_T6_x"]["m1"]["verdicts"] == {
+        "0": "held",
+        "1": "not held",
+        "2": "held",
+        "3": "held",
+        "4": "held",
+    }
+    assert data["tests"]["test_T6_x"]["m1"]["unstable"] and data["seeds"] == [0, 1, 2, 3, 4]
+    assert data["tests"]["test_T7_y"] == old["tests"]["test_T7_y"] and "test_T9_z" in data["tests"]  # kept
+    assert json.loads(path.read_text()) == data
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(run(5, "held", 0.4, seq_len=256)))
+    with pytest.raises(ValueError, match="differ in more than the seed"):
+        stability.record([full, *only_t6[:2], other], path, merged=True)
+    assert json.loads(path.read_text()) == data  # nothing written

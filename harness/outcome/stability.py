@@ -29,9 +29,10 @@ def _scalars(record: Record) -> dict[str, float]:
     }
 
 
-def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def combine(runs: list[dict[str, Any]], complete_only: bool = False) -> dict[str, Any]:
     """{"settings", "seeds", "tests": {test: {model: {"verdicts": {seed: verdict}, "unstable", "ranges"}}}}.
-    The runs must share every setting but the seed, and have at least three distinct seeds."""
+    The runs must share every setting but the seed, and have at least three distinct seeds. ``complete_only``: only
+    the (test, model) pairs with a verdict in every run (runs of a few claims beside a full one)."""
     from harness.spec.settings import Settings
 
     settings = [Settings.from_dict(r.get("settings") or {}) for r in runs]
@@ -53,6 +54,12 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 e["verdicts"][str(seed)] = Verdict.HELD.value if r["verdict"] == Verdict.STALE else r["verdict"]
                 for name, v in _scalars(r).items():
                     e["figures"].setdefault(name, []).append(v)
+    if complete_only:
+        tests = {
+            t: kept
+            for t, per in tests.items()
+            if (kept := {m: e for m, e in per.items() if len(e["verdicts"]) == len(runs)})
+        }
     for per_model in tests.values():
         for e in per_model.values():
             e["unstable"] = len({v for v in e["verdicts"].values() if v in DECIDED}) > 1
@@ -161,14 +168,31 @@ def methods_list(data: dict) -> str:
         for m, e in sorted(per.items())
         if e.get("harness_error_seeds")
     ]
-    head = f"Seeds {', '.join(map(str, data['seeds']))}; every other setting at its default.\n\n"
+    head = (
+        f"Seeds {', '.join(map(str, data['seeds']))} (each entry says which it was run under); every other setting "
+        "at its default.\n\n"
+    )
     return head + ("\n".join(rows) if rows else "- none: every verdict is the same under every seed") + "\n"
 
 
-def record(runs: list, path: Path = STABILITY) -> dict:
+def merge(old: dict, new: dict) -> dict:
+    """The record ``old`` with each (test, model) entry of ``new`` in place of its own, the rest kept: a few tests
+    re-taken under more seeds without re-running every claim. Both must be of the same verdict settings."""
+    if old and old.get("settings") != new["settings"]:
+        raise ValueError("the runs are of other settings than the stability record: re-record it whole")
+    tests = {t: dict(per) for t, per in (old.get("tests") or {}).items()}
+    for t, per in new["tests"].items():
+        tests.setdefault(t, {}).update(per)
+    return {"settings": new["settings"], "seeds": sorted({*old.get("seeds", []), *new["seeds"]}), "tests": tests}
+
+
+def record(runs: list, path: Path = STABILITY, merged: bool = False) -> dict:
     """Combine the runs (results.json files or run folders, one per seed) and write the record to ``path``
-    (atomically); returns it. An unreadable run, or runs that cannot be combined, raise ValueError or OSError
-    (one line) before anything is written."""
-    data = combine([load_results(p) for p in runs])
+    (atomically); returns it. ``merged``: only the (test, model) pairs every run has, merged into the record at
+    ``path`` (``merge``). An unreadable run, or runs that cannot be combined, raise ValueError or OSError (one line)
+    before anything is written."""
+    data = combine([load_results(p) for p in runs], complete_only=merged)
+    if merged:
+        data = merge(load(path), data)
     write_text(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
     return data
