@@ -91,10 +91,21 @@ def deciding_text(r: dict) -> str:
     d = deciding(r)
     if d is None:
         return ""
-    interval = d.get("interval")
-    where = f" [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else " (point estimate)"
     check = (d.get("check") or "").partition(": ")[2]
-    return f"{fmt(d.get('estimate'))}{where} vs {d.get('criterion')}" + (f" ({check})" if check else "")
+    return f"{fmt(d.get('estimate'))}{interval_text(d)} vs {d.get('criterion')}" + (f" ({check})" if check else "")
+
+
+def interval_text(d: dict) -> str:
+    """A decision's interval as a cell shows it after its estimate: " [lo, hi]", or " (point estimate)"."""
+    interval = d.get("interval")
+    return f" [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else " (point estimate)"
+
+
+def figure_judged(r: dict, estimate: float, first: tuple[str, ...] = ()) -> str | None:
+    """The name of the record's scalar figure a decision's estimate is (the figures named in ``first`` tried first),
+    None when none is: a decision carries its estimate, not the figure's name."""
+    figures = sorted(r.get("figures") or (), key=lambda f: f.get("name") not in first)
+    return next((f["name"] for f in figures if _same(f.get("value"), estimate)), None)
 
 
 def headline_cell(r: dict, headline: tuple[str, ...], column: int | None = None) -> str:
@@ -103,12 +114,9 @@ def headline_cell(r: dict, headline: tuple[str, ...], column: int | None = None)
     decision's own estimate under the check's name."""
     d, name = deciding(r), None
     if d is not None and isinstance(d.get("estimate"), (int, float)):
-        figures = sorted(r.get("figures") or (), key=lambda f: f.get("name") not in headline)  # headline first
-        name = next((f["name"] for f in figures if _same(f.get("value"), d["estimate"])), None)
+        name = figure_judged(r, d["estimate"], first=headline)
         if name is None:
-            interval = d.get("interval")
-            where = f" [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else " (point estimate)"
-            return f"{(d.get('check') or '').partition(': ')[2]}: {fmt(d['estimate'])}{where}"
+            return f"{(d.get('check') or '').partition(': ')[2]}: {fmt(d['estimate'])}{interval_text(d)}"
     name = name or (headline[0] if headline else None)
     value = _one(r, name, column if headline and name == headline[0] else None) if name else ""
     return f"{figure_words(name)}: {value}" if value else ""
@@ -116,14 +124,21 @@ def headline_cell(r: dict, headline: tuple[str, ...], column: int | None = None)
 
 def _same(value, estimate: float) -> bool:
     return (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isclose(value, estimate, rel_tol=1e-9)
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isclose(value, estimate, rel_tol=1e-9, abs_tol=1e-15)
     )
+
+
+def claim_test_of(r: dict):
+    """The registry's entry for a record's test (``claims.ClaimTest``), None for a test of no registered claim."""
+    return claim_test(test_name(r)) if r.get("claim") in CLAIMS else None
 
 
 def is_property_check(r: dict) -> bool:
     """A test of a property the paper derives (its equations), decided by construction with no figure: its claim
     test declares no headline figure."""
-    c = claim_test(test_name(r)) if r.get("claim") in CLAIMS else None
+    c = claim_test_of(r)
     return c is not None and not c.headline
 
 
@@ -153,8 +168,6 @@ _SPELLED = {
     "rank1": "rank-1",
     "position0": "position 0",
     "top30": "top-30",
-    "tenfold": "tenfold",
-    "eq": "Eq.",
 }
 
 
@@ -168,7 +181,7 @@ def test_words(test: str, claim_id: str) -> str:
 def headline_text(r: dict) -> str:
     """A record's one headline in words where no criterion decided it (a count, an exact check), else the first
     words of its reason: what the terminal's line for it shows."""
-    c = claim_test(test_name(r)) if r.get("claim") in CLAIMS else None
+    c = claim_test_of(r)
     shown = headline_cell(r, c.headline, c.column) if c else ""
     reason = " ".join(str(r.get("reason") or "").split())
     return shown or (reason[:90] + "…" if len(reason) > 90 else reason)

@@ -29,7 +29,15 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from harness.outcome.verdict import DECIDED, Verdict
-from harness.report.cells import claim_key, deciding, is_property_check, model_label, test_name, test_words
+from harness.report.cells import (
+    claim_key,
+    deciding,
+    figure_judged,
+    is_property_check,
+    model_label,
+    test_name,
+    test_words,
+)
 from harness.report.plot_style import (
     HELD_SHADE,
     OTHER_VERDICT_COLOR,
@@ -142,11 +150,8 @@ def check_name(check: str, record: dict) -> str:
 def matched_figure(record: dict, estimate: float) -> str | None:
     """The record's scalar figure the decision's estimate is, shortened ("identity_over_causal" -> "identity/causal"),
     to tell apart two decisions of one check; None when no figure matches."""
-    for f in record.get("figures") or []:
-        v = f.get("value") if isinstance(f, dict) else None
-        if scalar(v) and math.isclose(float(v), estimate, rel_tol=1e-9, abs_tol=1e-15):
-            return str(f.get("name", "")).replace("_over_", "/").replace("_minus_", " − ").replace("_", " ")
-    return None
+    name = figure_judged(record, estimate)
+    return None if name is None else name.replace("_over_", "/").replace("_minus_", " − ").replace("_", " ")
 
 
 def _fmt(v: float) -> str:

@@ -15,7 +15,7 @@ from harness.outcome import stability
 from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
-from harness.report.cells import deciding_text, fold_property_checks, headline_text, property_checks_text
+from harness.report.cells import claim_key, deciding_text, fold_property_checks, headline_text, property_checks_text
 from harness.report.matrix import totals_line, verdict_matrix
 from harness.report.write import write_run
 from harness.run import signals
@@ -199,10 +199,9 @@ class RecordCollector:
     def test_lines(self) -> list[str]:
         """One line per finished test that reached a verdict: claim, model, verdict, the deciding figure against its
         threshold, seconds; the tests not applicable to their model counted in one line."""
-        order = {cid: k for k, cid in enumerate(CLAIMS)}
         applicable = [r for r in self.records if Verdict.of(r) != Verdict.NOT_APPLICABLE]
         shown, folded = fold_property_checks(applicable)
-        shown.sort(key=lambda r: (order.get(r["claim"], len(order)), r.get("model") or "", r["test"]))
+        shown.sort(key=lambda r: (claim_key(r["claim"]), r.get("model") or "", r["test"]))
         rows = [
             [",".join(dict.fromkeys(r["claim"] for r in c)), m, "held", property_checks_text(c), ""]
             for m, c in folded.items()
