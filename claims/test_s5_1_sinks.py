@@ -18,7 +18,7 @@ from harness.stats.intervals import bootstrap_means, percentile_ci
 from harness.stats.sinks import sink_by_prompt, sink_cells_at_chance, sink_magnitude_by_layer, top_cells
 
 MOVED_TO = 8  # paper: BOS moved to position 8
-T2 = claim("T2")  # thresholds, with the paper sentence each comes from: harness/spec/claims.py
+T2 = claim("T2")  # thresholds, with the paper sentence each comes from: claims/s5_1_sinks.py
 SATURATED, SUPPRESSED = T2.threshold("saturated"), T2.threshold("suppressed")
 T2_MOVED = "test_T2_moving_bos_moves_the_sink"
 

@@ -15,7 +15,7 @@ from harness import at_least, claim, judge, within
 from harness.capture.measure import WEIGHT, Leakage, depth_slope, prompt_ci
 from harness.capture.plan import topic
 from harness.model.edits import Bidirectional
-from harness.spec.claims import length_past_window
+from harness.spec.applies import length_past_window
 
 T8 = claim("T8")
 FLAT = T8.threshold("flat")

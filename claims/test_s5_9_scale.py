@@ -15,7 +15,7 @@ from harness import claim, family_sizes, holds
 from harness.capture.measure import Leakage
 from harness.model.edits import Bidirectional
 from harness.model.weights import ensure_available
-from harness.spec.claims import LADDERS
+from harness.spec.applies import LADDERS
 from harness.spec.models import FAMILIES, WeightsUnavailable, get_spec
 from harness.stats.scaling import composition_checks, composition_intervals
 

@@ -3,7 +3,8 @@ as tests on real RoPE models. What a claim test uses is importable from here, an
 (``verify``, ``Verdicts``, ``RunFailed``: harness/api.py, loaded on first use)."""
 
 from harness.outcome.verdict import ClaimNotHeld, Inconclusive, NotApplicable, holds, judge
-from harness.spec.claims import CLAIMS, claim, family_sizes
+from harness.spec.applies import family_sizes
+from harness.spec.claims import CLAIMS, claim
 from harness.spec.decision import at_least, at_most, within
 
 __all__ = [

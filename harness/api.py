@@ -1,10 +1,10 @@
 """A notebook API: run the claims and get their verdicts back as records.
 
     >>> from harness import verify
-    >>> v = verify("smollm2-135m", claims=["T9a", "T7"])
+    >>> v = verify("smollm2-135m", claims=["<claim id>", ...])   # ids as METHODS.md lists them
     >>> v                       # one line: the totals, and what to call next
     >>> v.not_held()            # a Verdicts, shown as a table in a notebook
-    >>> v.show("T7")            # the claim's plots, inline
+    >>> v.show("<claim id>")    # the claim's plots, inline
 
 ``verify`` runs the claims in a pytest subprocess, exactly as ``abspos-claims run`` does (``pytest_argv`` builds
 the command line of both), shows one progress line (or pytest's output, ``echo=True``), and reads the run's
@@ -62,7 +62,7 @@ class RunFailed(RuntimeError):
 
 
 def as_names(value: str | Iterable[str] | None) -> list[str]:
-    """A comma list ("T7,T9a") or a list of strings, as a list of non-empty names."""
+    """A comma list ("a,b") or a list of strings, as a list of non-empty names."""
     if value is None:
         return []
     parts = value.split(",") if isinstance(value, str) else [p for v in value for p in str(v).split(",")]

@@ -2,7 +2,7 @@
 the models with the claims that apply to each, and keep the recorded data the suite reads (known outcomes, the
 stability record, METHODS.md's claim table).
 
-    abspos-claims run --models smollm2-135m --claims T7,T9a -n 2 --dist loadgroup --seq-len 256
+    abspos-claims run --models smollm2-135m --claims <claim id>,<claim id> -n 2 --dist loadgroup --seq-len 256
     abspos-claims report build reports/latest
     abspos-claims models [MODEL ...] [--seq-len N]
     abspos-claims submit --models paper --executor slurm --partition gpu --gpus 1 --device cuda
@@ -29,7 +29,8 @@ from harness.outcome import known_outcomes, stability
 from harness.report.cli import main as report_main
 from harness.run import selection
 from harness.run_command import PROG, fail, run_command
-from harness.spec.claims import CLAIMS, Applies, Target, family_sizes, methods_table
+from harness.spec.applies import Applies, Target, family_sizes
+from harness.spec.claims import CLAIMS, methods_table
 from harness.spec.models import REGISTRY, WeightsUnavailable, WrongWeights
 from harness.spec.settings import Settings
 from harness.submit import submit_command
@@ -106,8 +107,8 @@ MODEL_HEADER = ("model", "family", "group", "BOS", "sliding window", "context", 
 
 
 def family_level(applies: Applies) -> bool:
-    """A test over a model family (T13) rather than one model: its prediction cannot apply to a target with
-    neither, where every model-level one does (EQ3's softmax property runs without a model)."""
+    """A test over a model family (a size ladder) rather than one model: its prediction cannot apply to a target with
+    neither, where every model-level one does (the §3 causal-softmax property runs without a model)."""
     return applies.why_not(Target()) is not None
 
 

@@ -4,7 +4,7 @@
     >>> v                                        # one line: the totals, and what to call next
     >>> v.not_held()                             # a Verdicts, shown as a table in a notebook
     >>> v.to_pandas()                            # one row per figure (pandas: pip install -e ".[notebook]")
-    >>> v.show("T6")                             # the claim's plots, inline
+    >>> v.show("<claim id>")                     # the claim's plots, inline
 
 pandas and IPython are imported by the methods that need them, never by this module: ``import harness`` and the
 command line stay light.

@@ -51,7 +51,9 @@ def run_parser() -> argparse.ArgumentParser:
         "(hf:<org>/<name>[@<rev>], path:<folder>, gguf:<file>); "
         "default: the suite's (bundled,paper)",
     )
-    p.add_argument("--claims", metavar="IDS", help="comma list of claim ids (T7,T9a): run only their tests")
+    p.add_argument(
+        "--claims", metavar="IDS", help="comma list of claim ids (as METHODS.md lists them): run only their tests"
+    )
     suite = p.add_argument_group("the suite's options (passed on to pytest)")
     for names, kw in suite_options():
         if names[0] == "--models":

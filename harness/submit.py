@@ -3,7 +3,7 @@ or local processes), then one merged report (harness.report.merge).
 
     abspos-claims submit --models paper --executor slurm --partition gpu --gpus 1 --time 240 --mem 64 \\
         --device cuda --require-weights
-    abspos-claims submit --models smollm2-135m,gemma3-270m --executor local -k "T5 or T9a"
+    abspos-claims submit --models smollm2-135m,gemma3-270m --executor local -k "leakage or position0"
     abspos-claims submit --collect reports/submit-<time>      # after --no-wait: wait for the jobs, then merge
 
 Each job runs ``python -m pytest claims --models <model> --report-dir <folder>/<model>`` with the options given

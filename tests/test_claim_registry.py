@@ -11,25 +11,26 @@ import pytest
 from harness.files import paths
 from harness.outcome.figures import Figures
 from harness.outcome.verdict import ClaimNotHeld, Inconclusive, SnapshotDrift, judging
-from harness.spec.claims import (
+from harness.spec.applies import (
     ADDS_BOS,
-    CLAIMS,
     EVERY_MODEL,
     FLAT,
     LADDER,
     NO_BOS,
-    NO_BOS_T1,
-    PAPER_SEQ_LEN,
     RISING,
     WINDOW_PAST,
+    Target,
+    family_sizes,
+    length_past_window,
+)
+from harness.spec.claims import (
+    CLAIMS,
+    PAPER_SEQ_LEN,
     FigureSpec,
     PaperValue,
-    Target,
     UndeclaredFigure,
     claim,
-    family_sizes,
     figure_words,
-    length_past_window,
     methods_table,
 )
 from harness.spec.models import get_spec
@@ -119,7 +120,7 @@ def test_figure_templates_match_run_time_names():
             "gemma3-270m",
             "not applicable to gemma3-270m: the prediction is for models that do not auto-prepend BOS",
         ),
-        (NO_BOS_T1, "qwen2.5-coder-0.5b", None),
+        (claim("T1").tests["test_T1_highest_sink_positions_are_at_chance"], "qwen2.5-coder-0.5b", None),
         (WINDOW_PAST, "gemma3-270m", None),
         (
             WINDOW_PAST,

@@ -19,7 +19,8 @@ from harness.files.paths import REPORTS, ROOT
 from harness.model.weights import ensure_available
 from harness.outcome.results import load_results
 from harness.outcome.verdict import Verdict
-from harness.spec.claims import CLAIMS, LADDER, claim_test, figure_words
+from harness.spec.applies import LADDER
+from harness.spec.claims import CLAIMS, claim_test, figure_words
 from harness.spec.models import REGISTRY, WeightsUnavailable, names
 from harness.spec.settings import Settings
 

@@ -1,4 +1,4 @@
-"""docs/development.md's "Contributing" works as written: the claim its example adds registers through the documented API,
+"""docs/development.md's "Contributing" works as written: the claim its example declares beside its tests registers,
 declares every figure its test records and is collected on a bundled model; a model registers the same way."""
 
 from __future__ import annotations
@@ -33,11 +33,18 @@ def example(first_line: str) -> tuple[str, str]:
     raise AssertionError(f"docs/development.md's Contributing section has no python example starting '# {first_line}'")
 
 
+#: The names a declaration module sees: the schema, the named predicates and the models (what its imports give it).
+DECLARATION_NAMES = ("harness.spec.claims", "harness.spec.applies", "harness.spec.models")
+DECLARATION_HEADER = "".join(f"from {m} import *  # noqa: F403\n" for m in DECLARATION_NAMES)
+
+
 def readme_entry() -> claims.ClaimSpec:
-    """The guide's registry entry, read as it would be inside harness/spec/claims.py (with that module's names)."""
-    path, code = example("harness/spec/claims.py")
-    assert path == "harness/spec/claims.py"
-    entry = eval(code, dict(vars(claims)))  # the entry ends with "),", as one in the registry's tuple
+    """The guide's declaration, read as it would be inside a claims/<section>.py module (with that module's names)."""
+    path, code = example("claims/s")
+    assert path.startswith("claims/s") and not path.startswith("claims/test_"), path
+    names: dict = {}
+    exec(DECLARATION_HEADER, names)
+    entry = eval(code, names)  # the entry ends with "),", as one in the section's CLAIMS tuple
     entry = entry[0] if isinstance(entry, tuple) and len(entry) == 1 else entry
     assert isinstance(entry, claims.ClaimSpec), type(entry)
     return entry
@@ -45,7 +52,7 @@ def readme_entry() -> claims.ClaimSpec:
 
 def readme_test() -> tuple[str, str, str, list[str]]:
     """(claims file, test function name, its claim marker's id, the figures it records) of the guide's test."""
-    path, code = example("claims/")
+    path, code = example("claims/test_")
     marker = re.findall(r'@pytest\.mark\.claim\("([^"]+)"\)', code)
     tests = re.findall(r"^def (test_\w+)\(", code, re.M)
     assert len(marker) == 1 and len(tests) == 1, (marker, tests)
@@ -54,11 +61,11 @@ def readme_test() -> tuple[str, str, str, list[str]]:
 
 @pytest.fixture
 def restore_claims():
-    """The claim registry as it was before the test (a test here registers the guide's claim in this process)."""
+    """The claim registry lent for the test (a test here registers the guide's claim in this process), as it was
+    after."""
     before = dict(claims.CLAIMS)
-    yield
-    for cid in [c for c in claims.CLAIMS if c not in before]:
-        del claims._REGISTERED[cid]  # the registry has no public way out: only a test takes a claim back
+    with claims.CLAIMS.scratch():
+        yield
     assert dict(claims.CLAIMS) == before
 
 
@@ -99,26 +106,31 @@ def test_the_registry_refuses_an_entry_that_contradicts_itself(restore_claims):
     assert spec.id not in claims.CLAIMS
 
 
+def test_a_frozen_registry_refuses_a_claim(restore_claims):
+    claims.CLAIMS.freeze()
+    with pytest.raises(claims.ClaimRegistrationError, match="frozen"):
+        claims.register_claim(readme_entry())
+
+
 @pytest.mark.long
 def test_the_readme_claim_is_collected_on_a_bundled_model(tmp_path):
-    """The guide's steps 1 and 2 in a folder of their own (its conftest registers the entry, as the registry's
-    tuple does), collected by the suite's plugin on smollm2-135m with ``--collect-only`` (nothing is loaded): the
-    plugin refuses a claim test whose marker names no registered claim or whose entry does not list it."""
-    _, entry = example("harness/spec/claims.py")
+    """The guide's steps 1 and 2 in a claims folder of their own (its declaration module and its test file, the
+    catalogue pointed at it with $ABSPOS_CLAIMS_DIR), collected by the suite's plugin on smollm2-135m with
+    ``--collect-only`` (nothing is loaded): the plugin refuses a claim test whose marker names no declared claim or
+    whose declaration does not list it."""
+    declaration, entry = example("claims/s")
     path, test, _, _ = readme_test()
-    _, code = example("claims/")
+    _, code = example("claims/test_")
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --strict-markers\n")
     (tmp_path / path).parent.mkdir(parents=True)
     (tmp_path / path).write_text(code)
-    conftest = (
-        "from harness.spec.claims import *  # noqa: F403 - the names an entry in harness/spec/claims.py sees\n"
-        "\n"
-        'pytest_plugins = ["harness.run.plugin"]\n'
-        "\n"
-        f"register_claim(\n{entry})\n"
-    )
-    (tmp_path / "conftest.py").write_text(conftest)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(paths.ROOT), os.environ.get("PYTHONPATH")) if p)}
+    (tmp_path / declaration).write_text(f"{DECLARATION_HEADER}\nCLAIMS = (\n{entry})\n")
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["harness.run.plugin"]\n')
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(paths.ROOT), os.environ.get("PYTHONPATH")) if p),
+        "ABSPOS_CLAIMS_DIR": str(tmp_path / "claims"),
+    }
     done = run_pytest(
         *("--collect-only", "-q", "--models", "smollm2-135m", "--no-report", "--report-dir", str(tmp_path / "reports")),
         *("--baseline-dir", str(tmp_path / "baselines")),

@@ -13,6 +13,7 @@ the claim catalogue and the command line load in a fraction of a second. Sizes t
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from itertools import pairwise
@@ -279,3 +280,36 @@ def test_the_tests_start_pytest_through_one_helper():
         for f in _hand_built_pytest_commands(p)
     ]
     assert not found, "run pytest through tests/pytest_runs.py: " + ", ".join(found)
+
+
+def claim_names() -> tuple[set[str], set[str]]:
+    """(every claim id, every claim-test name) of the catalogue beside the tests (claims/*.py)."""
+    from harness.spec.claims import CLAIMS
+
+    return set(CLAIMS), {t for c in CLAIMS.values() for t in c.claim_tests}
+
+
+def claim_mentions(text: str, ids: set[str], tests: set[str]) -> list[str]:
+    """The claim ids (as words) and claim-test names a text names."""
+    words = re.findall(r"\b\w+\b", text)
+    return sorted({w for w in words if w in ids or w in tests})
+
+
+def test_the_engine_names_no_claim():
+    """Everything about a claim lives in its declaration beside its tests; the engine reads claims only through the
+    registry, so no claim id or claim-test name appears under harness/, in code, strings, docstrings or comments."""
+    ids, tests = claim_names()
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{n}: {', '.join(named)}"
+        for path in sorted(HARNESS.rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if (named := claim_mentions(line, ids, tests))
+    ]
+    assert not found, "claims named under harness/ (move what names them into claims/*.py):\n" + "\n".join(found)
+
+
+def test_the_claim_finder_finds_ids_and_test_names():
+    ids, tests = {"T1", "T9a", "EQ7"}, {"test_T1_sinks_move"}
+    assert claim_mentions("T1's sink; (T9a); EQ7 = T10", ids, tests) == ["EQ7", "T1", "T9a"]
+    assert claim_mentions('x = "test_T1_sinks_move[smollm2]"', ids, tests) == ["test_T1_sinks_move"]
+    assert claim_mentions("T10, T1x, AT1, at1", ids, tests) == []

@@ -33,7 +33,7 @@ from harness.report import ladder
 from harness.report import merge as hm
 from harness.report.cli import main as report_main
 from harness.report.compare import compare
-from harness.spec.claims import LADDER, LADDERS, Target
+from harness.spec.applies import LADDER, LADDERS, Target
 
 EXAMPLE = ROOT / "reports" / "example" / "results.json"
 PY = sys.executable
@@ -270,8 +270,8 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
 
 def _paper_run(example: dict, model: str, with_t6: bool, i: int, rows: bool = True) -> dict:
     r = copy.deepcopy(example)
-    t6 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.T6_TEST}[smollm2-135m]"))
-    t13 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.T13_TEST}[llama]"))
+    t6 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.across_runs()[1].source}[smollm2-135m]"))
+    t13 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.across_runs()[1].test}[llama]"))
     base, bi = {"llama-3.2-1b": (0.0121, 0.002), "llama-3.2-3b": (0.0143, 0.006), "llama-3.1-8b": (0.0131, 0.0058)}[
         model
     ]

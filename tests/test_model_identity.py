@@ -36,7 +36,8 @@ from harness.model import references, weights
 from harness.model.attention import ATTN_IMPL, register_attention
 from harness.model.hooks import HookedModel
 from harness.model.references import ReferenceError
-from harness.spec.claims import CLAIMS, Target
+from harness.spec.applies import Target
+from harness.spec.claims import CLAIMS
 from harness.spec.models import REGISTRY, WeightsUnavailable, WrongWeights, get_spec
 
 ROOT = Path(weights.__file__).resolve().parents[1]  # the tree whose harness is tested

@@ -18,7 +18,8 @@ from harness.model import rehearsal, weights
 from harness.model.rehearsal_mark import rehearsals_root
 from harness.report.merge import MergeError, model_owners
 from harness.run.selection import UsageError, selected_models
-from harness.spec.claims import LADDER, Target, claim_test, family_sizes
+from harness.spec.applies import LADDER, Target, family_sizes
+from harness.spec.claims import claim_test
 from harness.spec.models import (
     LADDER_GROUPS,
     LLAMA_1B,

@@ -135,12 +135,12 @@ def test_every_figure_has_labelled_axes_readable_ticks_and_a_claim_title(by_clai
                 built.append(
                     (claim, getattr(plots, f"{kind}_figure")(by_model, kinds[kind], claim=claim, title=f"{claim} — x"))
                 )
-        if claim in plots.REDUCTION_CLAIMS:
+        if plots.plot_spec(claim, "reductions") is not None:
             built.append((claim, plots.reductions_figure(by_model, claim=claim, title=f"{claim} — x")))
         for m, figs in by_model.items():
             if "ablation_bars" in kinds:
                 built.append((claim, plots.ablation_bars_figure(claim, m, figs, kinds["ablation_bars"])))
-            if claim in plots.RATIO_CLAIMS:
+            if plots.plot_spec(claim, "ablation_ratios") is not None:
                 built.append((claim, plots.ablation_ratios_figure(claim, m, figs)))
             if "sink_heatmap" in kinds:
                 built.append((claim, plots.sink_heatmap_figure(m, figs, kinds["sink_heatmap"], claim=claim)))
@@ -611,7 +611,7 @@ def test_T6_draws_each_judged_ratio_against_its_threshold(by_claim):
 
 def test_T8_draws_the_fitted_depth_slope_its_criterion_judges(example, by_claim):
     t8 = by_claim["T8"]
-    series = plots.slope_series(t8, roles("T8", t8, "layer_ratio"), example["records"])
+    series = plots.slope_series(t8, roles("T8", t8, "layer_ratio"), example["records"], claim="T8")
     assert [(s.model, s.seq_len) for s in series] == [
         ("gemma3-270m", 128.0),
         ("gemma3-270m", 1024.0),  # the sliding-window test at a length past the window: its own panel
@@ -634,7 +634,11 @@ def test_T8_draws_the_fitted_depth_slope_its_criterion_judges(example, by_claim)
     assert sorted(round(k, 6) for k, _ in geo.thresholds) == [-0.1, 0.1] and geo.held is not None
     assert [k for k, _ in plots.slope_geometry(rises, d).thresholds] == [0.0]
     # without records (an older results.json): one series per model, the criterion from its flat bound
-    assert [s.criterion.high for s in plots.slope_series(t8, roles("T8", t8, "layer_ratio"))] == [0.1, 0.1, 0.1]
+    assert [s.criterion.high for s in plots.slope_series(t8, roles("T8", t8, "layer_ratio"), claim="T8")] == [
+        0.1,
+        0.1,
+        0.1,
+    ]
     f = plots.layer_ratio_figure(t8, roles("T8", t8, "layer_ratio"), claim="T8", records=example["records"], title="")
     assert len(visible_axes(f)) == 4 and not f.get_suptitle()
     assert "slope -2.94 [-4.67, -2.39]; held > 0" in visible_axes(f)[1].get_title()
@@ -642,7 +646,7 @@ def test_T8_draws_the_fitted_depth_slope_its_criterion_judges(example, by_claim)
 
 def test_T11_draws_the_reductions_and_the_margins_it_judges(by_claim):
     t11 = by_claim["T11"]
-    by_model = {p.model: p for p in plots.reduction_panels(t11)}
+    by_model = {p.model: p for p in plots.reduction_panels(t11, "T11")}
     assert list(by_model) == list(t11)
     qwen, gemma = by_model["qwen2.5-coder-0.5b"], by_model["gemma3-270m"]
     assert [r.name for r in qwen.reductions] == ["reduction_rank1", "reduction_sink_heads", "reduction_random_heads"]

@@ -284,7 +284,7 @@ def test_bos_policy_is_what_the_tokenizer_prepends(tmp_path, smol_conversion):
 
 def test_a_scale_ladder_needs_distinct_sizes_of_one_group(tmp_path, smol_conversion):
     """T13: a base and its fine-tune (one size) are not a ladder, and a bundled model never joins your checkpoints."""
-    from harness.spec.claims import family_sizes
+    from harness.spec.applies import family_sizes
 
     a = references.register(f"path:{link_model(smol_conversion, tmp_path / 'base')}")
     b = references.register(f"path:{link_model(smol_conversion, tmp_path / 'finetune')}")

@@ -23,6 +23,7 @@ from harness.model.rehearsal_mark import MARKER, rehearsals_root
 from harness.outcome.verdict import Verdict
 from harness.report.cells import verdict_text
 from harness.run.selection import UsageError, selected_models
+from harness.spec.applies import Target
 from harness.spec.claims import CLAIMS
 from harness.spec.models import LLAMA_1B, MISTRAL, PAPER, QWEN, REGISTRY, WrongWeights, get_spec, names
 
@@ -150,7 +151,7 @@ def test_the_paper_values_of_the_rehearsed_model_are_applied(pytester, monkeypat
     from harness.spec import claims
 
     (pytester.path / "none.json").write_text("{}")
-    target = claims.Target(get_spec(LLAMA_1B), None, (LLAMA_1B,), 128)  # the rehearsal's applicability is this
+    target = Target(get_spec(LLAMA_1B), None, (LLAMA_1B,), 128)  # the rehearsal's applicability is this
     cid, test, figure = next(
         (c.id, t, f)
         for c in CLAIMS.values()

@@ -24,8 +24,9 @@ WIKI_TOPICS = ("People", "Biology and health sciences", "Geography", "Physical s
 BBC_TOPICS = ("business", "politics", "sports", "tech")
 
 
-#: Topic-neutral words for the token at 0 (T1): determiners, prepositions and conjunctions every topic's text uses,
-#: lower-case as they appear mid-sentence (no verbs or pronouns, whose tense and person differ by topic: "was", "he").
+#: Topic-neutral words for the token at 0 (the topic probe): determiners, prepositions and conjunctions every topic's
+#: text uses, lower-case as they appear mid-sentence (no verbs or pronouns, whose tense and person differ by topic:
+#: "was", "he").
 NEUTRAL_WORDS = ("the", "of", "and", "to", "in", "a", "for", "on", "with", "as", "by", "that", "at", "from")
 
 
@@ -110,7 +111,7 @@ def offset_topic_prompts(
     tokenizer, spec: ModelSpec, n_prompts: int, seq_len: int, seed: int = 0, source: str = "wiki"
 ) -> PromptSet:
     """``topic_prompts``'s documents in the same seeded order, but each prompt's text starts inside a document, at a
-    topic-neutral word (T1): the j-th prompt of every topic starts at the word ``NEUTRAL_WORDS[
+    topic-neutral word (the §5.1 topic probe): the j-th prompt of every topic starts at the word ``NEUTRAL_WORDS[
     order[j % 14]]`` (``order`` one seeded permutation, a stream of its own), at one of that word's occurrences after
     the first word of the next document holding one (drawn uniformly; documents without one are passed over). The
     token at 0 (no-BOS models) or 1 (BOS models) is then neither a lead's topic-typical first word ("John", "The",
@@ -245,9 +246,10 @@ def neutral_token_at_zero(prompts: PromptSet, tokenizer, seed: int = 0) -> Promp
 
 
 def token0_identity_prompts(prompts: PromptSet, tokenizer, n_tokens: int, seed: int = 0) -> PromptSet:
-    """T4's design: every prompt keeps its own tokens 1..n-1 (the suffixes vary) and gets at 0
-    one of ``n_tokens`` tokens drawn uniformly from the uncommon range (seeded), prompt p the token p % n_tokens, so each identity recurs len(prompts) / n_tokens
-    times, on prompts of every topic when the set is topic-balanced in blocks of a multiple of ``n_tokens``."""
+    """The token-0 identity design (§5.2 Table 4): every prompt keeps its own tokens 1..n-1 (the suffixes vary) and
+    gets at 0 one of ``n_tokens`` tokens drawn uniformly from the uncommon range (seeded), prompt p the token
+    p % n_tokens, so each identity recurs len(prompts) / n_tokens times, on prompts of every topic when the set is
+    topic-balanced in blocks of a multiple of ``n_tokens``."""
     if len(prompts) % n_tokens or len(prompts) < 2 * n_tokens:
         raise ValueError(f"{len(prompts)} prompts do not repeat each of {n_tokens} tokens equally, at least twice")
     tokens = np.random.default_rng(seed).choice(uncommon_vocab(tokenizer), size=n_tokens, replace=False)

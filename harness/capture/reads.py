@@ -75,7 +75,7 @@ class At(Read):
         return cap.positions(list(pos))
 
 
-MLP_AT_TARGET = At(point="hook_mlp_out", positions=(-1,))  # T12's target: the MLP output at the last position
+MLP_AT_TARGET = At(point="hook_mlp_out", positions=(-1,))  # App. B's target: the MLP output at the last position
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class AtProbePositions(At):
         return cap.positions(list(probe_positions(seq_len)))
 
 
-PROBE_STATES = AtProbePositions()  # T1's grid and T12's probe read the same states
+PROBE_STATES = AtProbePositions()  # the topic-probe grid and the MLP ablation's probe read these states
 
 
 def probe_positions(seq_len: int) -> tuple[int, ...]:

@@ -37,7 +37,7 @@ class ModelLoadFailed(RuntimeError):
 class PlannedPasses:
     """One model's planned passes in a session: the prompt keys of the root sets whose pass ran, and whether one
     failed (then each test captures its own reads for the rest of the session). Kept when the model is released: a
-    model loaded again (T13's ladder) captures only what is asked, not the plan again."""
+    model loaded again (a family size ladder) captures only what is asked, not the plan again."""
 
     done: set[str] = field(default_factory=set)
     failed: bool = False
@@ -94,7 +94,8 @@ class Session:
 
     def release(self, model: HookedModel | str) -> None:
         """Drop a model, its prompt sets, cached captures and derived results (keeps memory flat). Which planned
-        passes ran is kept: a model loaded again (T13's ladder) captures only what is asked, not the plan again."""
+        passes ran is kept: a model loaded again (a family size ladder) captures only what is asked, not the plan
+        again."""
         name = model if isinstance(model, str) else model.spec.name
         self._models.pop(name, None)
         for cache in (self._cache, self._derived, self._prompts):
@@ -167,7 +168,8 @@ class Session:
 
     def _pass(self, model: HookedModel, run: Run, reads: dict) -> dict[Read, Capture]:
         """One forward pass over ``run``: each read kept for its prompt rows (sorted indices; None: all). A prompt
-        set that repeats a prompt (T4's recurring token-0 prompts) runs each distinct prompt once."""
+        set that repeats a prompt (the token-0 identity design's recurring prompts) runs each distinct prompt
+        once."""
         ids = run.prompts.ids
         if all(rows is None for rows in reads.values()):
             first: dict[bytes, int] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.model.reference_parse import Reference, ReferenceError
 from harness.spec.models import ModelSpec
 
-# model_type -> the family marker the paper's predictions are stated for (T8's Mistral rule, T13's ladders)
+# model_type -> the family marker the paper's predictions are stated for (§5.6's Mistral rule, §5.9's size ladders)
 FAMILY_OF = {
     "llama": "llama",
     "qwen2": "qwen",

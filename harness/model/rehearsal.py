@@ -40,12 +40,13 @@ from harness.spec.models import PAPER, ModelSpec, UnknownModelError, WeightsUnav
 from harness.spec.paper_configs import PAPER_CONFIGS, gqa_ratio, head_dim
 
 SIZES = ("rehearsal", "full")
-#: the fewest layers every claim's design reads on a paper model: T10 measures the first four layers (§4: "the first
-#: four layers and heads of Llama-3.2-1B"), T12 ablates the last three (App. B); with two, both would read past the end
+#: the fewest layers every claim's design reads on a paper model: the length scaling measures the first four layers
+#: (§4: "the first four layers and heads of Llama-3.2-1B"), the rank-1 MLP ablation ablates the last three (App. B);
+#: with two, both would read past the end
 REHEARSAL_LAYERS = 4
 #: a rehearsal's MLP is at most this many times its width (the published ratios are 2.7-5.4): at Qwen2.5-3B's 5.4 its
 #: MLPs were four fifths of the tier's forward work (8 query heads x 128 = 1,024 wide, the widest rehearsal); no
-#: claim reads the MLP's inner width (T12 reads the MLP's output, in the residual stream's width)
+#: claim reads the MLP's inner width (the MLP ablation reads its output, in the residual stream's width)
 MLP_WIDTH_CAP = 2
 #: the fields a rehearsal config may give otherwise than the published one (``head_dim`` is added where the published
 #: file leaves it implicit, at the published value)

@@ -57,7 +57,8 @@ class Figures:
 
     def add(self, name: str, value, paper=None, ci=None, note: str = "", seq_len: int | None = None) -> object:
         """Record a figure. ``paper`` defaults to the paper's number for this model, if it reports one; ``seq_len``
-        is the prompt length it was measured at, where that is not the run's (T7's bins, T8's window variant)."""
+        is the prompt length it was measured at, where that is not the run's (the query bins, the
+        sliding-window variant of the per-layer ratio)."""
         ref = self.claim.paper_value(self.model, name)  # raises UndeclaredFigure for a name not in the registry
         value = plain(value)
         if paper is None and ref is not None:

@@ -98,14 +98,14 @@ def mismatch(known: dict | None, e: ClaimNotHeld) -> str | None:
 
 
 def ladder_key(sizes) -> str:
-    """The key a family-level test (T13) is recorded under: its ladder, smallest first ("ladder:a+b"), so a recorded
+    """The key a family-level test is recorded under: its size ladder, smallest first ("ladder:a+b"), so a recorded
     outcome applies to that ladder only, never to another ladder of the family."""
     return "ladder:" + "+".join(sizes)
 
 
 def _record_key(r: dict) -> str | None:
-    """A record's model, or (T13, no model) its ladder from its "models" figure; None for a record of neither (EQ3's
-    softmax property, a T13 that did not run)."""
+    """A record's model, or (a family-level test, no model) its ladder from its "models" figure; None for a record of
+    neither (the §3 causal-softmax property, a family-level test that did not run)."""
     if r.get("model"):
         return r["model"]
     first = (r.get("figures") or [{}])[0]
@@ -123,8 +123,9 @@ def local(model: str) -> bool:
 def record(results_json: Path, path: Path = PATH) -> list[str]:
     """Record every claim test that did not hold or could not be decided in a run (verdict "not held" or
     "inconclusive": a ClaimNotHeld or Inconclusive raised by a claim's own criterion), keyed by test function, model
-    (T13: its ladder, ``ladder_key``) and the run's verdict settings, replacing the entry at those settings. Harness errors (a crash, a snapshot drift) are never recorded; a stale record
-    (the claim now holds) is removed. Returns one line per change."""
+    (a family-level test: its ladder, ``ladder_key``) and the run's verdict settings, replacing the entry at those
+    settings. Harness errors (a crash, a snapshot drift) are never recorded; a stale record (the claim now holds) is
+    removed. Returns one line per change."""
     from harness.outcome.results import load_results
     from harness.spec.settings import Settings
 

@@ -1,10 +1,10 @@
 """A claim test's pytest node id, parsed in one place.
 
-    "claims/test_s5_3_leakage.py::test_T5_x[smollm2-135m]"
+    "claims/test_section.py::test_name[smollm2-135m]"
 
-has the test "test_T5_x[smollm2-135m]" (its last "::" part), the test function "test_T5_x" and the parameter
-"smollm2-135m": a model, or a family for a test over a model family ("…[llama]" of T13), or "" for a test without
-one (EQ3's softmax).
+has the test "test_name[smollm2-135m]" (its last "::" part), the test function "test_name" and the parameter
+"smollm2-135m": a model, or a family for a test over a model family ("…[llama]" of the model-scale test), or "" for a
+test without one (the §3 causal-softmax property).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def parse(nodeid: str) -> NodeId:
 
 
 def test_function(nodeid: str) -> str:
-    """The test function's name: "claims/f.py::test_T5_x[smollm2-135m]" -> "test_T5_x"."""
+    """The test function's name: "claims/f.py::test_name[smollm2-135m]" -> "test_name"."""
     return parse(nodeid).function
 
 

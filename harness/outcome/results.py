@@ -30,9 +30,9 @@ class Record(TypedDict, total=False):
     time; ``_record_problem`` says which keys a file must have for it to be reported. Files written before
     verdicts existed have no "verdict" (``Verdict.of`` reads their "outcome")."""
 
-    test: Required[str]  # the pytest node id: "claims/test_s5_3_leakage.py::test_T5_...[smollm2-135m]"
-    claim: Required[str]  # the claim's id in the registry ("T5")
-    model: str | None  # the model, or None for a test across models (EQ3's softmax, T13 per family)
+    test: Required[str]  # the pytest node id: "claims/test_section.py::test_name[smollm2-135m]"
+    claim: Required[str]  # the claim's id in the registry (as METHODS.md lists it)
+    model: str | None  # the model, or None for a test across models (the §3 softmax property, a size ladder)
     outcome: str  # pytest's outcome: "passed", "failed", "skipped" or "xfailed"
     verdict: str  # a ``Verdict``'s value, never "unstable" (``Verdict.of`` shows it where the stability record says)
     known_outcome: bool  # a recorded known outcome (fixtures/known_outcomes.json) expected it not to hold
@@ -50,7 +50,7 @@ class Record(TypedDict, total=False):
     shape: dict[str, int]  # {"layers", "heads"} of the model (the work scales with it: benchmarks/bench_nightly.py)
     crashed: str  # its xdist worker died while running it (xdist's line); a re-run's record keeps it
     run: str  # a merged run's record: the label of the run it comes from (harness.report.merge)
-    merged: str  # a merged run's record judged at the merge (T13 across runs): how it was judged
+    merged: str  # a merged run's record judged at the merge (a size ladder across runs): how it was judged
 
 
 class ResultsFileError(JSONFileError):

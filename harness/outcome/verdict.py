@@ -179,7 +179,7 @@ def _function_name(frame: FrameType) -> str:
 
 def holds(condition: bool, message: str, check: str | None = None) -> None:
     """Raise ``ClaimNotHeld(message)`` unless ``condition``. The check's identity defaults to the calling
-    function and the condition's source, e.g. ``test_T10_...: fits['delta_aic'] > AIC_MARGIN``."""
+    function and the condition's source, e.g. ``test_name: fits['delta_aic'] > AIC_MARGIN``."""
     if not bool(condition):
         if check is None:
             frame = sys._getframe(1)

@@ -6,18 +6,17 @@ names, the headline figures with their CI, and a weights fingerprint.
 from __future__ import annotations
 
 import math
-import re
 
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
 from harness.report.render import fmt
-from harness.spec.claims import CLAIMS, claim_test, figure_words
+from harness.spec.claims import CLAIMS, claim_test, figure_words, id_order
 from harness.spec.models import FAMILIES
 
 
-def claim_key(c: str):
-    m = re.match(r"([A-Za-z]+)(\d+)(.*)", c or "")
-    return (m.group(1) != "EQ", int(m.group(2)), m.group(3)) if m else (True, 10**9, c or "")
+def claim_key(c: str | None) -> tuple:
+    """Claims in the registry's natural id order; a record of none last."""
+    return (c is None, id_order(c or ""))
 
 
 def claim_texts() -> dict:
@@ -31,7 +30,7 @@ def test_name(r: dict) -> str:
 
 
 def model_label(r: dict) -> str:
-    """The record's model, else the family a per-family test ran on (T13), else "(no model)"."""
+    """The record's model, else the family a per-family test ran on, else "(no model)"."""
     if r.get("model"):
         return r["model"]
     param = parse(r["test"]).param
@@ -154,7 +153,7 @@ def fold_property_checks(records: list) -> tuple[list, dict[str, list]]:
 
 
 def property_checks_text(checks: list) -> str:
-    """A folded row's words: "3 checks of the paper's equations (EQ2, EQ3, EQ7), all held"."""
+    """A folded row's words: "3 checks of the paper's equations (A2, A3, A7), all held"."""
     ids = ", ".join(dict.fromkeys(r["claim"] for r in checks))
     return f"{len(checks)} check{'s' * (len(checks) != 1)} of the paper's equations ({ids}), all held"
 
@@ -168,11 +167,12 @@ _SPELLED = {
     "rank1": "rank-1",
     "position0": "position 0",
     "top30": "top-30",
+    "token0": "token 0",
 }
 
 
 def test_words(test: str, claim_id: str) -> str:
-    """A claim test's name as a short phrase: "test_T6_rope_ablations_raise_leakage_alike" -> "RoPE ablations raise
+    """A claim test's name as a short phrase: "test_B6_rope_ablations_raise_leakage_alike" -> "RoPE ablations raise
     leakage alike"."""
     rest = test.removeprefix("test_").removeprefix(f"{claim_id}_")
     return " ".join(_SPELLED.get(w, w) for w in rest.split("_"))

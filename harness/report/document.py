@@ -34,11 +34,12 @@ from harness.report.cells import (
 from harness.report.matrix import totals_line, verdict_strip
 from harness.report.render import Link, fmt, to_markdown
 from harness.report.timing import time_accounting
-from harness.spec.claims import CLAIMS, claim_test, figure_words, paper_numbers
+from harness.spec.claims import CLAIMS, claim_test, figure_words, glossary_terms, paper_numbers
 from harness.spec.models import names
 
 PAPER_NAMES = set(names("paper"))
 
+#: The engine's own terms; each claim's follow them in the report (its declaration's ``glossary``).
 GLOSSARY = [
     (
         "ΔR²",
@@ -46,19 +47,9 @@ GLOSSARY = [
         "sampled (query i, key j) pairs explained by i beyond what the offset i − j explains",
     ),
     ("BH-FDR", "Benjamini–Hochberg control of the false discovery rate over heads, at q = 0.05"),
-    (
-        "sign-flip test",
-        "the prompt-level permutation test of T5: the signs of each prompt's contribution to ΔR² are "
-        "flipped, so the prompt is the unit of replication",
-    ),
     ("95% CI", "bootstrap over prompts (expanded percentile interval); paired where two conditions share prompts"),
     ("sink magnitude", "the mean attention weight later queries give to a key position (attention sink)"),
     ("sink-reading strength", "a head's attention on position 0"),
-    ("PC1", "the first principal component of a head's outputs; its explained-variance fraction (T4)"),
-    ("r_l", "the layer-wise ratio ΔR²(bidirectional) / ΔR²(causal) at layer l (T8)"),
-    ("causal-mask share", "1 − ΔR²(bidirectional) / ΔR²(causal): the part of leakage the causal mask carries"),
-    ("L*", "the most leaky layer (largest mean ΔR²), where T9c replaces the position-0 state"),
-    ("AIC, ΔAIC", "Akaike information criterion; ΔAIC = AIC(power law) − AIC(piecewise), > 2 favours the piecewise"),
     ("layer-tokens", "prompt tokens × decoder layers run: the forward-pass work a capture does"),
     (
         "as recorded",
@@ -66,6 +57,11 @@ GLOSSARY = [
         "with the criterion that decided it, and repeated here at the same criterion",
     ),
 ]
+
+
+def glossary() -> list[tuple[str, str]]:
+    """The engine's terms, then each claim's, the run's last two (work and verdict words) at the end."""
+    return [*GLOSSARY[:-2], *glossary_terms(), *GLOSSARY[-2:]]
 
 
 def partial_note(results: dict) -> list:
@@ -241,8 +237,8 @@ def matrix(results: dict) -> list:
     legend = (
         "One row per claim test, its verdict on each model: "
         + "; ".join(f"{v.label} = {v.meaning}" for v in Verdict if v in seen)
-        + '; — = no such test on that model. "<family> family": a test over a model family (T13); "(no model)": a '
-        "property tested without a model (EQ3's softmax)."
+        + '; — = no such test on that model. "<family> family": a test over a model family; "(no model)": a '
+        "property tested without a model."
     )
     return [("table", ["claim", "test", *columns], rows), ("p", legend)]
 
@@ -333,7 +329,7 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
         ),
         *lead_table(results, base),
         ("h2", "Glossary", "glossary"),
-        ("table", ["term", "meaning"], [list(g) for g in GLOSSARY]),
+        ("table", ["term", "meaning"], [list(g) for g in glossary()]),
         ("h2", "Run provenance", "provenance"),
         *provenance_blocks(results),
     ]

@@ -1,9 +1,9 @@
-"""T13 (the family ladder) across runs made apart. T13 needs several sizes of a family; in one-model runs it is not
-applicable in each. The merge (harness.report.merge) judges it over the merged models' ladder with
-``ladder_verdict`` (the same three checks as the test, claims/test_s5_9_scale.py, at the same threshold) from the
-figures T6's ``test_T6_bidirectional_attention_reduces_leakage`` records per model: the head-mean ΔR² of the same
-``Leakage``, causal and bidirectional. Where a size lacks them, T13 is "skipped" with a reason saying what is
-missing; never a verdict it could not compute.
+"""A claim over a family's sizes, judged across runs made apart. Such a claim needs several sizes of a family; in
+one-model runs it is not applicable in each. The merge (harness.report.merge) judges it over the merged models' ladder
+with ``ladder_verdict`` (the same three checks as its test, at the same threshold) from the figures another claim test
+records per model, as its declaration's ``AcrossRuns`` says: the head-mean ΔR² of the same ``Leakage``, causal and
+bidirectional. Where a size lacks them, the claim is "skipped" with a reason saying what is missing; never a verdict
+it could not compute.
 """
 
 from __future__ import annotations
@@ -12,16 +12,18 @@ import numpy as np
 
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import NOT_RUN, Verdict
-from harness.spec.claims import LADDER, Target, claim, family_sizes
+from harness.spec.applies import LADDER, Target, family_sizes
+from harness.spec.claims import CLAIMS, AcrossRuns, ClaimSpec, claim_id_of
 from harness.spec.models import REGISTRY
 from harness.stats.scaling import composition_checks, composition_intervals
 
-T13_TEST = "test_T13_leakage_constant_and_residual_share_rises_with_scale"
-T6_TEST = "test_T6_bidirectional_attention_reduces_leakage"
-T13_FIGURES = ("mean_delta_causal", "mean_delta_bidirectional")  # read from T6's record of each size
+
+def across_runs() -> tuple[ClaimSpec, AcrossRuns] | None:
+    """The claim judged across runs and its rule (the first declaring one), or None."""
+    return next(((c, c.across_runs) for c in CLAIMS.values() if c.across_runs is not None), None)
 
 
-# What a merged T13 record has in place of the input run's measurement (it measured nothing itself).
+# What a merged record of the claim has in place of the input run's measurement (it measured nothing itself).
 def blank() -> dict:
     """A fresh copy each time (its figures list is the record's own)."""
     return {
@@ -35,19 +37,22 @@ def blank() -> dict:
     }
 
 
-def is_t13(test: str) -> bool:
-    """Whether a node id is T13's (one per family)."""
-    return parse(test).function == T13_TEST
+def judged_across_runs(test: str) -> bool:
+    """Whether a node id is the family-level test judged across runs (one per family)."""
+    rule = across_runs()
+    return rule is not None and parse(test).function == rule[1].test
 
 
 def ladder_verdict(sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: int = 0) -> dict:
-    """T13's verdict from each size's head-mean ΔR², causal (``base``) and bidirectional (``bi``), smallest size
-    first: the three checks of claims/test_s5_9_scale.py, in its order, with its messages and check names (the
+    """The family-level test's verdict from each size's head-mean ΔR², causal (``base``) and bidirectional (``bi``), smallest size
+    first: the three checks of its test (``stats.scaling.composition_checks``), in its order, with its messages and check names (the
     harness's ``holds`` names a check by the test function and the condition's source).
     Returns {"verdict", "check", "reason", "figures"}."""
     from harness.outcome.figures import plain  # loads syrupy and pytest, which a merge (the nightly's) runs without
 
-    share, checks = composition_checks(base, bi, claim("T13").threshold("constant"), base_rows, bi_rows, n)
+    spec, rule = across_runs() or (None, None)
+    assert spec is not None and rule is not None, "no claim declares how it is judged across runs"
+    share, checks = composition_checks(base, bi, spec.threshold(rule.threshold), base_rows, bi_rows, n)
     _, stats = composition_intervals(base, bi, base_rows, bi_rows, n)  # CIs None where the runs kept no rows
     figures = [
         {"name": name, "value": plain(v), "paper": None, "ci": plain(ci), "note": ""}
@@ -62,7 +67,7 @@ def ladder_verdict(sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: 
         if not ok:
             return {
                 "verdict": Verdict.NOT_HELD.value,
-                "check": f"{T13_TEST}: {source}",
+                "check": f"{rule.test}: {source}",
                 "reason": message,
                 "figures": figures,
             }
@@ -80,18 +85,21 @@ def _not_judged(first: dict, reason: str) -> tuple[dict, str]:
     }, reason
 
 
-def t6_figures(sizes: list[str], by_model_test: dict) -> tuple[dict, list[str], list[str], dict]:
-    """({size: [mean ΔR² causal, bidirectional]} from each size's T6 record, the sizes without them, where each
-    came from ("model (run)"), and {size: (causal rows, bidirectional rows, prompts)} where T6 kept its bootstrap
-    rows (paper models: the same seed and prompt count give every run the same resamples, so rows pair across runs)."""
+def source_figures(rule: AcrossRuns, sizes: list[str], by_model_test: dict) -> tuple[dict, list[str], list[str], dict]:
+    """({size: [mean ΔR² causal, bidirectional]} from each size's record of the rule's source test, the sizes without
+    them, where each came from ("model (run)"), and {size: (causal rows, bidirectional rows, prompts)} where the source
+    kept its bootstrap rows (paper models: the same seed and prompt count give every run the same resamples, so rows
+    pair across runs)."""
     values, missing, sources, rows = {}, [], [], {}
     for m in sizes:
-        rec = next((r for (model, t), r in by_model_test.items() if model == m and parse(t).function == T6_TEST), None)
+        rec = next(
+            (r for (model, t), r in by_model_test.items() if model == m and parse(t).function == rule.source), None
+        )
         figs = {f.get("name"): f.get("value") for f in (rec or {}).get("figures") or []}
-        if rec is None or not all(isinstance(figs.get(n), (int, float)) for n in T13_FIGURES):
+        if rec is None or not all(isinstance(figs.get(n), (int, float)) for n in rule.figures):
             missing.append(m)
         else:
-            values[m] = [float(figs[n]) for n in T13_FIGURES]
+            values[m] = [float(figs[n]) for n in rule.figures]
             sources.append(f"{m} ({rec.get('run')})")
             kept = [figs.get(f"bootstrap_rows:{c}") for c in ("causal", "bidirectional")]
             if all(isinstance(k, list) and k for k in kept) and isinstance(figs.get("bootstrap_prompts"), int):
@@ -101,13 +109,13 @@ def t6_figures(sizes: list[str], by_model_test: dict) -> tuple[dict, list[str], 
 
 def paired_rows(sizes: list[str], rows: dict) -> tuple:
     """(causal rows [sizes, B], bidirectional rows, prompts) when every size kept rows of one length from one prompt
-    count (the pairing holds), else (None, None, 0): T13 is then reported, not judged."""
+    count (the pairing holds), else (None, None, 0): the claim is then reported, not judged."""
     if set(rows) != set(sizes) or len({(len(rows[m][0]), len(rows[m][1]), rows[m][2]) for m in sizes}) != 1:
         return None, None, 0
     return [rows[m][0] for m in sizes], [rows[m][1] for m in sizes], rows[sizes[0]][2]
 
 
-def t13_record(
+def across_runs_record(
     test: str,
     kept: list[tuple[str, dict]],
     by_model_test: dict,
@@ -115,8 +123,11 @@ def t13_record(
     settings: dict,
     families: dict | None = None,
 ) -> tuple[dict, str | None]:
-    """The merged run's record of T13 on one family (``kept``: (run label, record) of each input run's), and a
-    note on how it was judged (None when it is what every input run said)."""
+    """The merged run's record of the family-level test on one family (``kept``: (run label, record) of each input
+    run's), and a note on how it was judged (None when it is what every input run said)."""
+    spec, rule = across_runs() or (None, None)
+    assert spec is not None and rule is not None, "no claim declares how it is judged across runs"
+    source = claim_id_of(rule.source)
     family, first = parse(test).param, dict(kept[0][1])
     known = tuple(m for m in models if m in REGISTRY)
     unknown = [m for m in models if m not in REGISTRY and (families or {}).get(m) in (family, None)]
@@ -138,7 +149,7 @@ def t13_record(
             first,
             f"not judged across runs: the {family} family's ladder cannot be formed at merge "
             f"time, which has no registry spec for models given by reference "
-            f"({', '.join(unknown)}); T13 needs the family's sizes in one run",
+            f"({', '.join(unknown)}); {spec.id} needs the family's sizes in one run",
         )
     sizes = family_sizes(family, known)
     judged = [
@@ -148,13 +159,13 @@ def t13_record(
     ]
     if judged:  # one input run measured the whole ladder itself
         return dict(judged[0][1]), None
-    values, missing, sources, rows = t6_figures(sizes, by_model_test)
+    values, missing, sources, rows = source_figures(rule, sizes, by_model_test)
     if missing:
         return _not_judged(
             first,
             f"not judged across runs: the {family} ladder ({', '.join(sizes)}) was measured in "
-            f"separate runs, and T13 needs each size's head-mean ΔR² causal and bidirectional, "
-            f"which {T6_TEST} records; absent for {', '.join(missing)}: run T6 on "
+            f"separate runs, and {spec.id} needs each size's head-mean ΔR² causal and bidirectional, "
+            f"which {rule.source} records; absent for {', '.join(missing)}: run {source} on "
             f"{'it' if len(missing) == 1 else 'them'} too, or the ladder in one run",
         )
     base_rows, bi_rows, n = paired_rows(sizes, rows)
@@ -163,13 +174,14 @@ def t13_record(
         record, reason = _not_judged(
             first,
             f"reported, not judged: the {family} ladder ({', '.join(sizes)}) was measured in separate runs that kept "
-            f"no paired bootstrap rows (T6 keeps them on paper models at one seed and prompt count), so T13 has no "
+            f"no paired bootstrap rows ({source} keeps them on paper models at one seed and prompt count), so "
+            f"{spec.id} has no "
             f"interval; its figures are from {', '.join(sources)}",
         )
         return {**record, "figures": v["figures"]}, reason
     note = (
-        f"judged at merge over {', '.join(sizes)} from T6's mean_delta_causal and mean_delta_bidirectional "
-        f"(the figures T13 measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}, on their "
+        f"judged at merge over {', '.join(sizes)} from {source}'s {rule.figures[0]} and {rule.figures[1]} "
+        f"(the figures {spec.id} measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}, on their "
         f"paired prompt-bootstrap rows"
     )
     return {

@@ -1,6 +1,6 @@
 """The claims × models matrix: how many of each claim's tests ended in each verdict on each model. One count for
 the report's table (harness.report.document) and the run's terminal summary (harness.run.records); a test
-without a model is counted under its family ("llama family", T13) or "(no model)" (EQ3's softmax). Also the
+without a model is counted under its family ("llama family") or "(no model)" (a property tested without one). Also the
 report's totals line and the verdict strip under each claim's heading.
 """
 

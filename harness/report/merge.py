@@ -17,7 +17,7 @@ an interrupted input run are warnings in the report. DIR gets results.json, repo
 figures/: the lead table, the claims x models matrix and the figures over all models, with a "Merged from" section
 (each model's run, machine, GPUs, versions, commit and weights fingerprint) and the warnings.
 
-T13 (the family ladder) is judged over the merged models' ladder, which no one-model input run could form
+A claim over a family's sizes (its declaration's ``AcrossRuns``) is judged over the merged models' ladder, which no one-model input run could form
 (harness.report.ladder).
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from harness.files.atomic import write_text
 from harness.model import references
 from harness.outcome.nodeid import parse
-from harness.report.ladder import is_t13, t13_record
+from harness.report.ladder import across_runs_record, judged_across_runs
 from harness.report.merge_inputs import MergeError, read_inputs, refuse_output_in_inputs
 from harness.report.write import build
 from harness.spec.models import LADDER_GROUPS, REGISTRY, names
@@ -200,7 +200,7 @@ def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
 
 def model_owners(runs: list) -> dict[str, dict]:
     """{model: the run that measured it} (each run's ``models`` set); a model measured in two runs is a MergeError
-    naming both. A run that selected a model without recording any of its tests (it took part in T13's ladder only)
+    naming both. A run that selected a model without recording any of its tests (it took part in a family ladder only)
     leaves it to the run with its records."""
     owner: dict[str, dict] = {}
     measured = {id(r): {x["model"] for x in r["results"]["records"] if x.get("model")} for r in runs}
@@ -210,7 +210,7 @@ def model_owners(runs: list) -> dict[str, dict]:
         r["models"] = ms
         for m in ms:
             if m not in measured[id(r)] and any(m in measured[id(o)] for o in runs if o is not r):
-                continue  # selected here for a model-free test only (T13's ladder, `-k` leaving its own tests
+                continue  # selected here for a model-free test only (a family ladder, `-k` leaving its own tests
                 # out): the run with its records owns it
             if m in owner:
                 a, b = owner[m], r
@@ -265,7 +265,8 @@ def failed_models(jobs: list, expect, owner: dict, warnings: list[str]) -> list[
 
 
 def merged_records(runs: list, owner: dict, warnings: list[str]) -> tuple[list[dict], list[str]]:
-    """Each model's records from its run; model-free ones (EQ3's softmax, T13 per family) once: T13 judged over the
+    """Each model's records from its run; model-free ones (a property without a model, a family-level test per family) once: a claim over a family's
+    sizes judged over the
     merged ladder (harness.report.ladder, with a note on how), any other from the first run (a warning when the
     runs' verdicts differ). Returns (records, notes)."""
     records, by_model_test, free = [], {}, defaultdict(list)
@@ -286,12 +287,12 @@ def merged_records(runs: list, owner: dict, warnings: list[str]) -> tuple[list[d
     }  # a reference's, from its derived spec
     notes = []
     for test, kept in free.items():
-        if is_t13(test):
-            rec, note = t13_record(test, kept, by_model_test, list(owner), settings, families)
+        if judged_across_runs(test):
+            rec, note = across_runs_record(test, kept, by_model_test, list(owner), settings, families)
             rec["run"] = rec.get("run") or kept[0][0]
             records.append(rec)
             if note:
-                notes.append(f"T13 [{parse(test).param}]: {note}")
+                notes.append(f"{rec.get('claim')} [{parse(test).param}]: {note}")
             continue
         verdicts = {label: x.get("verdict") for label, x in kept}
         if len(set(verdicts.values())) > 1:

@@ -1,5 +1,5 @@
 """The report of a merged run (harness.report.merge): the run's report (harness.report.document) with a "Merged
-from" section before any verdict (its warnings, each model's run and provenance, the models that failed, how T13
+from" section before any verdict (its warnings, each model's run and provenance, the models that failed, how a
 was judged), and summary.md headed by the runs it merges.
 """
 
@@ -13,7 +13,7 @@ from harness.report.render import to_markdown
 
 
 def merged_blocks(results: dict) -> list:
-    """The "Merged from" section: warnings first, each model's run and provenance, the failed models, T13."""
+    """The "Merged from" section: warnings first, each model's run and provenance, the failed models, the claims judged across runs."""
     info = results.get("merged") or {}
     p = results.get("provenance") or {}
     per = p.get("per_model") or {}

@@ -295,7 +295,7 @@ def ref_labels(refs_per_item: list[list[PaperRef]]) -> dict:
 
 
 def profile_scale(*arrays, signed: bool = False) -> tuple[str, dict]:
-    """The y scale for profiles whose small values matter (T7's later bins, T8's ratios): ("log", {}) when every
+    """The y scale for profiles whose small values matter (the later query bins, the layer ratios): ("log", {}) when every
     finite value is positive (and ``signed`` is not set: a gap can take either sign), else ("symlog",
     {"linthresh": t}) with t the power of ten at or below the smallest non-zero |value| (at least 1e-6), so
     zeros and negative values stay on the axis."""

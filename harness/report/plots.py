@@ -13,7 +13,7 @@ figure names that fill it ("" for the plotted series). Plot kinds (``FigureSpec.
 * ``layer_ratio`` (list per layer, nulls allowed) -> layer-wise ratio by relative depth, one line per model,
   the paper's mean ratio per paper model as dashed lines
 * ``layer_profile`` (list per layer), ``layer_profile.zero`` (a scalar said in the legend)
-  -> a per-layer array by relative depth, one line per model (``LAYER_PROFILES`` names the quantity)
+  -> a per-layer array by relative depth, one line per model (the figure's declared options name the quantity)
 * ``norm_removed`` (fraction per ablated layer), ``.x`` (ablated layers), ``.before``, ``.after``, ``.chance``
   -> the rank-1 MLP ablation: norm removed (with the claim's minimum) and topic accuracy before/after
 * ``sink_vs_probe`` (accuracy [layers][positions]), ``.sink`` (sink [layers][positions]), ``.chance``
@@ -76,44 +76,54 @@ from harness.report.plot_style import (
     val,
 )
 from harness.report.summary_plot import EQUIVALENCE, ONE_SIDED, Criterion, parse_criterion, write_summary
-from harness.spec.claims import CLAIMS, UndeclaredFigure, claim_test
+from harness.spec.claims import CLAIMS, FigureSpec, PlotSpec, UndeclaredFigure, claim_test
 from harness.spec.decision import interval_of
 from harness.stats.heads import decile_split
 
-#: The registry figure holding the paper's value for a plotted series (claim -> series -> figure name).
-PAPER_FROM = {
-    "T7": {"delta_r2_by_bin_causal": "first_bin_causal", "delta_r2_by_bin_bidirectional": "first_bin_bidirectional"},
-    "T8": {"layer_ratio": "mean_layer_ratio"},
-}
+
+def plot_spec(claim: str, kind: str) -> PlotSpec | None:
+    """What a claim's declaration says of one plot kind (its caption and options), or None."""
+    spec = CLAIMS.get(claim)
+    return spec.plots.get(kind) if spec is not None else None
+
+
+def claim_caption(claim: str, kind: str, default: str) -> str:
+    """A plot's caption after the claim id: its declaration's, else ``default``."""
+    return getattr(plot_spec(claim, kind), "caption", None) or default
+
+
+def figure_spec(claim: str, name: str | None) -> FigureSpec | None:
+    """A recorded figure's declaration, or None (undeclared: a results.json of another version)."""
+    spec = CLAIMS.get(claim)
+    try:
+        return spec.figure(name) if spec is not None and name else None
+    except UndeclaredFigure:
+        return None
+
+
+def paper_from(claim: str, series: str | None) -> str | None:
+    """The figure whose paper value is drawn beside a plotted series (its declared ``paper_from``), or None."""
+    f = figure_spec(claim, series)
+    return f.paper_from if f is not None else None
 
 
 class LayerProfile(NamedTuple):
     title: str
     ylabel: str
     embedding_first: bool  # index 0 is the embedding output, then one entry per decoder layer
-    threshold: tuple | None = None  # (claim, threshold name, legend label with {v})
+    threshold: tuple | None = None  # (the claim's threshold name, legend label with {v})
 
 
-LAYER_PROFILES = {
-    "std_position1_by_layer": LayerProfile(
-        "cross-prompt std of the position-1 residual state by layer",
-        "cross-prompt std at position 1\n(max over dimensions, residual units)",
-        True,
-    ),
-    "norm_ratio_by_layer": LayerProfile(
-        "position-0 residual norm over the typical mid-sequence norm by layer",
-        "‖h at position 0‖ / median mid-sequence ‖h‖\n(ratio)",
-        False,
-        ("T9b", "norm_factor", "{v:g}× (claim: more than an order of magnitude)"),
-    ),
-}
-ABLATION_TITLES = {
-    "T6": "each ablation's mean ΔR² over causal, against its criterion",
-    "T9c": "first-bin bidirectional ΔR² after replacing the position-0 state",
-    "T11": "mean ΔR² after targeted vs random-head ablations",
-}
+def layer_profile_spec(claim: str, name: str) -> LayerProfile:
+    """How a per-layer figure is drawn, from its declaration's options (title, ylabel, embedding_first, threshold)."""
+    f = figure_spec(claim, name)
+    o = dict(f.options) if f is not None else {}
+    return LayerProfile(
+        o.get("title", label(name)), o.get("ylabel", label(name)), o.get("embedding_first", False), o.get("threshold")
+    )
 
-# ---- bin profile (T7) -------------------------------------------------------------------------------
+
+# ---- bin profile (§5.5) -----------------------------------------------------------------------------
 
 
 @styled
@@ -127,7 +137,6 @@ def bin_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title: s
     everything = [arr(v) for m in models for k, *_ in curves if isinstance(v := val(by_model[m], k), list)]
     scale = profile_scale(*everything)
     fig, rows = panels(len(models), h=3.4, rows_per=2 if with_gap else 1, sharey="row", extra=(0, 1.0))
-    ref_names = PAPER_FROM.get(claim, {})
     note = ""
     for col, (ax, m) in enumerate(zip(rows[0], models)):
         f = by_model[m]
@@ -147,7 +156,7 @@ def bin_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title: s
         # the paper's first-bin values, left of the first bin: one mark per paper model, in the curve's colour
         per_model: dict = defaultdict(list)
         for key, curve_label, _, color in curves:
-            refs = refs_for(claim, ref_names.get(key), m)
+            refs = refs_for(claim, paper_from(claim, key), m)
             draw_refs(ax, refs, -0.62, 0.42, color=color, ms=5, labels={r.model: "_paper" for r in refs})
             for r in refs:
                 per_model[(r.model, r.label)].append(f"{curve_label} {r.value:.3g}")
@@ -208,11 +217,11 @@ def bin_profile(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
     return save(bin_profile_figure(by_model, roles, **kw), out)
 
 
-# ---- layer-wise ratio and its depth slope (T8) -------------------------------------------------------
+# ---- layer-wise ratio and its depth slope (§5.6) -----------------------------------------------------
 
 
 class SlopeSeries(NamedTuple):
-    """One T8 measurement: a model's layer-wise ratio at one length, the slope its criterion judges (the
+    """One measurement of the layer ratio: a model's layer-wise ratio at one length, the slope its criterion judges (the
     least-squares change of r_l over the whole relative depth, ``measure.depth_slope``) with its 95% CI, and that
     criterion (None where the record carries neither a decision nor a flat bound)."""
 
@@ -225,7 +234,7 @@ class SlopeSeries(NamedTuple):
 
 
 class SlopeGeometry(NamedTuple):
-    """What a T8 panel draws over relative depth ``d``: the fitted line and its 95% CI band (lines through the
+    """What a layer-ratio panel draws over relative depth ``d``: the fitted line and its 95% CI band (lines through the
     layers' centroid with the CI's slopes: a least-squares line passes through it), the threshold lines of the
     criterion through the same centroid, and the held region between them for a band ("flat": inside ±b)."""
 
@@ -235,7 +244,7 @@ class SlopeGeometry(NamedTuple):
     held: tuple[np.ndarray, np.ndarray] | None
 
 
-def slope_series(by_model: dict, roles: dict, records: list | None = None, claim: str = "T8") -> list[SlopeSeries]:
+def slope_series(by_model: dict, roles: dict, records: list | None = None, claim: str = "") -> list[SlopeSeries]:
     """One series per record carrying the plotted ratio (a model measured at two lengths gets two), else one per
     model of ``by_model``; the criterion is the record's decision on the slope, else ± its flat bound."""
     name = next(iter(roles.get("", [])), None)
@@ -282,7 +291,7 @@ def _slope_criterion(record: dict | None, figs: dict, slope: float | None) -> Cr
 
 
 def slope_geometry(s: SlopeSeries, d: np.ndarray) -> SlopeGeometry | None:
-    """The lines a T8 panel draws over depths ``d`` (see SlopeGeometry), None without a recorded slope."""
+    """The lines a layer-ratio panel draws over depths ``d`` (see SlopeGeometry), None without a recorded slope."""
     x = depth(len(s.ratio))
     ok = np.isfinite(s.ratio)
     if s.slope is None or not ok.any():
@@ -315,10 +324,10 @@ def _criterion_words(c: Criterion | None) -> str:
 def layer_ratio_figure(
     by_model: dict, roles: dict, *, claim: str = "", title: str | None = None, records: list | None = None
 ) -> Figure | None:
-    """T8: per measurement (model and length), r_l by relative depth with the fitted depth slope its criterion
+    """Per measurement (model and length), r_l by relative depth with the fitted depth slope its criterion
     judges, the slope's 95% CI as a band, the criterion's threshold slopes (dashed, through the same centre; the held
     region shaded for "flat") and the paper's mean ratios (dotted)."""
-    series = slope_series(by_model, roles, records, claim or "T8")
+    series = slope_series(by_model, roles, records, claim)
     if not series:
         return None
     fig, rows = panels(len(series), w=4.3, h=3.6, extra=(0, 1.0))
@@ -336,7 +345,7 @@ def layer_ratio_figure(
             if geo.band is not None:
                 ax.fill_between(d, *geo.band, color=color, alpha=0.25, lw=0, label="95% CI of the fitted slope")
             ax.plot(d, geo.fit, "-", color=color, lw=2, label="fitted depth slope (least squares)")
-        for r in refs_for(claim, PAPER_FROM.get(claim, {}).get("layer_ratio"), s.model):
+        for r in refs_for(claim, paper_from(claim, next(iter(roles.get("", [])), None)), s.model):
             c, _ = paper_style(r.model)
             ax.axhline(r.value, color=c, lw=1.0, ls=":", label=f"{r.label} mean r_l: {r.value:.2f}")
         head = f"{s.model}" + (f", {s.seq_len:g} tokens" if s.seq_len else "")
@@ -357,7 +366,7 @@ def layer_ratio(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
     return save(layer_ratio_figure(by_model, roles, **kw), out)
 
 
-# ---- per-layer arrays (T9a, T9b) --------------------------------------------------------------------
+# ---- per-layer arrays (App. A) ---------------------------------------------------------------------
 
 
 @styled
@@ -368,7 +377,7 @@ def layer_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title:
     )
     if name is None:
         return None
-    spec = LAYER_PROFILES.get(name, LayerProfile(label(name), label(name), False))
+    spec = layer_profile_spec(claim, name)
     series = {m: arr(v) for m, f in by_model.items() if isinstance(v := val(f, name), list) and v}
     fig = new(7.5, 5.0)
     ax = fig.subplots()
@@ -377,9 +386,9 @@ def layer_profile_figure(by_model: dict, roles: dict, *, claim: str = "", title:
         ax.plot(depth(len(y)), y, "o-", ms=3.5, lw=1.2, color=color, label=f"{m} ({layers} layers)")
     extra = []
     if spec.threshold:
-        c, t, text = spec.threshold
+        t, text = spec.threshold
         try:
-            v = CLAIMS[c].threshold(t)
+            v = CLAIMS[claim].threshold(t)
             ax.axhline(v, color="black", lw=1, ls="--", label=text.format(v=v))
             extra.append(v)
         except KeyError:
@@ -405,7 +414,7 @@ def layer_profile(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
     return save(layer_profile_figure(by_model, roles, **kw), out)
 
 
-# ---- rank-1 MLP ablation (T12) ----------------------------------------------------------------------
+# ---- rank-1 MLP ablation (App. B) -------------------------------------------------------------------
 
 
 @styled
@@ -415,7 +424,8 @@ def norm_removed_figure(by_model: dict, roles: dict, *, claim: str = "", title: 
     if not series:
         return None
     try:
-        floor = CLAIMS[claim].threshold("min_norm_removed") if claim in CLAIMS else None
+        floor_name = getattr(plot_spec(claim, "norm_removed"), "options", {}).get("floor")
+        floor = CLAIMS[claim].threshold(floor_name) if floor_name else None
     except KeyError:
         floor = None
     acc = {
@@ -491,7 +501,7 @@ def norm_removed(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
     return save(norm_removed_figure(by_model, roles, **kw), out)
 
 
-# ---- sink vs probe accuracy (T1) --------------------------------------------------------------------
+# ---- sink vs probe accuracy (§5.1) ------------------------------------------------------------------
 
 
 def _grid(v) -> np.ndarray | None:
@@ -567,12 +577,12 @@ def sink_vs_probe(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
     return save(sink_vs_probe_figure(by_model, roles, **kw), out)
 
 
-# ---- sink heatmap (T3) ------------------------------------------------------------------------------
+# ---- sink heatmap (§5.2) ----------------------------------------------------------------------------
 
 
 def top_decile(strength: np.ndarray, frac: float = 0.1) -> np.ndarray:
     """Flat indices of the top ``frac`` of heads (ceil, at least 1; ties to the lower index): the top group of
-    harness.stats.heads.decile_split, which picks them for T3, with NaN heads ranked last."""
+    harness.stats.heads.decile_split, which picks them for the consistency comparison, with NaN heads ranked last."""
     s = np.nan_to_num(np.asarray(strength, dtype=float).ravel(), nan=-np.inf)
     return decile_split(s, frac)[0]
 
@@ -604,7 +614,7 @@ def sink_heatmap_figure(
             mec="red",
             mew=1.2,
             ls="none",
-            label=f"top-decile heads ({len(top)}, the heads T3 compares)",
+            label=f"top-decile heads ({len(top)}, the heads compared)",
         )
         legend(fig, ax, outside=True)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -628,15 +638,13 @@ def heatmap_vmax(by_model: dict, roles: dict) -> float | None:
     return float(max(highs)) if highs else None
 
 
-# ---- bars (T2 sink conditions, T6 / T9c / T11 ablations) ---------------------------------------------
+# ---- bars (sink conditions, ablations) ----------------------------------------------------------------
 
-SINK_CONDITIONS = {
-    "sink_at_8_bos_moved": "position 8, BOS moved to 8",
-    "sink_at_8_default": "position 8, default",
-    "sink_at_0_default": "position 0, default",
-    "sink_at_0_random_token": "position 0, rare token at 0",
-    "sink_at_0_no_bos": "position 0, no BOS",
-}
+
+def bar_label(claim: str, name: str) -> str:
+    """A bar's legend label: its figure's declared ``label`` option, else its name in words."""
+    f = figure_spec(claim, name)
+    return (f.options.get("label") if f is not None else None) or label(name)
 
 
 @styled
@@ -656,7 +664,7 @@ def sink_bars_figure(by_model: dict, roles: dict, *, claim: str = "", title: str
             v = val(by_model[m], n)
             if not scalar(v):
                 continue
-            ax.bar(pos, float(v), 0.55, color=colors[n], label=SINK_CONDITIONS.get(n, label(n)))
+            ax.bar(pos, float(v), 0.55, color=colors[n], label=bar_label(claim, n))
             draw_refs(ax, refs_for(claim, n, m, by_model[m].get(n)), pos + 0.28, 0.4)
             pos += 1
         centres.append(((start + pos - 1) / 2, m))
@@ -708,7 +716,7 @@ def ablation_bars_figure(claim: str, model: str, figs: dict, roles: dict, *, tit
     wide = max(map(len, names)) > 12
     ax.set_xticks(xs, names, rotation=20 if wide else 0, ha="right" if wide else "center")
     first_bin = all(n.startswith("first_bin") for n, _ in items)
-    ranged = any("range" in (f.get("note") or "") for _, f in items)  # T11's random heads: min-max over draws
+    ranged = any("range" in (f.get("note") or "") for _, f in items)  # random heads: min-max over draws
     bars_note = "; random heads: min–max over draws" if ranged else ""
     ax.set(
         ylabel=("first-bin ΔR²" if first_bin else "mean ΔR²") + "\n(fraction of variance)",
@@ -716,7 +724,9 @@ def ablation_bars_figure(claim: str, model: str, figs: dict, roles: dict, *, tit
     )
     if any(refs):  # a bar chart of this run alone needs no legend (one that would sit over a bar)
         legend(fig, ax, outside=True, ncols=1)
-    add_title(fig, f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {model}" if title is None else title)
+    add_title(
+        fig, f"{claim} — {claim_caption(claim, 'ablation_bars', 'ablations')} — {model}" if title is None else title
+    )
     return fig
 
 
@@ -724,32 +734,16 @@ def ablation_bars(claim: str, model: str, figs: dict, roles: dict, out: Path, **
     return save(ablation_bars_figure(claim, model, figs, roles, **kw), out)
 
 
-# ---- T6: the ratios its criteria judge ----------------------------------------------------------------
+# ---- ratios a claim's criteria judge -----------------------------------------------------------------
 
 
 class RatioCriterion(NamedTuple):
+    """One ratio a claim's criteria judge, as its declaration's "ablation_ratios" options give it (figure -> these)."""
+
     label: str
-    threshold: str  # the claim registry's threshold
+    threshold: str  # the claim's threshold
     held: str  # "below" or "above" the threshold, or "within" a factor of it either way
     paper_from: tuple[str, str] | None  # (numerator, denominator) figures whose paper values give the paper's ratio
-
-
-#: T6's judged ratios (claims/test_s5_4_ablations.py), in the order drawn.
-T6_RATIOS = {
-    "bidirectional_over_causal": RatioCriterion("bidirectional\n/ causal", "bi_at_most", "below", None),
-    "identity_over_causal": RatioCriterion(
-        "identity-RoPE\n/ causal", "rise_at_least", "above", ("mean_delta_identity_rope", "mean_delta_causal")
-    ),
-    "scrambled_over_causal": RatioCriterion(
-        "scrambled-RoPE\n/ causal", "rise_at_least", "above", ("mean_delta_scrambled_rope", "mean_delta_causal")
-    ),
-    "identity_over_scrambled": RatioCriterion(
-        "identity-RoPE\n/ scrambled-RoPE",
-        "nearly_equal",
-        "within",
-        ("mean_delta_identity_rope", "mean_delta_scrambled_rope"),
-    ),
-}
 
 
 class RatioItem(NamedTuple):
@@ -765,11 +759,12 @@ class RatioItem(NamedTuple):
 
 
 def ratio_items(claim: str, model: str, figs: dict) -> list[RatioItem]:
-    """T6's recorded ratios with their criteria from the registry; the paper's ratio is the registry's value where it
-    has one, else the ratio of the paper's two mean ΔR² (Table 6) it divides."""
+    """A claim's recorded ratios with their criteria (its declaration's "ablation_ratios"); the paper's ratio is the
+    declared value where there is one, else the ratio of the paper's two figures it divides."""
     spec = CLAIMS.get(claim)
     out = []
-    for name, c in T6_RATIOS.items():
+    ratios = getattr(plot_spec(claim, "ablation_ratios"), "options", {})
+    for name, c in ((n, RatioCriterion(*v)) for n, v in ratios.items()):
         f = figs.get(name) or {}
         if spec is None or not scalar(f.get("value")):
             continue
@@ -799,7 +794,7 @@ def _ratio_ticks(ax, lo: float, hi: float):
 
 @styled
 def ablation_ratios_figure(claim: str, model: str, figs: dict, *, title: str | None = None) -> Figure | None:
-    """T6 on one model: each judged ratio of an ablation's mean ΔR² to causal (and identity- to scrambled-RoPE) with
+    """One model: each judged ratio of an ablation's mean ΔR² to causal (and identity- to scrambled-RoPE) with
     its paired 95% CI, over the held side of its criterion (shaded, the threshold dashed) and the paper's ratios."""
     items = ratio_items(claim, model, figs)
     if not items:
@@ -851,7 +846,9 @@ def ablation_ratios_figure(claim: str, model: str, figs: dict, *, title: str | N
         ylabel="ablated / causal mean ΔR²\n(ratio, log scale)",
     )
     legend(fig, ax, outside=True, ncols=2)
-    add_title(fig, f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {model}" if title is None else title)
+    add_title(
+        fig, f"{claim} — {claim_caption(claim, 'ablation_bars', 'ablations')} — {model}" if title is None else title
+    )
     return fig
 
 
@@ -859,15 +856,7 @@ def ablation_ratios(claim: str, model: str, figs: dict, out: Path, **kw) -> Path
     return save(ablation_ratios_figure(claim, model, figs, **kw), out)
 
 
-# ---- T11: reductions by targeted and random-head ablations ------------------------------------------------
-
-#: T11's reductions of mean ΔR² (1 − ablated / unablated; claims/test_s5_8_targeted.py) and the margins it judges.
-REDUCTIONS = {
-    "reduction_rank1": "rank-1 probe\nprojected out",
-    "reduction_sink_heads": "top-decile\nsink heads",
-    "reduction_random_heads": "random heads\n(mean of draws)",
-}
-MARGINS = {"random_minus_rank1": "rank-1 probe", "random_minus_sink_heads": "top-decile sink heads"}
+# ---- reductions by targeted and random-head ablations -----------------------------------------------------
 
 
 class Measured(NamedTuple):
@@ -878,7 +867,7 @@ class Measured(NamedTuple):
 
 
 class ReductionPanel(NamedTuple):
-    """One model's T11 figures: the three reductions, the random draws' own reductions, and the judged margins
+    """One model's reductions figures: the reductions, the random draws' own reductions, and the judged margins
     (mean random reduction − |targeted reduction|, held above 0)."""
 
     model: str
@@ -886,6 +875,7 @@ class ReductionPanel(NamedTuple):
     draws: np.ndarray
     random_mean: float | None
     margins: list[Measured]
+    random: str  # the random control's reduction (one of ``reductions``' names)
 
     def targeted_band(self) -> tuple[float, float] | None:
         """The targeted reductions a margin holds for at the point estimates: |reduction| below the random mean
@@ -902,21 +892,25 @@ def _measured(figs: dict, names: dict) -> list[Measured]:
     ]
 
 
-def reduction_panels(by_model: dict) -> list[ReductionPanel]:
+def reduction_panels(by_model: dict, claim: str) -> list[ReductionPanel]:
+    """One panel per model with the reductions the claim's declaration names (its "reductions" options: the
+    reductions by label, the margins, the random control's figure and its draws')."""
+    o = getattr(plot_spec(claim, "reductions"), "options", {})
     out = []
     for m, figs in by_model.items():
-        reductions = _measured(figs, REDUCTIONS)
+        reductions = _measured(figs, o.get("reductions", {}))
         if not reductions:
             continue
-        draws = val(figs, "reduction_random_heads_by_draw")
-        random_mean = next((r.value for r in reductions if r.name == "reduction_random_heads"), None)
+        draws = val(figs, o.get("draws", ""))
+        random_mean = next((r.value for r in reductions if r.name == o.get("random")), None)
         out.append(
             ReductionPanel(
                 m,
                 reductions,
                 arr(draws) if isinstance(draws, list) else np.array([]),
                 random_mean,
-                _measured(figs, MARGINS),
+                _measured(figs, o.get("margins", {})),
+                o.get("random", ""),
             )
         )
     return out
@@ -944,12 +938,12 @@ def _span(items: list[Measured], *extra: float) -> tuple[float, float]:
 
 
 @styled
-def reductions_figure(by_model: dict, *, claim: str = "T11", title: str | None = None) -> Figure | None:
-    """T11, one column per model: above, each ablation's reduction of mean ΔR² with its 95% CI (the random draws as
+def reductions_figure(by_model: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
+    """One column per model: above, each ablation's reduction of mean ΔR² with its 95% CI (the random draws as
     dots, the paper's values where the registry holds them), the random control's criterion (its CI above 0) and,
     shaded, the targeted reductions smaller than the random mean; below, the margins the criterion judges (mean
     random reduction − |targeted reduction|, held when the CI lies above 0)."""
-    panels_ = reduction_panels(by_model)
+    panels_ = reduction_panels(by_model, claim)
     if not panels_:
         return None
     with_margins = any(p.margins for p in panels_)
@@ -957,7 +951,7 @@ def reductions_figure(by_model: dict, *, claim: str = "T11", title: str | None =
     for col, p in enumerate(panels_):
         ax = rows[0][col]
         xs = np.arange(len(p.reductions), dtype=float)
-        targeted = [i for i, r in enumerate(p.reductions) if r.name != "reduction_random_heads"]
+        targeted = [i for i, r in enumerate(p.reductions) if r.name != p.random]
         band = p.targeted_band()
         if band is not None and targeted:
             ax.fill_between(
@@ -978,7 +972,7 @@ def reductions_figure(by_model: dict, *, claim: str = "T11", title: str | None =
                 fontsize=8,
             )
         ax.axhline(0.0, color="black", lw=1.1, ls="--", label="0: the random control holds when its CI lies above")
-        random_x = [x for x, r in zip(xs, p.reductions) if r.name == "reduction_random_heads"]
+        random_x = [x for x, r in zip(xs, p.reductions) if r.name == p.random]
         if random_x and p.draws.size:
             offsets = np.linspace(0.15, 0.3, p.draws.size)
             ax.plot(random_x[0] + offsets, p.draws, ".", color="grey", ms=5, label="one random draw")
@@ -1020,7 +1014,7 @@ def reductions(by_model: dict, out: Path, **kw) -> Path | None:
     return save(reductions_figure(by_model, **kw), out)
 
 
-# ---- length scaling (T10) ---------------------------------------------------------------------------
+# ---- length scaling (§5.8) -------------------------------------------------------------------------
 
 
 def fits_coincide(a, b, rtol: float = 1e-6) -> bool:
@@ -1134,8 +1128,10 @@ PER_CLAIM = {
 
 def _claim_title(claim: str, kind: str, what: str | None, roles: dict, by_model: dict) -> str:
     if what is None and kind == "layer_profile":
-        name = next((n for n in roles.get("", []) if n in LAYER_PROFILES), None)
-        what = LAYER_PROFILES[name].title if name else label(next(iter(roles.get("", [])), kind))
+        titled = (
+            f.options["title"] for n in roles.get("", []) if (f := figure_spec(claim, n)) and "title" in f.options
+        )
+        what = next(titled, None) or label(next(iter(roles.get("", [])), kind))
     return f"{claim} — {what}"
 
 
@@ -1155,10 +1151,6 @@ SUMMARY_TITLE = (
     "Every decision of the run: its estimate and 95% CI against its threshold, coloured by verdict "
     "(one-sided criteria as the distance past the threshold, equivalences as the position in their band)"
 )
-#: Claims whose criteria judge ratios (T6) or reductions (T11) rather than the ablation bars' mean ΔR²: drawn as
-#: what the criteria test, the bars only where those figures were not recorded.
-RATIO_CLAIMS = ("T6",)
-REDUCTION_CLAIMS = {"T11": "reduction of mean ΔR² by targeted vs random-head ablations, against the criterion"}
 
 
 def make_all(results: dict, fig_dir: Path) -> list[Plot]:
@@ -1201,8 +1193,10 @@ def make_all(results: dict, fig_dir: Path) -> list[Plot]:
                     **({"records": records[claim]} if kind == "layer_ratio" else {}),
                 )
         bars = "ablation_bars" in kinds
-        if claim in REDUCTION_CLAIMS:
-            caption = f"{claim} — {REDUCTION_CLAIMS[claim]}"
+        # a claim whose criteria judge ratios or reductions rather than the bars' mean ΔR² declares that plot: drawn
+        # as what the criteria test, the bars only where those figures were not recorded
+        if plot_spec(claim, "reductions") is not None:
+            caption = f"{claim} — {claim_caption(claim, 'reductions', 'reductions')}"
             bars &= not add(
                 claim, None, caption, reductions, by_model, d / _slug(claim, "reductions"), claim=claim, title=""
             )
@@ -1225,10 +1219,12 @@ def make_all(results: dict, fig_dir: Path) -> list[Plot]:
             if not bars:
                 continue
             caption, out = (
-                f"{claim} — {ABLATION_TITLES.get(claim, 'ablations')} — {m}",
+                f"{claim} — {claim_caption(claim, 'ablation_bars', 'ablations')} — {m}",
                 d / _slug(claim, "ablations", m),
             )
-            if claim in RATIO_CLAIMS and add(claim, m, caption, ablation_ratios, claim, m, figs, out, title=""):
+            if plot_spec(claim, "ablation_ratios") is not None and add(
+                claim, m, caption, ablation_ratios, claim, m, figs, out, title=""
+            ):
                 continue
             add(claim, m, caption, ablation_bars, claim, m, figs, kinds["ablation_bars"], out, title="")
     return plots

@@ -58,7 +58,7 @@ def md_escape(text) -> str:
 
     ``&`` and ``<`` as entities, so no tag, comment, autolink or entity of its own renders; a backslash doubled and the
     ``]`` of ``](`` and ``][``, the ``[`` of ``![`` and the ``]`` that closes a label at a line's start before ``:``
-    backslash-escaped, so no link, image or link definition forms (an interval "[0.3, 0.5]" and "T13 [llama]: …" stay
+    backslash-escaped, so no link, image or link definition forms (an interval "[0.3, 0.5]" and "B13 [llama]: …" stay
     as written); the ``:`` of ``://`` and the ``.`` of ``www.`` as
     entities, so no bare address becomes a link (GitHub's autolinks). A ``>`` opens nothing without a ``<``: it stays
     as it is, so "A -> B" and ">= 0.87" read the same in the raw file. The suite's own links are ``Link`` cells and

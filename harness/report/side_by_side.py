@@ -4,7 +4,7 @@ runs), or one model under two transformers versions (two runs).
 ``python -m harness.report side-by-side RUN[#MODEL] RUN[#MODEL] [--out DIR]`` writes side_by_side.md and
 side_by_side.html (DIR defaults to the folder of the first run's results.json). RUN is a results.json or its run
 folder; MODEL picks one model of that run and may be omitted when the run has exactly one. Each side holds that
-model's records and the run's model-free ones (EQ3's softmax, T13 per family), matched by test: a model's record
+model's records and the run's model-free ones (a property without a model, a family-level test per family), matched by test: a model's record
 by its node id without the ``[model]`` parameter, a model-free one by its whole node id.
 
 The document: each side's provenance (and a warning when the runs' settings differ), one row per claim test in
@@ -97,13 +97,13 @@ def sides(specs: list[str]) -> tuple[Side, Side]:
 
 def match_key(r: dict) -> str:
     """What a record is matched by across sides: the test without its [model] parameter; for a model-free record
-    (EQ3's softmax, T13 per family), its whole test id."""
+    (a property without a model, a family-level test per family), its whole test id."""
     return test_name(r) if r.get("model") else parse(r["test"]).test
 
 
 def side_records(s: Side) -> dict:
     """{test key: record} of one side: its model's records and the run's model-free ones that concern it (a
-    family-level record only for the side model's family: T13 of the llama family is not a Qwen model's)."""
+    family-level record only for the side model's family: the llama family's is not a Qwen model's)."""
     family = model_family(s)
     return {
         match_key(r): r
@@ -121,7 +121,7 @@ def model_family(s: Side) -> str | None:
 
 
 def family_param(r: dict) -> str | None:
-    """The family a family-level test ran for ("…[llama]" of T13), or None."""
+    """The family a family-level test ran for ("…[llama]"), or None."""
     param = parse(r["test"]).param
     return param if param in FAMILIES else None
 

@@ -73,7 +73,7 @@ class SummaryRow(NamedTuple):
     [−1, 1]), unclipped; ``numbers`` is the row as recorded ("0.187 [0.156, 0.252] < 0.46")."""
 
     claim: str
-    label: str  # "T6 · reduced · smollm2"
+    label: str  # "<claim> · reduced · smollm2"
     kind: str
     low: float
     estimate: float
@@ -140,7 +140,7 @@ def short_models(models) -> dict[str, str]:
 
 def check_name(check: str, record: dict) -> str:
     """The check's short name: the part after the colon when the part before it only names the test or helper that
-    judged it ("test_T6_...: reduced" -> "reduced"), else the whole check ("bi+replace-Lstar: direction")."""
+    judged it ("test_<claim>_...: reduced" -> "reduced"), else the whole check ("bi+replace-Lstar: direction")."""
     where, sep, what = str(check or "").partition(": ")
     if not sep:
         return where or test_name(record)

@@ -40,7 +40,8 @@ from harness.run.options import pytest_addoption  # noqa: F401  (the hook, on th
 from harness.run.records import RecordCollector
 from harness.run.selection import UsageError
 from harness.run.terminal import terminal_writer
-from harness.spec.claims import Target, claim, family_sizes
+from harness.spec.applies import Target, family_sizes
+from harness.spec.claims import claim
 from harness.spec.models import FAMILIES, REGISTRY, WeightsUnavailable, names
 
 RUN = pytest.StashKey[RunContext]()
@@ -144,7 +145,7 @@ def pytest_collection_modifyitems(config, items):
         if rehearses:  # random weights: no known outcome, and its verdict is "rehearsed" (pytest_runtest_call)
             item.stash[REHEARSES] = rehearses
         verdict_key = run.requested.verdict_key()
-        family = params.get("family")  # a family-level test (T13) is recorded under its ladder
+        family = params.get("family")  # a family-level test is recorded under its ladder
         key = model or (known_outcomes.ladder_key(family_sizes(family, run.models)) if family else None)
         known = None if rehearses else known_outcomes.lookup(item.originalname, key, verdict_key, run.known_outcomes)
         if known:
@@ -160,7 +161,7 @@ def pytest_collection_modifyitems(config, items):
 
 def rehearsal_of(model: str | None, family: str | None, selected) -> str | None:
     """The paper model(s) a claim test rehearses: its model's (``ModelSpec.rehearses``), or for a per-family test
-    (T13) those of the rehearsals on its ladder; None for any other test."""
+    those of the rehearsals on its ladder; None for any other test."""
     names = [model] if model else family_sizes(family, selected) if family else []
     return ", ".join(r for r in (REGISTRY[m].rehearses for m in names) if r) or None
 
@@ -283,7 +284,7 @@ def pytest_runtest_setup(item):
     """A claim test its model's prediction does not apply to ends here, as ``NotApplicable``. A ClaimNotHeld raised
     while setting a claim test up (in a fixture) is not the claim's own assertion: it is a harness error, never
     accepted by a recorded known outcome. The forward work booked to a test starts here, so passes run by its
-    fixtures (T11's, T9c's) are booked to it."""
+    fixtures (the targeted and position-0 ablations') are booked to it."""
     if NOT_APPLICABLE in item.stash:  # before any fixture: nothing is loaded or measured for it
         skip_not_applicable(item, item.stash[NOT_APPLICABLE])
     workload = item.config.stash[WORKLOAD]
@@ -337,7 +338,7 @@ def pytest_runtest_call(item):
             if mismatch:
                 raise KnownOutcomeMismatch(mismatch) from e
             raise
-        except NotApplicable as e:  # decided by the body from what it measured (T1: every top sink at position 0)
+        except NotApplicable as e:  # decided by the body from what it measured (every top sink at position 0, say)
             skip_not_applicable(item, str(e))
 
 

@@ -12,7 +12,7 @@ from typing import Collection
 from harness.capture import corpus
 from harness.model import references, rehearsal
 from harness.model.cache import CacheError, cache_root
-from harness.spec.claims import CLAIMS, length_past_window
+from harness.spec.claims import CLAIMS
 from harness.spec.models import (
     LADDER_GROUPS,
     REGISTRY,
@@ -43,7 +43,7 @@ def selected_models(option: str, log=print) -> tuple[str, ...]:
             out += names("bundled") + names("paper")
         elif token in ("bundled", "paper", "extra"):
             out += names(token)
-        elif token in LADDER_GROUPS:  # a ladder of real sizes across groups (T13 on real weights)
+        elif token in LADDER_GROUPS:  # a ladder of real sizes across groups (the size-ladder claim on real weights)
             out += list(LADDER_GROUPS[token])
         elif token == "rehearsal" or token.endswith(rehearsal.SUFFIX):  # registered when a run names them
             rehearsal.register_rehearsals()
@@ -147,21 +147,16 @@ def _registered(token: str) -> str:
 
 def prompt_sets(settings: Settings, spec) -> list[tuple[int, int, str]]:
     """(prompts, tokens each, which options or claim ask for it) of every topic prompt set a run of the claims
-    draws on ``spec`` (the run's, the probes', T7's 512-token bins, T8 past a sliding window)."""
-    s, t7 = settings, CLAIMS["T7"].threshold("seq_len")
+    draws on ``spec``: the run's, the probes', and each claim's own (its declaration's ``draws``)."""
+    s = settings
     out = [
         (s.n_prompts, s.seq_len, "--n-prompts and --seq-len"),
         (s.n_probe_prompts, s.seq_len, "--n-probe-prompts and --seq-len"),
-        (s.n_prompts, max(s.seq_len, t7), f"T7's query bins at {t7} tokens or --seq-len, with --n-prompts"),
     ]
-    if spec.sliding_window:
-        out.append(
-            (
-                s.n_prompts,
-                length_past_window(spec.sliding_window, s.seq_len),
-                "T8 past the sliding window, with --n-prompts",
-            )
-        )
+    for c in CLAIMS.values():
+        for d in c.draws:
+            if (length := d.length(s.seq_len, spec)) is not None:
+                out.append((s.n_prompts, length, f"{c.id}'s {d.what}, with --n-prompts"))
     return out
 
 

@@ -137,7 +137,7 @@ EXTRA = [
     ),
 ]
 
-#: Ladders of real sizes across groups, by selection name (``--models qwen-ladder``): T13 on real weights.
+#: Ladders of real sizes across groups, by selection name (``--models qwen-ladder``): the size-ladder claim on real weights.
 LADDER_GROUPS = {"qwen-ladder": ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")}
 
 

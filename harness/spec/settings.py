@@ -20,8 +20,8 @@ class Settings:
     n_pairs: int = 4000
     n_perm: int = 1000
     n_boot: int = 1000
-    n_probe_prompts: int = 64  # topic probes (T1, T12): 16 per topic for 5-fold CV
-    n_random_draws: int = 10  # random-head controls (T11): at least 10 (T11's "draws" threshold)
+    n_probe_prompts: int = 64  # topic probes (§5.1, App. B): 16 per topic for 5-fold CV
+    n_random_draws: int = 10  # random-head controls (§5.8): at least 10 (the claim's "draws" threshold)
     seed: int = 0
     batch_size: int = 8
     device: str = "cpu"
@@ -75,7 +75,7 @@ class Settings:
                     ""
                     if longest == self.seq_len
                     else f", {causal_pairs(longest):,} at the {longest} tokens of "
-                    f"T7's query bins (the longest prompts drawn from)"
+                    f"{longest_pair_draw(self.seq_len)[1]} (the longest prompts drawn from)"
                 )
                 + f", and from {most:,} on the stratified draw (an equal share per query bin) takes every "
                 f"pair of them; choose at most {most}"
@@ -128,9 +128,21 @@ def causal_pairs(seq_len: int) -> int:
     return seq_len * (seq_len + 1) // 2
 
 
+def longest_pair_draw(seq_len: int) -> tuple[int, str]:
+    """(tokens, whose) of the longest prompts a run at ``seq_len`` draws (query, key) pairs from: the run's, or a
+    claim's longer prompt set (its ``PromptDraw`` with ``pairs``)."""
+    longest = (seq_len, "the run's prompts")
+    for c in CLAIMS.values():
+        for d in c.draws:
+            n = d.length(seq_len, None) if d.pairs else None
+            if n is not None and n > longest[0]:
+                longest = (n, f"{c.id}'s {d.what}")
+    return longest
+
+
 def pair_length(seq_len: int) -> int:
-    """The longest prompts a run at ``seq_len`` draws pairs from: ``seq_len``, or T7's query bins (512 tokens)."""
-    return max(seq_len, int(CLAIMS["T7"].threshold("seq_len")))
+    """The longest prompts a run at ``seq_len`` draws pairs from (``longest_pair_draw``)."""
+    return longest_pair_draw(seq_len)[0]
 
 
 def max_pairs(seq_len: int) -> int:

@@ -1,6 +1,6 @@
 """Rank-1 directions (paper §4, §5.8, App. B): the direction of the residual stream that best predicts
-position (T11's subspace ablation) and the dominant direction of an MLP's output with the share of its norm
-that direction carries (T12). Pure numpy, float64.
+position (the §5.8 subspace ablation) and the dominant direction of an MLP's output with the share of its norm
+that direction carries (the App. B rank-1 MLP ablation). Pure numpy, float64.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ __all__ = ["rank1_direction", "project_out", "dominant_direction", "fraction_nor
 
 
 # --------------------------------------------------------------------------
-# Rank-1 directions (T11, T12)
+# Rank-1 directions (the position-probe and MLP ablations)
 # --------------------------------------------------------------------------
 def rank1_direction(states: np.ndarray, positions: np.ndarray, alpha: float = 1e-3) -> np.ndarray:
     """Unit vector of the linear readout of position: ridge of centred position on centred states.

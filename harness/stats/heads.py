@@ -3,8 +3,9 @@ bottom deciles by sink-reading strength, and the first principal component of it
 Pure numpy, float64, on arrays a capture produced.
 
 * ``cosine_consistency`` / ``decile_split`` – cross-prompt cosine consistency of each head's output, and the
-  top / bottom decile by sink-reading strength (T3, T11).
-* ``pc1_scores`` – each prompt's score on the first principal component of a head's outputs (T4's probe reads it).
+  top / bottom decile by sink-reading strength (the sink-head comparisons).
+* ``pc1_scores`` – each prompt's score on the first principal component of a head's outputs (the token-0 identity
+  probe reads it).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ __all__ = ["cosine_consistency", "decile_split", "pc1_scores"]
 
 
 # --------------------------------------------------------------------------
-# Cosine consistency and deciles (T3, T11)
+# Cosine consistency and deciles (the sink-head comparisons)
 # --------------------------------------------------------------------------
 def cosine_consistency(outputs: np.ndarray) -> np.ndarray:
     """Mean pairwise cosine similarity across prompts, per head: [n_prompts, *heads, d] -> [*heads].
@@ -102,7 +103,7 @@ def decile_split(strength: np.ndarray, frac: float = 0.1) -> tuple[np.ndarray, n
 
 
 # --------------------------------------------------------------------------
-# The first principal component of a head's outputs (T4: harness.stats.sinks.pc1_heldout_identity)
+# The first principal component of a head's outputs (harness.stats.sinks.pc1_heldout_identity)
 # --------------------------------------------------------------------------
 def pc1_scores(outputs: np.ndarray) -> tuple[np.ndarray, float]:
     """(each prompt's score on the first principal component of ``outputs`` [n_prompts, d] centred, that component's

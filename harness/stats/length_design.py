@@ -1,4 +1,4 @@
-"""The design of the length-scaling measurement (paper §4 "Length-scaling", §5.8; claim T10), pure numpy.
+"""The design of the length-scaling measurement (paper §4 "Length-scaling", §5.8), pure numpy.
 
 §4: "For length-scaling we capture logits at the first four layers and heads of Llama-3.2-1B at sixteen sequence
 lengths"; "For ΔR² we sample stratified causal pairs". The suite reads "logits" as the post-softmax weights (as the

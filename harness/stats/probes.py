@@ -1,14 +1,14 @@
 """Topic probes (paper §4, §5.1, App. B): pure numpy / scikit-learn, float64; nothing here runs a model.
 
-* ``topic_probe_accuracy`` / ``topic_probe_grid`` – the topic-decodability probe of a position (T1, T12):
+* ``topic_probe_accuracy`` / ``topic_probe_grid`` – the topic-decodability probe of a position (§5.1, App. B):
   PCA then multinomial logistic regression, 5-fold stratified CV, the PCA fitted inside every training fold.
 * ``chance_level`` / ``binomial_sf`` / ``above_chance`` – chance level and an exact one-sided binomial test
   of "decodable above chance".
 * ``accuracy_upper_bound`` / ``equivalence_prompts`` – "at chance" as an equivalence: the one-sided Clopper-Pearson
   upper bound of an accuracy, and the prompt count at which an accuracy at exactly chance passes a bound with a
-  given power (T1).
+  given power (the §5.1 check that the highest-sink cells are at chance).
 * ``token_identity_accuracy`` – the accuracy a classifier knowing only one token's identity reaches on the same
-  folds (T1's token-at-0 baseline).
+  folds (the token-at-0 identity baseline of the topic probe).
 
 Sink-reading head statistics are in ``harness.stats.heads``, rank-1 directions in ``harness.stats.directions``. The
 paper's text lost most of its symbols; every reading we had to make is stated in the function's docstring
@@ -60,7 +60,7 @@ def noise_tol(X: np.ndarray, s: np.ndarray) -> float:
 
 
 # --------------------------------------------------------------------------
-# Topic probe (T1)
+# Topic probe (§5.1 Table 1)
 # --------------------------------------------------------------------------
 def effective_n_components(requested: int, n_train: int, d: int) -> int:
     """The component guard: min(requested, n_train - 1, d), at least 1.
@@ -267,7 +267,7 @@ def above_chance(acc: float, n: int, chance: float, alpha: float = 0.05) -> bool
 
 
 # --------------------------------------------------------------------------
-# "At chance" as an equivalence (T1), and the token-identity baseline
+# "At chance" as an equivalence (§5.1), and the token-identity baseline
 # --------------------------------------------------------------------------
 def accuracy_upper_bound(acc: float, n: int, alpha: float = 0.05) -> float:
     """One-sided (1 - alpha) Clopper-Pearson upper bound of a probe accuracy: k = round(acc * n) correct of n
@@ -316,7 +316,7 @@ def token_identity_accuracy(tokens: np.ndarray, labels: np.ndarray, folds: int =
     majority label of the training prompts with the same token (ties -> smallest label), or the training majority
     when its token is not in the training fold. The folds are ``topic_probe_grid``'s (same ``folds`` and ``seed``),
     so the baseline and the probe are scored on identical partitions: what a classifier knowing only the token
-    there (e.g. the token at 0, whose state is a function of it alone under causal attention, EQ7) can reach."""
+    there (e.g. the token at 0, whose state is a function of it alone under causal attention, Eq. 7) can reach."""
     tokens, labels = np.asarray(tokens), np.asarray(labels)
     if tokens.shape != labels.shape or tokens.ndim != 1:
         raise ValueError(f"tokens and labels must be [n_prompts], got {tokens.shape} and {labels.shape}")

@@ -1,4 +1,4 @@
-"""Length scaling of mean leakage (paper §4 "Length-scaling", §5.8; claim T10), pure numpy, float64.
+"""Length scaling of mean leakage (paper §4 "Length-scaling", §5.8), pure numpy, float64.
 
 The paper: "Mean ΔR² decays with sequence length.  A piecewise model that is flat below
 [L0] and decays as [L^b] above is preferred over a single power law by AIC by [Δ]."
@@ -188,8 +188,8 @@ def interior_breakpoint(L: ArrayLike, L0: float) -> bool:
 
 
 def _composition(base: np.ndarray, bi: np.ndarray) -> dict[str, np.ndarray]:
-    """T13's statistics for each column of base, bi [sizes, ...]: the residual-stream share per size, the spread
-    max_s |base_s / mean − 1|, the rise share[1] − share[0] and (three sizes or more) the saturation margin
+    """The size-ladder statistics for each column of base, bi [sizes, ...]: the residual-stream share per size, the
+    spread max_s |base_s / mean − 1|, the rise share[1] − share[0] and (three sizes or more) the saturation margin
     (share[1] − share[0]) − |share[2] − share[1]|, > 0 where the shift from the second size on is the smaller."""
     share = bi / base
     out = {"share": share, "spread": np.abs(base / base.mean(axis=0) - 1).max(axis=0), "rise": share[1] - share[0]}
@@ -201,8 +201,8 @@ def _composition(base: np.ndarray, bi: np.ndarray) -> dict[str, np.ndarray]:
 def composition_intervals(
     base: ArrayLike, bi: ArrayLike, base_rows: ArrayLike | None = None, bi_rows: ArrayLike | None = None, n: int = 0
 ) -> tuple[np.ndarray, dict[str, tuple[float, tuple[float, float] | None]]]:
-    """T13's figures on a size ladder, smallest first: the share per size, and {spread, rise[, saturation]: (point,
-    95% CI)}. ``base_rows``/``bi_rows`` [sizes, B]: each size's head-mean ΔR² on B prompt resamples, the same
+    """The model-scale figures on a size ladder, smallest first: the share per size, and {spread, rise[, saturation]:
+    (point, 95% CI)}. ``base_rows``/``bi_rows`` [sizes, B]: each size's head-mean ΔR² on B prompt resamples, the same
     resamples for every size and condition (the family's sizes read the same prompts), so the CIs are paired;
     ``n`` the prompts resampled (the expanded percentile interval, ``intervals.percentile_ci``). Without rows
     (a merge of runs that kept only each size's point estimates) every CI is None."""
@@ -226,10 +226,10 @@ def composition_checks(
     bi_rows: ArrayLike | None = None,
     n: int = 0,
 ) -> tuple[np.ndarray, list[tuple[str, bool, str]]]:
-    """T13 (§5.9 Table 11) on a size ladder, smallest first: each size's head-mean ΔR², causal (``base``) and
-    bidirectional (``bi``), with their bootstrap rows where measured (``composition_intervals``). Returns the
-    residual-stream share bi / base per size and the claim's checks in order, each (condition, whether it holds,
-    the message when it does not), judged on the 95% CI (on the point estimate without rows):
+    """Leakage across model scale (§5.9 Table 11) on a size ladder, smallest first: each size's head-mean ΔR², causal
+    (``base``) and bidirectional (``bi``), with their bootstrap rows where measured (``composition_intervals``).
+    Returns the residual-stream share bi / base per size and the claim's checks in order, each (condition, whether
+    it holds, the message when it does not), judged on the 95% CI (on the point estimate without rows):
     "approximately constant" as an equivalence, the spread's CI upper end within ``constant`` of the ladder's
     mean; "rises" as the CI of the rise above 0; (three sizes or more) "saturates" as the CI of the saturation
     margin above 0. One function for the claim test and for a merge of runs that measured the sizes apart

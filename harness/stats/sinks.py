@@ -1,9 +1,9 @@
 """Sink and position-0 measurements (paper §3 Eq. 7, §4, §5.1, §5.2, §5.7, App. A). Pure functions on captures.
 
-* ``top_cells`` / ``sink_cells_at_chance`` – the highest (layer, position) cells of a grid, and T1's decision that
-  the highest-sink cells' topic probes are at chance (an equivalence bound, not a failure to reject).
-* ``pc1_heldout_identity`` / ``identity_carriers`` – T4: a head's PC1 projection regressed on the identity of the
-  token at 0, R² held out across prompts (each identity recurs on prompts whose other tokens vary), against a
+* ``top_cells`` / ``sink_cells_at_chance`` – the highest (layer, position) cells of a grid, and the §5.1 decision
+  that the highest-sink cells' topic probes are at chance (an equivalence bound, not a failure to reject).
+* ``pc1_heldout_identity`` / ``identity_carriers`` – §5.2 Table 4: a head's PC1 projection regressed on the identity
+  of the token at 0, R² held out across prompts (each identity recurs on prompts whose other tokens vary), against a
   permutation null; and the decision over a set of heads.
 """
 
@@ -69,10 +69,10 @@ def top_cells(values: np.ndarray, k: int) -> list[tuple[int, int]]:
 def sink_cells_at_chance(
     sink: np.ndarray, accuracy_at, n: int, bound: float, k: int = 3, alpha: float = 0.05
 ) -> tuple[list[tuple[int, int]], list[float], list[float], bool]:
-    """T1's decision: (the k highest-sink cells of ``sink`` [layers, positions], their probe accuracies, the one-sided
-    (1 - alpha) upper bounds of those accuracies over ``n`` prompts, held). ``accuracy_at(cell)`` gives a cell's
-    probe accuracy (a grid's entry, or a probe fitted on that cell alone). Held when every bound is below ``bound``:
-    'at chance' shown as an equivalence, so a probe too noisy to reject chance does not pass."""
+    """The §5.1 decision: (the k highest-sink cells of ``sink`` [layers, positions], their probe accuracies, the
+    one-sided (1 - alpha) upper bounds of those accuracies over ``n`` prompts, held). ``accuracy_at(cell)`` gives a
+    cell's probe accuracy (a grid's entry, or a probe fitted on that cell alone). Held when every bound is below
+    ``bound``: 'at chance' shown as an equivalence, so a probe too noisy to reject chance does not pass."""
     cells = top_cells(sink, k)
     acc = [float(accuracy_at(c)) for c in cells]
     upper = [accuracy_upper_bound(a, n, alpha) for a in acc]
@@ -111,7 +111,7 @@ def _heldout_r2(Z: np.ndarray, G: np.ndarray, folds: np.ndarray, sst: float) -> 
 def pc1_heldout_identity(
     outputs: np.ndarray, token_ids: np.ndarray, n_perm: int = 1000, seed: int = 0
 ) -> tuple[float, float, np.ndarray]:
-    """(held-out R², PC1 variance fraction, permutation null [n_perm]) of one head (T4, §4 / Table 4).
+    """(held-out R², PC1 variance fraction, permutation null [n_perm]) of one head (§4 / Table 4).
 
     ``outputs`` [n_prompts, d] is the head's output, ``token_ids`` [n_prompts] the token at 0; each identity recurs
     on prompts whose other tokens differ. The outputs are projected on their first principal component (PC1 does
@@ -156,10 +156,10 @@ def corrected_r2(r2, shrinkage: float):
 def identity_carriers(
     r2: np.ndarray, null: np.ndarray, q: float, r2_min: float, shrinkage: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """T4's decision over a set of heads: (carriers [heads], p-values [heads]). ``r2`` [heads] held-out R², ``null``
-    [n_perm, heads] their permutation nulls. A head carries the token-0 identity when its R² beats its null after
-    Benjamini-Hochberg at ``q`` over the heads (p = (1 + #{null >= R²}) / (1 + n_perm)) and its R² corrected for the
-    held-out shrinkage (``corrected_r2``) reaches ``r2_min``."""
+    """The token-0 identity decision over a set of heads: (carriers [heads], p-values [heads]). ``r2`` [heads]
+    held-out R², ``null`` [n_perm, heads] their permutation nulls. A head carries the token-0 identity when its R²
+    beats its null after Benjamini-Hochberg at ``q`` over the heads (p = (1 + #{null >= R²}) / (1 + n_perm)) and its
+    R² corrected for the held-out shrinkage (``corrected_r2``) reaches ``r2_min``."""
     r2 = np.asarray(r2, dtype=np.float64)
     p = permutation_pvalues(r2, np.asarray(null, dtype=np.float64))
     return benjamini_hochberg(p, q) & (corrected_r2(r2, shrinkage) >= r2_min), p

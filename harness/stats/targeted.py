@@ -1,16 +1,16 @@
-"""Prompt-level statistics of the targeted interventions (§5.8 T11, App. B T12): the prompt is the unit.
+"""Prompt-level statistics of the targeted interventions (§5.8, App. B): the prompt is the unit.
 
-T11 compares the reduction of head-mean ΔR² by a targeted ablation with the mean reduction by random-head
-ablations of equal size. Every condition's bootstrap rows come from the same prompt resamples (multinomial
-weights on each condition's per-prompt sufficient statistics, ``measure.Leakage.mean_delta_boot``: no forward
-pass per resample), so differences row by row are paired. The random draws are a second random factor:
+The §5.8 ablations compare the reduction of head-mean ΔR² by a targeted ablation with the mean reduction by
+random-head ablations of equal size. Every condition's bootstrap rows come from the same prompt resamples
+(multinomial weights on each condition's per-prompt sufficient statistics, ``measure.Leakage.mean_delta_boot``: no
+forward pass per resample), so differences row by row are paired. The random draws are a second random factor:
 inside each prompt resample the draws are resampled too (a nested, two-stage bootstrap), so the interval
 carries both the prompts' and the draws' uncertainty.
 
-T12 compares the topic probe's accuracy before and after an ablation on the same prompts: the per-prompt
-out-of-fold correctness, before and after, gives the paired difference, with Newcombe's hybrid score interval for paired
-proportions and, reported beside it, the exact McNemar p-value. The fraction of the MLP output
-norm an ablation removes gets a prompt-bootstrap interval with the ablated direction held fixed.
+The App. B rank-1 MLP ablation compares the topic probe's accuracy before and after an ablation on the same
+prompts: the per-prompt out-of-fold correctness, before and after, gives the paired difference, with Newcombe's
+hybrid score interval for paired proportions and, reported beside it, the exact McNemar p-value. The fraction of
+the MLP output norm an ablation removes gets a prompt-bootstrap interval with the ablated direction held fixed.
 Pure numpy, float64.
 """
 

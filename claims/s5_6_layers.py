@@ -1,0 +1,71 @@
+"""The declarations of T8: §5.6 Layer-wise depth profiles distinguish the three architectures (Table 8).
+
+Read by harness/spec/catalogue.py; the tests are in test_s5_6_layers.py.
+"""
+
+from __future__ import annotations
+
+from harness.spec.applies import FLAT, RISING, WINDOW_PAST, length_past_window
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PromptDraw, Threshold, share
+from harness.spec.models import LLAMA_3B, MISTRAL, QWEN, ModelSpec
+
+
+def past_window(seq_len: int, spec: ModelSpec | None) -> int | None:
+    """The window variant's prompts: the shortest stratified length past a model's sliding window (none without)."""
+    return length_past_window(spec.sliding_window, seq_len) if spec is not None and spec.sliding_window else None
+
+
+CLAIMS = (
+    ClaimSpec(
+        "T8",
+        "§5.6 Table 8",
+        "layer-wise ratio ΔR²(bi)/ΔR²(causal): Qwen low/flat, Llama mid/flat, Mistral grows with depth",
+        {
+            "test_T8_layer_ratio_is_flat_with_depth": ClaimTest(
+                FLAT,
+                "95% CI of the change of the layer ratio r_l over the depth inside ±{flat}",
+                "depth_slope",
+                "Table 8: flat (Llama mean 0.62, Qwen 0.21)",
+            ),
+            "test_T8_sliding_window_ratio_rises_with_depth": ClaimTest(
+                RISING,
+                "95% CI of the change of the layer ratio r_l over the depth above 0",
+                "depth_slope",
+                "Mistral: r_l rises with depth (values lost in extraction)",
+            ),
+            "test_T8_sliding_window_ratio_rises_with_depth_past_the_window": ClaimTest(
+                WINDOW_PAST,
+                "past the sliding window: 95% CI of the change of r_l over the depth above 0",
+                "depth_slope",
+                "Mistral: r_l rises with depth (values lost in extraction)",
+            ),
+        },
+        "`measure.Leakage.layer_means`, `measure.depth_slope`",
+        figures=(
+            FigureSpec("layer_ratio", "layer_ratio", paper_from="mean_layer_ratio"),
+            FigureSpec("mean_layer_ratio", paper={LLAMA_3B: share(0.62), QWEN: share(0.21), MISTRAL: share(0.66)}),
+            FigureSpec("depth_slope", words="change of the layer ratio r_l over depth (slope)"),
+            FigureSpec("flat_bound"),
+            FigureSpec("seq_len"),
+        ),
+        thresholds={
+            "flat": Threshold(
+                0.10,
+                "In Llama-3.2-3B [...] (mean 0.62), with no strong depth trend [...] In Qwen, r_l stays "
+                "between and across all layers (mean 0.21) (Table 8: flat across 36 / 28 layers)",
+                "the bounds are lost: 'flat' as an equivalence at the ratio tolerance, the 95% bootstrap CI "
+                "of the change of r_l over the whole depth (the slope per unit relative depth) inside "
+                "+-0.10. The paper predicts flat for Llama and Qwen; a model whose sliding window does not "
+                "bind at the run's length (Gemma-3 at 128 tokens) is judged flat too: our extension",
+            ),
+            "rises": Threshold(
+                0.95,
+                "Mistral’s sliding-window attention does not suppress the residual-stream component; "
+                "rises from about at layer to about at layer .",
+                "a direction claim: the 95% bootstrap CI of the depth slope excludes 0 above",
+            ),
+        },
+        draws=(PromptDraw("prompts past the sliding window", past_window),),
+        glossary={"r_l": "the layer-wise ratio ΔR²(bidirectional) / ΔR²(causal) at layer l (T8)"},
+    ),
+)
