@@ -8,7 +8,7 @@ violation fails here in milliseconds instead of as a circular-import error somew
 are entry shims (``python -m harness.report``) and may import anything. The light layers must stay light: spec is
 pure Python (standard library only), and neither spec nor stats imports torch or transformers, so the settings,
 the claim catalogue and the command line load in a fraction of a second. Sizes too: no module over 400 lines
-(the data tables harness/spec/claims.py and harness/report/plots.py excepted), no function in harness/stats over 60."""
+(harness/spec/claims.py, the schema and registry, and harness/report/plots.py, the plot kinds, excepted), no function in harness/stats over 60."""
 
 from __future__ import annotations
 

@@ -32,22 +32,18 @@ from typing import TYPE_CHECKING, Callable
 from harness.model import cache, tokenizer_files, weights
 from harness.model.tokenizer_files import TokenizerUnavailable
 from harness.spec.models import (
-    LLAMA_1B,
-    LLAMA_3B,
-    LLAMA_8B,
-    MISTRAL,
-    QWEN,
     ModelSpec,
     UnknownModelError,
     WeightsUnavailable,
     get_spec,
 )
+from harness.spec.paper_models import PAPER_MODELS
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
 FORMAT = 1  # bump when a build changes: every cached tokenizer is built again
-SOURCE = {LLAMA_1B: "llama3", LLAMA_3B: "llama3", LLAMA_8B: "llama3", MISTRAL: "mistral-v3", QWEN: "qwen2.5"}
+SOURCE = {p.spec.name: p.tokenizer for p in PAPER_MODELS}  # each paper model's published tokenizer (its declaration)
 QWEN_GGUF = "qwen2.5-coder-0.5b"  # the bundled model whose GGUF carries Qwen2.5's tokenizer
 # import name -> PyPI name of the packages each source is read with (its data file: harness.model.tokenizer_files)
 NEEDS = {

@@ -20,7 +20,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from harness.spec.claims import CLAIMS, UndeclaredFigure
-from harness.spec.models import LLAMA_1B, LLAMA_3B, LLAMA_8B, MISTRAL, QWEN, display_name
+from harness.spec.models import display_name
+from harness.spec.paper_models import PAPER_MODELS as PAPER_DECLARATIONS
 
 DPI = 150
 #: Font sizes in points (tick labels 9 pt: nothing below the 8 pt a slide or a HiDPI screen needs).
@@ -49,17 +50,9 @@ MODEL_COLORS = (
     "tab:cyan",
     "tab:gray",
 )
-#: The paper's models: display name (harness/spec/models.py), colour and marker of their reference marks.
-PAPER_MODELS = {
-    m: (display_name(m), color, marker)
-    for m, color, marker in (
-        (LLAMA_1B, "#7f2704", "v"),
-        (LLAMA_3B, "#d94801", "^"),
-        (LLAMA_8B, "#fd8d3c", "<"),
-        (QWEN, "#54278f", "D"),
-        (MISTRAL, "#006d2c", "s"),
-    )
-}
+#: The paper's models: display name (harness/spec/models.py), colour and marker of their reference marks (each one's
+#: declaration, harness/spec/paper_models.py).
+PAPER_MODELS = {p.spec.name: (display_name(p.spec.name), *p.style) for p in PAPER_DECLARATIONS}
 LOG_NOTE = "log scale"
 #: Marks and lines coloured by a decision's verdict: the hues of the report's verdict cells (render.CSS's td.held,
 #: td.not and td.stale backgrounds), dark enough to read as thin lines on white.

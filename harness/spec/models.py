@@ -16,8 +16,8 @@ The groups:
   config and tokenizer at the start of a run (``harness.model.references``) and registered here.
 
 Every spec enters ``REGISTRY`` through ``register_model``, which refuses a second model under a name already taken.
-The paper's models are named once, here (``LLAMA_1B`` ... ``MISTRAL``, and ``display_name``: the paper's own name
-for each, as the report and the plots show it).
+The paper's models are declared in harness/spec/paper_models.py, one ``PaperModel`` each (``LLAMA_1B`` ...
+``MISTRAL`` re-exported here, and ``display_name``: the paper's own name for each, as the report and the plots show it).
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ from harness.spec.model_spec import UnknownModelError as UnknownModelError
 from harness.spec.model_spec import UnsupportedModelError as UnsupportedModelError
 from harness.spec.model_spec import WeightsUnavailable as WeightsUnavailable
 from harness.spec.model_spec import WrongWeights as WrongWeights
+from harness.spec.paper_models import LLAMA_1B as LLAMA_1B
+from harness.spec.paper_models import LLAMA_3B as LLAMA_3B
+from harness.spec.paper_models import LLAMA_8B as LLAMA_8B
+from harness.spec.paper_models import MISTRAL as MISTRAL
+from harness.spec.paper_models import PAPER_MODELS
+from harness.spec.paper_models import QWEN as QWEN
 
 
 def _identity(hidden: int, layers: int, heads: int, kv_heads: int, vocab: int) -> dict[str, Any]:
@@ -141,112 +147,7 @@ EXTRA = [
 LADDER_GROUPS = {"qwen-ladder": ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")}
 
 
-def _shape(
-    hidden: int,
-    intermediate: int,
-    layers: int,
-    heads: int,
-    kv_heads: int,
-    head_dim: int,
-    vocab: int,
-    theta: float,
-    tied: bool,
-) -> dict[str, Any]:
-    return dict(
-        hidden_size=hidden,
-        intermediate_size=intermediate,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=kv_heads,
-        head_dim=head_dim,
-        vocab_size=vocab,
-        rope_theta=theta,
-        tie_word_embeddings=tied,
-    )
-
-
-#: The paper's models by registry name (the claim registry keys their paper values by these).
-LLAMA_1B, LLAMA_3B, LLAMA_8B, QWEN, MISTRAL = (
-    "llama-3.2-1b",
-    "llama-3.2-3b",
-    "llama-3.1-8b",
-    "qwen-2.5-3b",
-    "mistral-7b-v0.3",
-)
-
-PAPER = [
-    ModelSpec(
-        LLAMA_1B,
-        "llama",
-        "paper",
-        "LlamaForCausalLM",
-        "meta-llama/Llama-3.2-1B",
-        True,
-        128000,
-        "standard",
-        5e5,
-        context=131072,
-        hub_id="meta-llama/Llama-3.2-1B",
-        config=_shape(2048, 8192, 16, 32, 8, 64, 128256, 5e5, True),
-    ),
-    ModelSpec(
-        LLAMA_3B,
-        "llama",
-        "paper",
-        "LlamaForCausalLM",
-        "meta-llama/Llama-3.2-3B",
-        True,
-        128000,
-        "standard",
-        5e5,
-        context=131072,
-        hub_id="meta-llama/Llama-3.2-3B",
-        config=_shape(3072, 8192, 28, 24, 8, 128, 128256, 5e5, True),
-    ),
-    ModelSpec(
-        LLAMA_8B,
-        "llama",
-        "paper",
-        "LlamaForCausalLM",
-        "meta-llama/Llama-3.1-8B",
-        True,
-        128000,
-        "standard",
-        5e5,
-        context=131072,
-        hub_id="meta-llama/Llama-3.1-8B",
-        config=_shape(4096, 14336, 32, 32, 8, 128, 128256, 5e5, False),
-    ),
-    ModelSpec(
-        QWEN,
-        "qwen",
-        "paper",
-        "Qwen2ForCausalLM",
-        "Qwen/Qwen2.5-3B",
-        False,
-        None,
-        "large-theta",
-        1e6,
-        context=32768,
-        hub_id="Qwen/Qwen2.5-3B",
-        config=_shape(2048, 11008, 36, 16, 2, 128, 151936, 1e6, True),
-    ),
-    ModelSpec(
-        MISTRAL,
-        "mistral",
-        "paper",
-        "MistralForCausalLM",
-        "mistralai/Mistral-7B-v0.3",
-        True,
-        1,
-        "standard",
-        1e6,
-        sliding_window=None,
-        context=32768,
-        hub_id="mistralai/Mistral-7B-v0.3",
-        config=_shape(4096, 14336, 32, 32, 8, 128, 32768, 1e6, False),
-    ),
-]
+PAPER = [p.spec for p in PAPER_MODELS]  # declared with the rest of what the suite knows of each: paper_models.py
 
 #: The paper's name for each of its models (its Hugging Face repo name: llama-3.2-3b -> Llama-3.2-3B).
 DISPLAY_NAMES = {s.name: s.hub_id.split("/")[-1] for s in PAPER if s.hub_id}
