@@ -21,7 +21,7 @@ CLAIMS = (
                 "exact (Eq. 2)",
             )
         },
-        "`mechanism.rotated_dot` (hypothesis)",
+        "`equations.rotated_dot` (hypothesis)",
     ),
     ClaimSpec(
         "EQ3",
@@ -42,7 +42,7 @@ CLAIMS = (
                 "Eq. 3",
             ),
         },
-        "`mechanism.offset_softmax` (hypothesis) and the model's own mask",
+        "`equations.offset_softmax` (hypothesis) and the model's own mask",
     ),
     ClaimSpec(
         "EQ7",

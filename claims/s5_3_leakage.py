@@ -28,7 +28,7 @@ CLAIMS = (
                 "'the same magnitude' (numbers lost in extraction)",
             ),
         },
-        "`measure.Leakage.significance` (`nulls.signflip_pvalues`, `benjamini_hochberg`; `permutation_null` reported)",
+        "`leakage_view.Leakage.significance` (`nulls.signflip_pvalues`, `benjamini_hochberg`; `permutation_null` reported)",
         figures=(
             FigureSpec(
                 "peak_delta", paper={LLAMA_1B: magnitude(0.049), QWEN: magnitude(0.108), MISTRAL: magnitude(0.241)}

@@ -28,7 +28,7 @@ CLAIMS = (
                 "Table 6: 2.12–3.24×",
             ),
         },
-        "`edits.Bidirectional/IdentityRope/ScrambledRope`, `measure.Leakage.mean_delta_boot`",
+        "`edits.Bidirectional/IdentityRope/ScrambledRope`, `leakage_view.Leakage.mean_delta_boot`",
         figures=(
             FigureSpec(
                 "mean_delta_causal",

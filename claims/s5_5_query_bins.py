@@ -46,7 +46,7 @@ CLAIMS = (
                 "Table 7: later gaps ≤ 0.108 of the first bin's (Qwen: 0.022 of 0.204)",
             ),
         },
-        "`measure.Leakage.bin_profile`, `pairs.query_bins`, `leakage.causal_mask_share`",
+        "`leakage_view.Leakage.bin_profile`, `pairs.query_bins`, `leakage.causal_mask_share`",
         figures=(
             FigureSpec("bin_edges", "bin_profile.x"),
             FigureSpec("delta_r2_by_bin_causal", "bin_profile", paper_from="first_bin_causal"),

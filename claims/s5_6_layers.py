@@ -40,7 +40,7 @@ CLAIMS = (
                 "Mistral: r_l rises with depth (values lost in extraction)",
             ),
         },
-        "`measure.Leakage.layer_means`, `measure.depth_slope`",
+        "`leakage_view.Leakage.layer_means`, `leakage_view.depth_slope`",
         figures=(
             FigureSpec("layer_ratio", "layer_ratio", paper_from="mean_layer_ratio"),
             FigureSpec("mean_layer_ratio", paper={LLAMA_3B: share(0.62), QWEN: share(0.21), MISTRAL: share(0.66)}),

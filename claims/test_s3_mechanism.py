@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from harness import holds
 from harness.capture import forward as cap
-from harness.model import mechanism
+from harness.model import equations
+from harness.model.equations import offset_softmax, rotated_dot
 from harness.model.interventions import bidirectional, layer_window
-from harness.model.mechanism import offset_softmax, rotated_dot
 
 EQ3_MODEL = "test_EQ3_model_attention_applies_causal_mask_and_bidirectional_removes_it"
 PROPERTY = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -59,7 +59,7 @@ def test_EQ3_model_attention_applies_causal_mask_and_bidirectional_removes_it(mo
     only (in the sliding band where the layer has one: the mask is really applied), and on every key of the row (of
     the band) when it is removed. Read from the weights and the pre-softmax logits of the same pass, so that a weight
     sent to exactly 0 by float underflow (a logit far below its row's largest) is not taken for a masked key
-    (``mechanism.mask_support_problems``)."""
+    (``equations.mask_support_problems``)."""
     ids = session.prompts(model).ids[:2, :32]
     layers = range(model.n_layers)
     points = [p for layer in layers for p in (f"blocks.{layer}.attn.hook_scores", f"blocks.{layer}.attn.hook_pattern")]
@@ -84,7 +84,7 @@ def test_EQ3_model_attention_applies_causal_mask_and_bidirectional_removes_it(mo
         band = np.abs(i - j) < window
         for kind, got, allowed in (("causal", causal, band & (j <= i)), ("bidirectional", bi, band)):
             scores, pattern = (got[f"blocks.{layer}.attn.hook_{p}"] for p in ("scores", "pattern"))
-            problems = mechanism.mask_support_problems(scores, pattern, allowed, tiny)
+            problems = equations.mask_support_problems(scores, pattern, allowed, tiny)
             holds(not problems, f"layer {layer}, {kind}: {'; '.join(problems)}", check=f"{EQ3_MODEL}: {kind} support")
 
 

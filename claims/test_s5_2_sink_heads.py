@@ -12,7 +12,7 @@ import pytest
 
 from harness import at_least, at_most, claim, holds, judge
 from harness.capture import corpus
-from harness.capture.measure import prompt_ci
+from harness.capture.leakage_view import prompt_ci
 from harness.capture.plan import fixed0, topic
 from harness.capture.reads import At, Run, SinkProfile
 from harness.stats.heads import cosine_consistency, cosine_consistency_boot, decile_split

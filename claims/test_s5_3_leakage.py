@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness import claim, holds, judge, within
-from harness.capture.measure import WEIGHT, Leakage, prompt_ci
+from harness.capture.leakage_view import WEIGHT, Leakage, prompt_ci
 from harness.capture.plan import topic
 
 TOP, Q, SIMILAR = (claim("T5").threshold(k) for k in ("top", "q", "similar"))  # SIMILAR = (low, high)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness import at_least, at_most, claim, judge, within
-from harness.capture.measure import WEIGHT, Leakage, prompt_ci
+from harness.capture.leakage_view import WEIGHT, Leakage, prompt_ci
 from harness.capture.plan import topic
 from harness.model.edits import Bidirectional, IdentityRope, ScrambledRope, ScrambledRopeAllEntries
 

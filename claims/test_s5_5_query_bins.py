@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness import at_least, claim, holds, judge, within
-from harness.capture.measure import Leakage, prompt_ci
+from harness.capture.leakage_view import Leakage, prompt_ci
 from harness.model.edits import Bidirectional
 from harness.stats.leakage import causal_mask_share
 from harness.stats.pairs import query_bins

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness import at_least, claim, judge, within
-from harness.capture.measure import WEIGHT, Leakage, depth_slope, prompt_ci
+from harness.capture.leakage_view import WEIGHT, Leakage, depth_slope, prompt_ci
 from harness.capture.plan import topic
 from harness.model.edits import Bidirectional
 from harness.spec.applies import length_past_window

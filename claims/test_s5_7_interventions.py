@@ -12,7 +12,7 @@ import pytest
 
 from harness import at_least, at_most, claim, judge
 from harness.capture import corpus
-from harness.capture.measure import WEIGHT, Leakage, prompt_ci
+from harness.capture.leakage_view import WEIGHT, Leakage, prompt_ci
 from harness.capture.plan import topic
 from harness.model.edits import Bidirectional, ReplaceEmbedding, ReplaceStateWithMidMean
 from harness.stats.pairs import query_bins

@@ -44,7 +44,7 @@ class AtLengthPairs(PatternAtPairs):
 
 
 def per_head_delta(pairs, Y: np.ndarray) -> np.ndarray:
-    """ΔR² of every head of a target [prompts, pairs, heads] (the prompts pooled, as ``measure.mean_delta``)."""
+    """ΔR² of every head of a target [prompts, pairs, heads] (the prompts pooled, as ``leakage_view.mean_delta``)."""
     stats = lk.prompt_stats(pairs, Y)
     return lk.fit_from_stats(stats, np.ones((1, stats.a.shape[0]))).delta[0]
 

@@ -11,16 +11,11 @@ import numpy as np
 import pytest
 
 from harness import at_least, claim, judge
-from harness.capture.measure import WEIGHT, Leakage, prompt_ci
+from harness.capture.leakage_view import WEIGHT, Leakage, prompt_ci
 from harness.capture.plan import probe, topic, topic_rows
 from harness.capture.reads import MLP_AT_TARGET, PROBE_STATES, At, Run, SinkProfile
 from harness.model.edits import Directions, ProjectOutOfResidual, Rank1MLPAblation, ZeroHeads
-from harness.stats.directions import dominant_direction, fraction_norm_removed, rank1_direction
-from harness.stats.heads import decile_split
-from harness.stats.intervals import bootstrap_weights, percentile_ci
-from harness.stats.probes import chance_level, topic_probe_accuracy
-from harness.stats.sinks import sink_reading_strength
-from harness.stats.targeted import (
+from harness.stats.ablation_effects import (
     mcnemar_exact_p,
     norm_removed_boot,
     paired_change_interval,
@@ -28,6 +23,11 @@ from harness.stats.targeted import (
     random_minus_targeted,
     reduction,
 )
+from harness.stats.directions import dominant_direction, fraction_norm_removed, rank1_direction
+from harness.stats.heads import decile_split
+from harness.stats.intervals import bootstrap_weights, percentile_ci
+from harness.stats.probes import chance_level, topic_probe_accuracy
+from harness.stats.sinks import sink_reading_strength
 
 DIRECTION_PROMPTS = 4  # prompts the rank-1 directions are fitted on
 AFTER_0 = At(start=1)  # the residual stream at every position after 0

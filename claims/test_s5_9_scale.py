@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness import claim, family_sizes, holds
-from harness.capture.measure import Leakage
+from harness.capture.leakage_view import Leakage
 from harness.model.edits import Bidirectional
 from harness.model.weights import ensure_available
 from harness.spec.applies import LADDERS

@@ -9,6 +9,7 @@ stability record, METHODS.md's claim table).
     abspos-claims outcomes record reports/latest/results.json     # -> fixtures/known_outcomes.json
     abspos-claims stability record RUN RUN RUN [...] | methods     # -> fixtures/stability.json; METHODS.md's list
     abspos-claims claims table                                     # METHODS.md's claim table
+    abspos-claims claims decisions                                 # METHODS.md's claim decisions
 
 ``run`` is ``python -m pytest claims ...`` in a subprocess (``pytest claims`` itself works the same); ``report``
 is ``python -m harness.report``. Importing this module loads neither torch, transformers nor pytest.
@@ -30,7 +31,8 @@ from harness.report.cli import main as report_main
 from harness.run import selection
 from harness.run_command import PROG, fail, run_command
 from harness.spec.applies import Applies, Target, family_sizes
-from harness.spec.claims import CLAIMS, methods_table
+from harness.spec.claims import CLAIMS
+from harness.spec.methods_text import methods_decisions, methods_table
 from harness.spec.models import REGISTRY, WeightsUnavailable, WrongWeights
 from harness.spec.settings import Settings
 from harness.submit import submit_command
@@ -242,10 +244,11 @@ def stability_command(argv: Sequence[str]) -> int:
 
 
 def claims_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"{PROG} claims", description="The claim registry (harness/spec/claims.py).")
+    p = argparse.ArgumentParser(prog=f"{PROG} claims", description="The claims' declarations (claims/<section>.py).")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="each claim: its id, paper section, statement, and the models its tests apply to")
     sub.add_parser("table", help="print METHODS.md's claim table (paste it between the claim-table markers)")
+    sub.add_parser("decisions", help="print METHODS.md's claim decisions (paste them over the claim-decisions block)")
     return p
 
 
@@ -259,7 +262,8 @@ def claims_list() -> str:
 
 
 def claims_command(argv: Sequence[str]) -> int:
-    print(claims_list() if claims_parser().parse_args(argv).cmd == "list" else methods_table())
+    cmd = claims_parser().parse_args(argv).cmd
+    print({"list": claims_list, "table": methods_table, "decisions": methods_decisions}[cmd]())
     return 0
 
 

@@ -21,8 +21,8 @@ from urllib.parse import unquote
 
 from harness.outcome.results import load_results
 from harness.outcome.verdict import Verdict
-from harness.report.cells import claim_key, deciding, headline_cell, model_label, test_name
 from harness.report.matrix import TOTALS
+from harness.report.record_text import claim_key, deciding, headline_cell, model_label, test_name
 from harness.report.render import to_markdown
 from harness.spec.claims import claim, claim_test
 from harness.spec.models import FAMILIES

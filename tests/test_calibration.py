@@ -97,7 +97,7 @@ def simulate(
 
 
 def signflip_p(pairs: PairSet, Y: np.ndarray, seed: int) -> np.ndarray:
-    """The claims' decision p-value: sign flips of the per-prompt contributions (measure.significance)."""
+    """The claims' decision p-value: sign flips of the per-prompt contributions (leakage_view.significance)."""
     return signflip_pvalues(prompt_stats(pairs, Y).a, N_FLIP, seed)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness.capture.corpus import PromptSet
-from harness.capture.measure import Leakage, by_layer
+from harness.capture.leakage_view import Leakage, by_layer
 from harness.capture.reads import PatternAtPairs, ResidNorms, Run, SinkProfile
 from harness.capture.session import Session
 from harness.model.edits import Bidirectional, ZeroHeads

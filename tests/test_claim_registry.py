@@ -31,8 +31,8 @@ from harness.spec.claims import (
     UndeclaredFigure,
     claim,
     figure_words,
-    methods_table,
 )
+from harness.spec.methods_text import methods_decisions, methods_table
 from harness.spec.models import get_spec
 
 
@@ -67,6 +67,17 @@ def test_methods_claim_table_is_the_registry():
     assert methods_table() in paths.METHODS.read_text(), (
         "METHODS.md's claim table differs from the registry: paste `abspos-claims claims table` into it"
     )
+
+
+def test_methods_claim_decisions_are_the_declarations():
+    """Each claim's decision in METHODS.md (tests, where each applies, what held means, thresholds with the paper's
+    words and our reading) is generated from its declaration, and carries the anchor the report links to."""
+    text = paths.METHODS.read_text()
+    assert methods_decisions() in text, (
+        "METHODS.md's claim decisions differ from the declarations: paste `abspos-claims claims decisions` into it"
+    )
+    for c in CLAIMS.values():
+        assert text.count(f'<a id="decision-{c.id.lower()}"></a>') == 1, c.id
 
 
 def test_every_paper_value_belongs_to_exactly_one_figure_of_one_claim():

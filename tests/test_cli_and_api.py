@@ -179,7 +179,7 @@ def test_no_command_is_the_usage_and_exit_2(capsys):
         (["outcomes", "record", "--help"], ["RESULTS_JSON", "--known-outcomes"]),
         (["stability", "--help"], ["seeds", "record", "methods"]),
         (["stability", "record", "--help"], ["RUN", "--stability-record"]),
-        (["claims", "--help"], ["registry", "list", "table"]),
+        (["claims", "--help"], ["declarations", "list", "table", "decisions"]),
     ],
 )
 def test_help_says_what_each_command_does(argv, says, capsys):
@@ -377,7 +377,7 @@ def test_stability_record_combines_seeds_and_methods_prints_the_list(tmp_path, c
 
 
 def test_claims_table_prints_methods_claim_table(capsys):
-    from harness.spec.claims import methods_table
+    from harness.spec.methods_text import methods_table
 
     assert cli.main(["claims", "table"]) == 0
     out = capsys.readouterr().out

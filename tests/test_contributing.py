@@ -12,6 +12,7 @@ from pytest_runs import run_pytest
 
 from harness.files import paths
 from harness.spec import claims, models
+from harness.spec.methods_text import methods_table
 
 GUIDE = paths.ROOT / "docs" / "development.md"
 
@@ -83,7 +84,7 @@ def test_the_readme_claim_registers_and_declares_every_figure_its_test_records(r
     assert words and "{" not in words
     for name in claims.claim_test(test).headline:
         assert name in recorded, f"the headline figure {name} is one the test records"
-    row = next(r for r in claims.methods_table().splitlines() if r.startswith(f"| {spec.id} |"))
+    row = next(r for r in methods_table().splitlines() if r.startswith(f"| {spec.id} |"))
     assert f"`{test}`" in row  # what step 3 pastes into METHODS.md
     with pytest.raises(claims.ClaimRegistrationError, match=f"claim {spec.id} registered twice"):
         claims.register_claim(spec)

@@ -22,8 +22,8 @@ from harness.model.edits import (
     ScrambledRopeAllEntries,
     ZeroHeads,
 )
+from harness.model.equations import apply_rotary
 from harness.model.hooks import HookedModel
-from harness.model.mechanism import apply_rotary
 from harness.model.weights import random_init_model
 from harness.spec.models import get_spec, names
 

@@ -556,7 +556,7 @@ def test_causal_mask_share_and_residual_stream_share():
 def test_signflip_pvalues_exact_enumeration_and_degenerate_heads():
     """Exact p over all 2^(P-1) patterns; an exact null (y a function of d alone: every prompt carries the same
     rounding residue) gets p = 1, not the smallest p; a non-finite contribution gets NaN, never rejected."""
-    from harness.capture.measure import significance
+    from harness.capture.leakage_view import significance
     from harness.stats.leakage import prompt_stats
     from harness.stats.nulls import SIGNFLIP_EXACT_MAX, signflip_pvalues
 

@@ -1,5 +1,5 @@
 """EQ3's check on a model's attention (claims/test_s3_mechanism.py): the weights' support is the mask's, read so that a
-weight sent to exactly 0 by float underflow is never taken for a masked key (``mechanism.mask_support_problems``).
+weight sent to exactly 0 by float underflow is never taken for a masked key (``equations.mask_support_problems``).
 Found on Qwen2.5-Coder-1.5B, whose layer-0 logits span more than float32's range: counting non-zero weights there
 called its causal mask broken."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from harness.model.mechanism import mask_support_problems
+from harness.model.equations import mask_support_problems
 
 N = 8
 CAUSAL = np.tril(np.ones((N, N), dtype=bool))

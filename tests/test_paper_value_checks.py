@@ -1,7 +1,7 @@
 """A faithful ΔR² reproduction is never not held by the paper-value checks; a value 2x off is never held.
 
 A synthetic model on the harness's own engine (``stats.leakage``, ``stats.pairs``, ``stats.intervals``, the same
-calls ``capture.measure.Leakage`` makes) at the paper's design (512-token prompts, 4,000 stratified pairs) and the
+calls ``capture.leakage_view.Leakage`` makes) at the paper's design (512-token prompts, 4,000 stratified pairs) and the
 default 16 prompts: offset-only structure plus a planted absolute-position component, the causal mask's own 1/(i+1)
 (Eq. 6: uniform attention over i+1 keys) with a per-prompt amplitude (log-normal, sd 0.3 on the log scale), plus noise
 whose variance differs between the first query bin and the later ones. The two noise levels are solved in closed form

@@ -19,7 +19,7 @@ Image = pytest.importorskip("PIL.Image")
 
 from harness.files.paths import REPORTS  # noqa: E402
 from harness.outcome.verdict import DECIDED, Verdict  # noqa: E402
-from harness.report import cells, document, plot_style, plots, summary_plot  # noqa: E402
+from harness.report import document, plot_style, plots, record_text, summary_plot  # noqa: E402
 from harness.spec.claims import CLAIMS  # noqa: E402
 
 EXAMPLE = REPORTS / "example" / "results.json"
@@ -444,13 +444,13 @@ def test_summary_has_one_row_per_test_and_model_of_the_example_run(example):
     shown = [
         r
         for r in example["records"]
-        if Verdict.of(r) in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE) and not cells.is_property_check(r)
+        if Verdict.of(r) in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE) and not record_text.is_property_check(r)
     ]
     rows = summary_plot.summary_rows(example)
     drawn = [r for r in rows if math.isfinite(r.estimate)]
-    assert len(rows) == len(shown) and len(drawn) == sum(cells.deciding(r) is not None for r in shown)
+    assert len(rows) == len(shown) and len(drawn) == sum(record_text.deciding(r) is not None for r in shown)
     assert "EQ2" not in {r.claim for r in rows}
-    order = [cells.claim_key(r.claim) for r in rows]
+    order = [record_text.claim_key(r.claim) for r in rows]
     assert order == sorted(order)  # grouped by claim, in claim order
     labels = [r.label for r in rows]
     assert len(set(labels)) == len(labels)

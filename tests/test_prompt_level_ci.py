@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.stats.intervals import bootstrap_means, bootstrap_weights, percentile_ci
-from harness.stats.scaling import composition_checks, composition_intervals
-from harness.stats.targeted import (
+from harness.stats.ablation_effects import (
     mcnemar_exact_p,
     norm_removed_boot,
     paired_change_interval,
     random_minus_targeted,
     reduction,
 )
+from harness.stats.intervals import bootstrap_means, bootstrap_weights, percentile_ci
+from harness.stats.scaling import composition_checks, composition_intervals
 
 CAL = settings(max_examples=4, deadline=None, derandomize=True, database=None)
 N_SETS = 400  # data sets per coverage check

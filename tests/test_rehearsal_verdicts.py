@@ -21,7 +21,7 @@ from harness.model import rehearsal, weights
 from harness.model.checkpoint_checks import REHEARSAL_KEY
 from harness.model.rehearsal_mark import MARKER, rehearsals_root
 from harness.outcome.verdict import Verdict
-from harness.report.cells import verdict_text
+from harness.report.record_text import verdict_text
 from harness.run.selection import UsageError, selected_models
 from harness.spec.applies import Target
 from harness.spec.claims import CLAIMS

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from harness.files import paths
-from harness.report import cells, compare, write
 from harness.report import cli as report_cli
+from harness.report import compare, record_text, write
 from harness.spec.claims import CLAIMS
 
 pytest.importorskip("matplotlib")
@@ -145,7 +145,7 @@ def test_html_is_self_contained(built):
 def test_markdown_tables_per_claim_and_verdicts(built):
     _, md, html = built
     for claim in ("T2", "T6", "T7", "T8", "T10"):
-        assert f"## {claim} — {cells.claim_texts()[claim]}" in md
+        assert f"## {claim} — {record_text.claim_texts()[claim]}" in md
 
     def figure_id(cell: str) -> str:  # "words (unit) — `id` (note)": the id; a figure without words: its name
         return re.search(r"`([^`]+)`", cell)[1] if "`" in cell else cell

@@ -20,8 +20,8 @@ import torch
 from harness.capture.progress import Progress
 from harness.capture.workload import Workload
 from harness.model.devices import to_stats
+from harness.model.hook_points import hook_name
 from harness.model.hooks import HookedModel
-from harness.model.points import hook_name
 
 Reader = Callable[[torch.Tensor], torch.Tensor]
 

@@ -20,8 +20,8 @@ from harness.capture.progress import Progress
 from harness.capture.reads import Capture, Read, Run
 from harness.capture.workload import Workload
 from harness.model import devices
+from harness.model.hook_points import hook_name
 from harness.model.hooks import HookedModel
-from harness.model.points import hook_name
 from harness.model.rehearsal import ensure_built
 from harness.model.weights import load_pretrained, random_init_model
 from harness.spec.models import WeightsUnavailable, get_spec

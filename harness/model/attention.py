@@ -1,7 +1,7 @@
 """The ``abspos`` attention function: transformers' attention with named hook points inside it, by need.
 
 Attention-internal points (``attn.hook_q``, ``hook_k``, ``hook_mask``, ``hook_scores``, ``hook_pattern``; see
-``harness.model.points``) are served by the attention function ``abspos`` registered in transformers'
+``harness.model.hook_points``) are served by the attention function ``abspos`` registered in transformers'
 ``AttentionInterface`` *together with* its mask function in ``AttentionMaskInterface`` (without the latter
 transformers silently hands a custom attention no mask at all; the function refuses to run without one). Per layer
 and per call it takes the cheapest path its hooks allow: transformers' sdpa, the fused kernel's row logsumexp for
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from harness.model.points import hook_name
+from harness.model.hook_points import hook_name
 
 ATTN_IMPL = "abspos"
 

@@ -1,4 +1,4 @@
-"""The hooked model: a Hugging Face causal LM whose named hook points (``harness.model.points``) are served through
+"""The hooked model: a Hugging Face causal LM whose named hook points (``harness.model.hook_points``) are served through
 transformers' own interfaces, and the check that a model's module tree has what they need.
 
 The points inside attention (q, k, mask, scores, pattern) are kept on each layer's ``self_attn`` for the ``abspos``
@@ -16,7 +16,7 @@ from collections import defaultdict
 import torch
 
 from harness.model.attention import use_abspos
-from harness.model.points import NAME, HookFn, HookPoint, hook_name
+from harness.model.hook_points import NAME, HookFn, HookPoint, hook_name
 from harness.spec.models import UnsupportedModelError, names
 
 
@@ -90,7 +90,7 @@ class HookedModel:
         m = NAME.match(name)
         name = HookPoint(name, None if m is None or m["layer"] is None else int(m["layer"]))
         if not m:
-            raise KeyError(f"unknown hook point {name!r}; see harness.model.points for the names")
+            raise KeyError(f"unknown hook point {name!r}; see harness.model.hook_points for the names")
         if m["top"] == "embed":
             handles.append(self.base.embed_tokens.register_forward_hook(_out_hook(fn, name)))
             return

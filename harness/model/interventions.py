@@ -11,8 +11,8 @@ from typing import Iterable
 
 import torch
 
+from harness.model.hook_points import hook_name
 from harness.model.hooks import HookedModel, rotary_modules
-from harness.model.points import hook_name
 
 
 def layer_window(model: HookedModel, layer: int) -> int | None:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from harness.files.paths import METHODS
 from harness.outcome.verdict import Verdict
-from harness.report.cells import (
+from harness.report.matrix import totals_line, verdict_strip
+from harness.report.record_text import (
     claim_key,
     claim_texts,
     fingerprint,
@@ -31,7 +32,6 @@ from harness.report.cells import (
     test_words,
     verdict_text,
 )
-from harness.report.matrix import totals_line, verdict_strip
 from harness.report.render import Link, fmt, to_markdown
 from harness.report.timing import time_accounting
 from harness.spec.claims import CLAIMS, claim_test, figure_words, glossary_terms, paper_numbers

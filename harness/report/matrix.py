@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from typing import NamedTuple
 
 from harness.outcome.verdict import Verdict
-from harness.report.cells import claim_key, model_label
+from harness.report.record_text import claim_key, model_label
 
 
 class Matrix(NamedTuple):

@@ -112,7 +112,7 @@ def first(figs: dict, names, test=lambda v: isinstance(v, list) and len(v) > 0):
 
 
 def depth(n: int) -> np.ndarray:
-    """Relative depth l/(L-1) of n per-layer entries (0 = first, 1 = last), as measure.depth_slope uses."""
+    """Relative depth l/(L-1) of n per-layer entries (0 = first, 1 = last), as leakage_view.depth_slope uses."""
     return np.linspace(0.0, 1.0, n) if n > 1 else np.zeros(n)
 
 

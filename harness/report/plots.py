@@ -222,7 +222,7 @@ def bin_profile(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
 
 class SlopeSeries(NamedTuple):
     """One measurement of the layer ratio: a model's layer-wise ratio at one length, the slope its criterion judges (the
-    least-squares change of r_l over the whole relative depth, ``measure.depth_slope``) with its 95% CI, and that
+    least-squares change of r_l over the whole relative depth, ``leakage_view.depth_slope``) with its 95% CI, and that
     criterion (None where the record carries neither a decision nor a flat bound)."""
 
     model: str

@@ -22,8 +22,8 @@ from typing import NamedTuple
 from harness.outcome.nodeid import parse, test_function
 from harness.outcome.results import ResultsFileError, load_results, results_file
 from harness.outcome.verdict import Verdict
-from harness.report.cells import claim_key, fingerprint, measured, test_name
 from harness.report.compare import figures_by_name, run_differences
+from harness.report.record_text import claim_key, fingerprint, measured, test_name
 from harness.report.render import to_html, to_markdown
 from harness.spec.claims import CLAIMS, claim_test
 from harness.spec.models import FAMILIES, REGISTRY

@@ -29,15 +29,6 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from harness.outcome.verdict import DECIDED, Verdict
-from harness.report.cells import (
-    claim_key,
-    deciding,
-    figure_judged,
-    is_property_check,
-    model_label,
-    test_name,
-    test_words,
-)
 from harness.report.plot_style import (
     HELD_SHADE,
     OTHER_VERDICT_COLOR,
@@ -47,6 +38,15 @@ from harness.report.plot_style import (
     save,
     scalar,
     styled,
+)
+from harness.report.record_text import (
+    claim_key,
+    deciding,
+    figure_judged,
+    is_property_check,
+    model_label,
+    test_name,
+    test_words,
 )
 
 ONE_SIDED, EQUIVALENCE = "one-sided", "equivalence"

@@ -1,6 +1,6 @@
 """A run's folder: results.json (every measured figure with its context), then the reports built from it:
 report.md, a self-contained report.html, summary.md and figures/*.png (harness.report.document; a merged run's
-with its "Merged from" section, harness.report.merged). Every file is written atomically (harness.files.atomic).
+with its "Merged from" section, harness.report.merged_report). Every file is written atomically (harness.files.atomic).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.files.atomic import point_link, write_text
 from harness.outcome.results import load_results, results_file
-from harness.report import document, merged, provenance
+from harness.report import document, merged_report, provenance
 from harness.report.render import to_html, to_markdown
 
 
@@ -131,7 +131,7 @@ def build(results_path: Path) -> Path:
     except ImportError as e:  # no matplotlib: the tables alone
         warnings.warn(f"report figures skipped: {e}", stacklevel=2)
         plots = []
-    report = merged if "merged" in results else document
+    report = merged_report if "merged" in results else document
     blocks = report.document(results, plots, base)
     write_text(base / "report.html", to_html(blocks))  # each atomically: a full disk leaves no truncated report
     write_text(base / "summary.md", report.summary_markdown(results))

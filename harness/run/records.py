@@ -15,8 +15,14 @@ from harness.outcome import stability
 from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
-from harness.report.cells import claim_key, deciding_text, fold_property_checks, headline_text, property_checks_text
 from harness.report.matrix import totals_line, verdict_matrix
+from harness.report.record_text import (
+    claim_key,
+    deciding_text,
+    fold_property_checks,
+    headline_text,
+    property_checks_text,
+)
 from harness.report.write import write_run
 from harness.run import signals
 from harness.run.context import RunContext

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from harness.spec import catalogue
-from harness.spec.applies import EVERY_MODEL, Applies
+from harness.spec.applies import Applies
 from harness.spec.decision import Decision, within
 from harness.spec.models import ModelSpec, display_name
 
@@ -395,15 +395,3 @@ def glossary_terms() -> list[tuple[str, str]]:
         for term, meaning in c.glossary.items():
             terms.setdefault(term, meaning)
     return list(terms.items())
-
-
-def methods_table() -> str:
-    """METHODS.md's claim → test table, generated from the registry (tests/test_claim_registry.py keeps them equal)."""
-    rows = [
-        "| id | section | test(s) (where the prediction applies, if not every model) | measurement (harness) |",
-        "|---|---|---|---|",
-    ]
-    for c in CLAIMS.values():
-        tests = ", ".join(f"`{t}`" + ("" if a is EVERY_MODEL else f" ({a.label})") for t, a in c.tests.items())
-        rows.append(f"| {c.id} | {c.section} | {tests} | {c.measurement} |")
-    return "\n".join(rows)

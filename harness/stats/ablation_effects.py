@@ -2,7 +2,7 @@
 
 The §5.8 ablations compare the reduction of head-mean ΔR² by a targeted ablation with the mean reduction by
 random-head ablations of equal size. Every condition's bootstrap rows come from the same prompt resamples
-(multinomial weights on each condition's per-prompt sufficient statistics, ``measure.Leakage.mean_delta_boot``: no
+(multinomial weights on each condition's per-prompt sufficient statistics, ``leakage_view.Leakage.mean_delta_boot``: no
 forward pass per resample), so differences row by row are paired. The random draws are a second random factor:
 inside each prompt resample the draws are resampled too (a nested, two-stage bootstrap), so the interval
 carries both the prompts' and the draws' uncertainty.

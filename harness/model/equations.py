@@ -7,7 +7,7 @@ import importlib
 import numpy as np
 import torch
 
-from harness.model.points import hook_name
+from harness.model.hook_points import hook_name
 
 
 def rotary_cos_sin(model, positions: torch.Tensor, layer_type: str | None = None):

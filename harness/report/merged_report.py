@@ -1,6 +1,6 @@
 """The report of a merged run (harness.report.merge): the run's report (harness.report.document) with a "Merged
-from" section before any verdict (its warnings, each model's run and provenance, the models that failed, how a
-was judged), and summary.md headed by the runs it merges.
+from" section before any verdict (its warnings, each model's run and provenance, the models that failed, how a claim
+over a family's sizes was judged), and summary.md headed by the runs it merges.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report import document as run_document
-from harness.report.cells import fingerprint
+from harness.report.record_text import fingerprint
 from harness.report.render import to_markdown
 
 
