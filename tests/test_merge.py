@@ -26,7 +26,7 @@ import pytest
 from pytest_runs import start_pytest
 
 from harness.files.paths import ROOT
-from harness.outcome.figures import plain
+from harness.outcome.figures import json_plain
 from harness.outcome.results import load_results
 from harness.outcome.verdict import ClaimNotHeld
 from harness.report import ladder
@@ -248,7 +248,7 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
 
     class Figs(dict):
         def add(self, name, value, ci=None, **kw):
-            self[name] = plain(value)
+            self[name] = json_plain(value)
 
     monkeypatch.setattr(mod, "Leakage", Leak)
     monkeypatch.setattr(mod, "ensure_available", lambda spec: None)

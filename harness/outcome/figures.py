@@ -17,12 +17,12 @@ from harness.spec.claims import ClaimSpec, paper_design_gap
 from harness.spec.decision import NOT_HELD
 
 
-def plain(value):
+def json_plain(value):
     """``value`` as plain JSON data: arrays and tuples as lists, numpy numbers as Python's, non-finite floats NaN."""
     if isinstance(value, np.ndarray):
-        return plain(value.tolist())
+        return json_plain(value.tolist())
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
+        return [json_plain(v) for v in value]
     if isinstance(value, (np.floating, float)):
         v = float(value)
         return v if math.isfinite(v) else float("nan")
@@ -60,11 +60,11 @@ class Figures:
         is the prompt length it was measured at, where that is not the run's (the query bins, the
         sliding-window variant of the per-layer ratio)."""
         ref = self.claim.paper_value(self.model, name)  # raises UndeclaredFigure for a name not in the registry
-        value = plain(value)
+        value = json_plain(value)
         if paper is None and ref is not None:
             paper = ref.value
         self.values[name] = value
-        figure = {"name": name, "value": value, "paper": plain(paper), "ci": plain(ci), "note": note}
+        figure = {"name": name, "value": value, "paper": json_plain(paper), "ci": json_plain(ci), "note": note}
         if ref is not None:
             figure["seq_len"] = seq_len or self.seq_len
         self.recorded[name] = figure

