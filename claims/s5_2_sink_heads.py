@@ -70,7 +70,8 @@ CLAIMS = (
         },
         "`corpus.token0_identity_prompts`, `sinks.pc1_heldout_identity`, `sinks.identity_carriers`",
         figures=(
-            FigureSpec("top_heads"),
+            # its p column is a permutation p-value, in steps of 1 / (n_perm + 1) = 1 / 1001 at the defaults
+            FigureSpec("top_heads", resolution=1 / 1001),
             FigureSpec("carrier_heads"),
             FigureSpec("identity_carriers"),
             FigureSpec("best_heldout_r2", words="token-0 identity from the readers' output (held-out R²)"),

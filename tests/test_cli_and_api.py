@@ -17,6 +17,7 @@ import pytest
 from harness import RunFailed, Verdicts, api, cli, run_command, verify
 from harness.files.paths import REPORTS, ROOT
 from harness.model.weights import ensure_available
+from harness.outcome import snapshots
 from harness.outcome.results import load_results
 from harness.outcome.verdict import Verdict
 from harness.spec.applies import LADDER
@@ -593,13 +594,16 @@ def test_a_usage_error_raises_run_failed_before_any_model_loads(tmp_path):
 
 
 def close(a, b) -> bool:
+    """Equal at the suite's declared tolerance for a CPU float32 rerun (the snapshots'): the example was recorded on
+    another CPU and thread layout, whose float32 reductions differ in the seventh digit (SmolLM2's position-1 std,
+    97.08392 here against the example's 97.08404)."""
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isnan(a) and math.isnan(b):
+        return True
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
-    return a == b
+    return snapshots.close(a, b)
 
 
 @pytest.mark.long

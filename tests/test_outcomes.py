@@ -279,3 +279,23 @@ def test_a_crashed_worker_report_still_names_its_claim_and_model():
         "model": "smollm2-135m",
     }
     assert claim_of("tests/test_x.py::test_other[smollm2-135m]") == {}
+
+
+def test_a_discrete_figure_may_move_by_its_declared_steps_and_no_more():
+    """A permutation p-value moves in steps of 1 / (n_perm + 1): a float's last digits on another CPU can carry one
+    permutation across the observed statistic, so a rerun may differ by two steps there (the figure's declared
+    ``resolution``), while any other figure keeps the declared rtol."""
+    from harness.outcome.snapshots import TolerantJSONSnapshot, moved_figures
+
+    row = [18, 8, 0.656, 0.32, -0.16, 314 / 1001]
+    stored = {"top_heads": [row], "best_heldout_r2": 0.656}
+    one_step = {"top_heads": [[*row[:5], 315 / 1001]], "best_heldout_r2": 0.656}
+    three_steps = {"top_heads": [[*row[:5], 317 / 1001]], "best_heldout_r2": 0.656}
+    r2_moved = {"top_heads": [row], "best_heldout_r2": 0.656 + 1 / 1001}
+    ext = TolerantJSONSnapshot.__new__(TolerantJSONSnapshot)
+    assert moved_figures(one_step, stored) == []
+    assert ext.matches(serialized_data=json.dumps(one_step), snapshot_data=json.dumps(stored))
+    assert moved_figures(three_steps, stored) and not ext.matches(
+        serialized_data=json.dumps(three_steps), snapshot_data=json.dumps(stored)
+    )
+    assert [m.split(":")[0] for m in moved_figures(r2_moved, stored)] == ["best_heldout_r2"]

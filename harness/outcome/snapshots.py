@@ -19,6 +19,7 @@ from typing import Any, cast
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from harness.files.atomic import JSONFileError, read_json, write_text
+from harness.spec.claims import figure_resolutions
 
 RTOL = 1e-3  # CPU fp32 reruns agree far tighter; this flags real drift from a transformers/torch/harness change
 ATOL = 1e-6
@@ -55,15 +56,29 @@ def _change(a, b) -> str:
     return f"{a!r} -> {b!r}"
 
 
+def figure_atol(name: str, atol: float) -> float:
+    """A figure's absolute tolerance: the declared one, plus two of its steps where it is discrete (a p-value)."""
+    return atol + 2 * figure_resolutions().get(name, 0.0)
+
+
+def figures_close(new: dict, old: dict, rtol: float = RTOL, atol: float = ATOL) -> bool:
+    """Two {figure: value} records equal at the tolerance, each figure at its own (``figure_atol``)."""
+    return new.keys() == old.keys() and all(
+        close(new[k], old[k], rtol, figure_atol(k, atol) if not k.startswith("_") else atol) for k in new
+    )
+
+
 def moved_figures(values: dict, stored: dict, rtol: float = RTOL, atol: float = ATOL) -> list[str]:
     """One phrase per figure beyond tolerance ("name: old -> new (+x%)"; for an array, how many elements moved and
     the one that moved most), and per figure measured only now or only before."""
     out = []
+    base_atol = atol
     for name in dict.fromkeys([*stored, *values]):
         if name not in values or name not in stored:
             out.append(f"{name}: " + ("no longer measured" if name not in values else "new figure"))
             continue
         new, old = json.loads(json.dumps(values[name])), stored[name]
+        atol = figure_atol(name, base_atol)
         if close(new, old, rtol, atol):
             continue
         la, lb = dict(leaves(old)), dict(leaves(new))
@@ -93,7 +108,8 @@ class TolerantJSONSnapshot(JSONSnapshotExtension):
 
     def matches(self, *, serialized_data, snapshot_data) -> bool:
         try:
-            return close(json.loads(serialized_data), json.loads(snapshot_data))
+            new, old = json.loads(serialized_data), json.loads(snapshot_data)
+            return figures_close(new, old) if isinstance(new, dict) and isinstance(old, dict) else close(new, old)
         except (TypeError, ValueError):
             return serialized_data == snapshot_data
 

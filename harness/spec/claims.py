@@ -122,6 +122,10 @@ class FigureSpec:
     words: str = ""  # the figure in a reader's words, with its unit: the report's "measured" column names it so
     paper_from: str | None = None  # a plotted series whose paper value is another figure's (the first bin's)
     options: Mapping[str, Any] = field(default_factory=dict)  # what its plot kind reads of it (plots.py says which)
+    # the smallest step the figure moves by where it is discrete (a permutation p-value: 1 / (n_perm + 1)); a rerun is
+    # compared with its snapshot or baseline allowing two such steps, since a float's last digits on another CPU can
+    # move one permutation across the observed statistic
+    resolution: float = 0.0
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -295,6 +299,7 @@ class Registry(Mapping[str, ClaimSpec]):
         finally:
             self._claims, self._frozen = saved, frozen
             figure_words_table.cache_clear()
+            figure_resolutions.cache_clear()
 
     def register(self, spec: ClaimSpec) -> ClaimSpec:
         """Add a declaration. Refused, in one line, before anything is added: a frozen registry, an id already
@@ -324,6 +329,7 @@ class Registry(Mapping[str, ClaimSpec]):
             raise ClaimRegistrationError(f"claim {spec.id}: across_runs judges {spec.across_runs.test}, not its test")
         self._claims = dict(sorted({**claims, spec.id: spec}.items(), key=lambda kv: id_order(kv[0])))
         figure_words_table.cache_clear()
+        figure_resolutions.cache_clear()
         return spec
 
 
@@ -378,6 +384,12 @@ def paper_numbers(claim_id: str, test: str, model: str | None) -> str:
 def figure_words_table() -> Mapping[str, str]:
     """Every declared figure's words (``FigureSpec.words``) by its name ("name:{arm}" by its name before the arm)."""
     return MappingProxyType({f.name.partition(":{")[0]: f.words for c in CLAIMS.values() for f in c.figures if f.words})
+
+
+@cache
+def figure_resolutions() -> Mapping[str, float]:
+    """Every discrete figure's step (``FigureSpec.resolution``) by its name."""
+    return MappingProxyType({f.name: f.resolution for c in CLAIMS.values() for f in c.figures if f.resolution})
 
 
 def figure_words(name: str) -> str:
