@@ -678,3 +678,21 @@ def test_the_report_figures_draw_no_title_the_caption_repeats(example, tmp_path)
     finally:
         plots.add_title = original
     assert drawn and not any(drawn)
+
+
+def test_the_head_map_writes_each_effect_and_outlines_the_marked_head():
+    """The per-head ablation map (the related paper's deposit, DP1): one panel per model, every head's effect written
+    in its cell, the marked head outlined, axes and the colour bar labelled."""
+    grid = [[0.05, 0.61, 0.02, 0.04], [0.01, 0.02, 0.03, 0.02]]
+    by_model = {
+        "m1": {"head_effects": {"value": grid}, "deposit_head": {"value": [0, 1]}},
+        "m2": {"head_effects": {"value": [[0.2, 0.2], [0.1, 0.3]]}, "deposit_head": {"value": [0, 0]}},
+    }
+    f = plots.head_map_figure(by_model, {"": ["head_effects"], "marked": ["deposit_head"]}, claim="DP1", title="")
+    axes = visible_axes(f)
+    assert [a.get_title() for a in axes] == ["m1", "m2"]
+    assert all(a.get_xlabel() == "head (index)" and a.get_ylabel() == "layer (index)" for a in axes)
+    assert "0.61" in texts(f) and any("relative change of mean ΔR²" in t for t in texts(f))
+    outlined = [p for p in axes[0].patches if not p.get_fill()]
+    assert len(outlined) == 1 and outlined[0].get_xy() == (0.5, -0.5)
+    assert plots.head_map_figure({"m": {}}, {"": ["head_effects"]}) is None

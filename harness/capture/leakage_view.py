@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from harness.capture.reads import PatternAtPairs, Read, Run
-from harness.model.edits import Edit
+from harness.model.edits import Edit, ZeroHeads
 from harness.stats import intervals, nulls
 from harness.stats import leakage as lk
+from harness.stats.head_map import head_effects
 from harness.stats.pairs import PairSet
 
 WEIGHT = PatternAtPairs()  # post-softmax weights (the paper's target)
@@ -111,6 +112,17 @@ class Leakage:
         return self.session.memo(
             self.model, ("mean delta boot", self.run(*edits)), lambda: head_mean(self.stats(*edits), self.weights)
         )
+
+    def head_ablation_map(self, layers) -> tuple[float, np.ndarray, np.ndarray]:
+        """Each head of ``layers`` zeroed alone (one query head's output before o_proj): (the unablated head-mean
+        ΔR², each head's effect |1 - ablated / unablated| [layers, heads], and its bootstrap rows [layers, n_boot,
+        heads], on this view's prompt resamples, so effects compare row by row). One edited pass per head."""
+        base, base_rows = self.mean_delta(), self.mean_delta_boot()
+        n_heads = self.model.n_heads
+        edits = [[ZeroHeads([(layer, h)], name=f"zero-L{layer}H{h}") for h in range(n_heads)] for layer in layers]
+        effects = np.array([head_effects(base, [self.mean_delta(e) for e in row]) for row in edits])
+        rows = [head_effects(base_rows, np.stack([self.mean_delta_boot(e) for e in row], axis=1)) for row in edits]
+        return base, effects, np.stack(rows)
 
     def _fit(self, stats: lk.PromptStats, boot: bool) -> np.ndarray:
         """ΔR² per head: [1, heads] for the plain fit, [n_boot, heads] with the bootstrap weights."""

@@ -37,7 +37,7 @@ def figures_by_name(r: dict) -> dict:
 
 def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = None) -> list[list[str]]:
     """Rows (model, test, figure, index, old, new, change) for everything that differs beyond tolerance."""
-    from harness.outcome.snapshots import ATOL, RTOL, close, leaves
+    from harness.outcome.snapshots import ATOL, RTOL, close, figure_atol, leaves
 
     rtol, atol = RTOL if rtol is None else rtol, ATOL if atol is None else atol
     if not (rtol >= 0 and atol >= 0):
@@ -75,8 +75,9 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
                 )
                 continue
             la, lb = dict(leaves(fa[name])), dict(leaves(fb[name]))
+            tol = figure_atol(name, atol)  # a discrete figure (a p-value) may move by its declared steps
             for idx in dict.fromkeys([*la, *lb]):
-                if idx not in la or idx not in lb or not close(la[idx], lb[idx], rtol, atol):
+                if idx not in la or idx not in lb or not close(la[idx], lb[idx], rtol, tol):
                     rows.append(
                         [
                             *key,

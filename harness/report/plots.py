@@ -25,6 +25,8 @@ figure names that fill it ("" for the plotted series). Plot kinds (``FigureSpec.
   -> log-log scatter with the fits, one panel per model; fits that coincide are drawn once, the legend
   saying so
 * ``ablation_bars`` (scalar, ci [lo, hi] or null) -> bars with CI error bars per (claim, model)
+* ``head_map`` (nested [layers][heads]: each head's effect zeroed alone), ``head_map.marked`` ([layer, head])
+  -> one panel per model, the values written in the cells, the marked head outlined
 
 Wherever the registry holds the paper's value for a plotted quantity, it is drawn: for a run model that is
 the paper model, its own value; for any other model every paper model's value, labelled with its name,
@@ -45,7 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
 from harness.report.plot_style import (
@@ -638,6 +640,57 @@ def heatmap_vmax(by_model: dict, roles: dict) -> float | None:
     return float(max(highs)) if highs else None
 
 
+# ---- per-head ablation map ------------------------------------------------------------------------
+
+
+@styled
+def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
+    """One panel per model: each head's effect when zeroed alone [layers][heads] (``head_map``), its value written in
+    the cell, the ``head_map.marked`` head ([layer, head]) outlined; one colour scale across models."""
+    grids = {
+        m: g
+        for m, f in by_model.items()
+        if (g := _grid(first(f, roles.get(""), lambda v: _grid(v) is not None)[1])) is not None
+    }
+    if not grids:
+        return None
+    hi = max(float(np.nanmax(g)) for g in grids.values() if np.isfinite(g).any()) or 1.0
+    widest = max(g.shape[1] for g in grids.values())
+    fig, rows = panels(len(grids), w=max(3.6, 0.42 * widest + 1.2), h=2.4, extra=(1.2, 0.4))
+    im = None
+    for ax, (m, g) in zip(rows[0], grids.items()):
+        im = ax.imshow(g, aspect="auto", origin="lower", cmap="magma", vmin=0, vmax=hi, interpolation="nearest")
+        for (layer, head), v in np.ndenumerate(g):
+            if np.isfinite(v):
+                ax.text(
+                    head,
+                    layer,
+                    f"{v:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=6.5,
+                    color="white" if v < hi / 2 else "black",
+                )
+        marked = val(by_model[m], next(iter(roles.get("marked", [])), None))
+        if isinstance(marked, list) and len(marked) == 2:
+            ax.add_patch(Rectangle((marked[1] - 0.5, marked[0] - 0.5), 1, 1, fill=False, ec="tab:cyan", lw=2.2))
+        ax.set_xticks(range(g.shape[1]))
+        ax.set_yticks(range(g.shape[0]))
+        ax.set(title=m, xlabel="head (index)", ylabel="layer (index)")
+    if im is not None:
+        fig.colorbar(im, ax=rows[0], label="|1 − ablated / unablated|\n(relative change of mean ΔR²)")
+    for ax in rows[0][len(grids) :]:
+        ax.set_visible(False)
+    rows[0][0].plot([], [], ls="none", label="outlined: the layer-0 head with the largest effect")
+    legend(fig, rows[0][0], outside=True)
+    add_title(fig, f"{claim} — per-head ablation map" if title is None else title)
+    return fig
+
+
+def head_map(by_model: dict, roles: dict, out: Path, **kw) -> Path | None:
+    return save(head_map_figure(by_model, roles, **kw), out)
+
+
 # ---- bars (sink conditions, ablations) ----------------------------------------------------------------
 
 
@@ -1123,6 +1176,7 @@ PER_CLAIM = {
     "sink_vs_probe": ("sink magnitude vs topic-probe accuracy per (layer, position) cell", sink_vs_probe),
     "sink_bars": ("peak sink magnitude by anchor condition", sink_bars),
     "length_scaling": ("mean ΔR² vs sequence length (log-log) with power-law and piecewise fits", length_scaling),
+    "head_map": ("relative change of the read-out when each head is zeroed alone", head_map),
 }
 
 
@@ -1132,7 +1186,7 @@ def _claim_title(claim: str, kind: str, what: str | None, roles: dict, by_model:
             f.options["title"] for n in roles.get("", []) if (f := figure_spec(claim, n)) and "title" in f.options
         )
         what = next(titled, None) or label(next(iter(roles.get("", [])), kind))
-    return f"{claim} — {what}"
+    return f"{claim} — {claim_caption(claim, kind, what or kind)}"
 
 
 def figures_by_claim(results: dict) -> dict:

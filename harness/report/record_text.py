@@ -10,13 +10,13 @@ import math
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
 from harness.report.render import fmt
-from harness.spec.claims import CLAIMS, claim_test, figure_words, id_order
+from harness.spec.claims import CLAIMS, claim_order, claim_test, figure_words
 from harness.spec.models import FAMILIES
 
 
 def claim_key(c: str | None) -> tuple:
     """Claims in the registry's natural id order; a record of none last."""
-    return (c is None, id_order(c or ""))
+    return (c is None, claim_order(c or ""))
 
 
 def claim_texts() -> dict:

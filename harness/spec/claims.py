@@ -225,6 +225,7 @@ class ClaimSpec:
     plots: Mapping[str, PlotSpec] = field(default_factory=dict)  # plot kind -> its caption and options
     across_runs: AcrossRuns | None = None  # a claim over a family's sizes: how a merge of one-size runs judges it
     glossary: Mapping[str, str] = field(default_factory=dict)  # terms its figures use -> their meaning (the report's)
+    paper: str = ""  # the paper it comes from where not the main one (such claims are listed after the main paper's)
     source: str = ""  # the declaration's file (set by the catalogue), named in its errors
 
     @cached_property
@@ -255,6 +256,12 @@ class ClaimSpec:
 def id_order(claim_id: str) -> tuple:
     """Claim ids in natural order: letters, then the number, then a suffix ("A7" < "B1" < "B9a" < "B10")."""
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.findall(r"\d+|\D+", claim_id))
+
+
+def claim_order(claim_id: str) -> tuple:
+    """The registry's order: the main paper's claims first, then each related paper's, each in natural id order."""
+    spec = CLAIMS.get(claim_id)
+    return (bool(spec and spec.paper), spec.paper if spec else "", id_order(claim_id))
 
 
 class Registry(Mapping[str, ClaimSpec]):
@@ -327,7 +334,8 @@ class Registry(Mapping[str, ClaimSpec]):
                 spec.figure(name)  # UndeclaredFigure, naming what the entry declares
         if spec.across_runs is not None and spec.across_runs.test not in spec.claim_tests:
             raise ClaimRegistrationError(f"claim {spec.id}: across_runs judges {spec.across_runs.test}, not its test")
-        self._claims = dict(sorted({**claims, spec.id: spec}.items(), key=lambda kv: id_order(kv[0])))
+        merged = {**claims, spec.id: spec}
+        self._claims = dict(sorted(merged.items(), key=lambda kv: (bool(kv[1].paper), kv[1].paper, id_order(kv[0]))))
         figure_words_table.cache_clear()
         figure_resolutions.cache_clear()
         return spec
