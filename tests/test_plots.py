@@ -692,7 +692,7 @@ def test_the_head_map_writes_each_effect_and_outlines_the_marked_head():
     axes = visible_axes(f)
     assert [a.get_title() for a in axes] == ["m1", "m2"]
     assert all(a.get_xlabel() == "head (index)" and a.get_ylabel() == "layer (index)" for a in axes)
-    assert "0.61" in texts(f) and any("relative change of mean ΔR²" in t for t in texts(f))
+    assert "0.610" in texts(f) and any("relative change of mean ΔR²" in t for t in texts(f))
     outlined = [p for p in axes[0].patches if not p.get_fill()]
     assert len(outlined) == 1 and outlined[0].get_xy() == (0.5, -0.5)
     assert plots.head_map_figure({"m": {}}, {"": ["head_effects"]}) is None

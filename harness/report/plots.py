@@ -645,7 +645,7 @@ def heatmap_vmax(by_model: dict, roles: dict) -> float | None:
 
 @styled
 def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
-    """One panel per model: each head's effect when zeroed alone [layers][heads] (``head_map``), its value written in
+    """One panel per model, stacked: each head's effect when zeroed alone [layers][heads] (``head_map``), its value written in
     the cell, the ``head_map.marked`` head ([layer, head]) outlined; one colour scale across models."""
     grids = {
         m: g
@@ -656,21 +656,15 @@ def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str 
         return None
     hi = max(float(np.nanmax(g)) for g in grids.values() if np.isfinite(g).any()) or 1.0
     widest = max(g.shape[1] for g in grids.values())
-    fig, rows = panels(len(grids), w=max(3.6, 0.42 * widest + 1.2), h=2.4, extra=(1.2, 0.4))
+    fig = new(max(6.5, 0.62 * widest + 3.2), 1.25 * sum(g.shape[0] for g in grids.values()) + 1.1 * len(grids) + 0.6)
+    axes = list(fig.subplots(len(grids), 1, squeeze=False)[:, 0])  # one row per model: heads read across
     im = None
-    for ax, (m, g) in zip(rows[0], grids.items()):
+    for ax, (m, g) in zip(axes, grids.items()):
         im = ax.imshow(g, aspect="auto", origin="lower", cmap="magma", vmin=0, vmax=hi, interpolation="nearest")
         for (layer, head), v in np.ndenumerate(g):
             if np.isfinite(v):
-                ax.text(
-                    head,
-                    layer,
-                    f"{v:.2f}",
-                    ha="center",
-                    va="center",
-                    fontsize=6.5,
-                    color="white" if v < hi / 2 else "black",
-                )
+                color = "white" if v < hi / 2 else "black"
+                ax.text(head, layer, f"{v:.3f}", ha="center", va="center", fontsize=7, color=color)
         marked = val(by_model[m], next(iter(roles.get("marked", [])), None))
         if isinstance(marked, list) and len(marked) == 2:
             ax.add_patch(Rectangle((marked[1] - 0.5, marked[0] - 0.5), 1, 1, fill=False, ec="tab:cyan", lw=2.2))
@@ -678,11 +672,9 @@ def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str 
         ax.set_yticks(range(g.shape[0]))
         ax.set(title=m, xlabel="head (index)", ylabel="layer (index)")
     if im is not None:
-        fig.colorbar(im, ax=rows[0], label="|1 − ablated / unablated|\n(relative change of mean ΔR²)")
-    for ax in rows[0][len(grids) :]:
-        ax.set_visible(False)
-    rows[0][0].plot([], [], ls="none", label="outlined: the layer-0 head with the largest effect")
-    legend(fig, rows[0][0], outside=True)
+        fig.colorbar(im, ax=axes, label="|1 − ablated / unablated|\n(relative change of mean ΔR²)")
+    axes[0].plot([], [], ls="none", label="outlined: the layer-0 head with the largest effect")
+    legend(fig, axes[0], outside=True)
     add_title(fig, f"{claim} — per-head ablation map" if title is None else title)
     return fig
 
