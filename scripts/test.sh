@@ -3,7 +3,7 @@
 #
 #   bash scripts/test.sh              # CI's run on every push: tests/ on two xdist workers (one file per worker at a
 #                                     # time), then every claim on SmolLM2-135M and on the paper models present
-#                                     # but those marked costly (T11)
+#                                     # but those marked costly (T11, DP1, DP2)
 #   bash scripts/test.sh --run-slow   # the full run (weekly in CI): the slow harness tests too, then every claim on
 #                                     # every bundled model and the paper models present
 #   bash scripts/test.sh -x --durations=50    # options go to both runs (--models replaces the claims' models)
@@ -22,7 +22,7 @@ PYTEST=(.venv/bin/python -m pytest)
 first=${1:-}
 if [[ -n "$first" && "$first" != -* && -e "${first%%::*}" ]]; then exec "${PYTEST[@]}" "$@"; fi
 claims_models=(--models smollm2-135m,paper)
-# per push, the claim tests marked costly (T11's 13 edited passes, 8 of the 19 minutes on SmolLM2) are deselected:
+# per push, the claim tests marked costly (T11's 13 edited passes; DP1's one per head of layers 0-1) are deselected:
 # they run in the main job and the full run; a -m given here replaces this one
 claims_select=(-m "not costly")
 for arg in "$@"; do

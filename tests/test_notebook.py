@@ -64,7 +64,7 @@ def test_load_of_anything_else_is_one_line(tmp_path, where):
 
 def test_the_repr_is_one_short_line_of_totals_and_what_to_call(example):
     text = repr(example)
-    assert text.startswith("Verdicts: 95 tests on 3 models (smollm2-135m, gemma3-270m, qwen2.5-coder-0.5b) — ")
+    assert text.startswith("Verdicts: 101 tests on 3 models (smollm2-135m, gemma3-270m, qwen2.5-coder-0.5b) — ")
     assert len(text) < 300 and "\n" not in text and "[" not in text  # no arrays, no records
     for hidden in ("xfail", "ClaimNotHeld", "known outcome"):
         assert hidden not in text
@@ -262,7 +262,7 @@ def test_verify_shows_one_progress_line_then_the_totals(a_run, tmp_path, capsys)
         "abspos: 50% of 4 tests finished",
         "abspos: 100% of 4 tests finished; writing the results and the report",
     ]
-    assert totals.startswith("abspos total: 95 claim tests on 3 models: 37 held · ") and "**" not in totals
+    assert totals.startswith("abspos total: 101 claim tests on 3 models: 40 held · ") and "**" not in totals
     assert report == f"abspos report: {v.report}" and v.report.parent.parent == tmp_path  # (no report.html here)
     assert "claims/test_s5" not in out and "collected" not in out  # pytest's own lines stay out of the cell
     assert v.folder == v.report.parent and len(v) == len(RECORDS)
