@@ -323,7 +323,7 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
         ("h2", "Claims at a glance", "lead"),
         (
             "p",
-            "One row per claim test and model: what the test requires (thresholds from the claim registry, "
+            "One row per claim test and model: what the test requires (thresholds from the claims' declarations, "
             "fixed from the paper's numbers before any run), the paper's number with the paper model it "
             "comes from, this run's headline figure with its 95% CI over prompts, and the verdict.",
         ),

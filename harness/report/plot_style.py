@@ -221,7 +221,7 @@ def paper_style(model: str):
 
 def paper_refs(claim: str, name: str | None) -> list[PaperRef]:
     """The paper's values for one recorded figure of a claim, one per paper model (registry order of
-    PAPER_MODELS), from harness/spec/claims.py; [] when the registry has none or does not declare it."""
+    PAPER_MODELS), from the claim's declaration; [] when the registry has none or does not declare it."""
     spec = CLAIMS.get(claim)
     if spec is None or name is None:
         return []

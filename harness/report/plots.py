@@ -1,4 +1,4 @@
-"""PNG figures for the run report, chosen by the plot kind each figure declares in the claim registry.
+"""PNG figures for the run report, chosen by the plot kind each figure declares in its claim's declaration.
 
 Each plot function is pure (figure dicts in, PNG path out) and returns None, writing nothing, when
 its figures are absent; its ``*_figure`` twin returns the matplotlib Figure instead (for tests). ``by_model``

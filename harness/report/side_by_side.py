@@ -158,7 +158,7 @@ def verdict_cell(r: dict | None) -> tuple[str, str]:
 
 
 def criterion_of(claim: str, key: str):
-    """The test's criterion (its entry in harness/spec/claims.py), None for a test without one."""
+    """The test's criterion (its claim's declaration), None for a test without one."""
     return claim_test(test_function(key)) if claim in CLAIMS else None
 
 

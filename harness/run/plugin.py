@@ -3,7 +3,7 @@
 Loaded from the root conftest.py. Every test that takes ``model_name`` runs once per selected model,
 carrying the model's family and group as markers (so ``-m llama`` or ``-m "paper and qwen"`` select) and an
 ``xdist_group`` so that under ``-n N --dist loadgroup`` one model stays on one worker. Claim applicability
-(harness/spec/claims.py) becomes collection-time skips; known outcomes become strict xfails; after each
+(the claims' declarations, claims/<section>.py) becomes collection-time skips; known outcomes become strict xfails; after each
 claim test body the plugin compares its figures with the snapshot and with the paper's values.
 """
 
