@@ -258,10 +258,15 @@ def id_order(claim_id: str) -> tuple:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.findall(r"\d+|\D+", claim_id))
 
 
-def claim_order(claim_id: str) -> tuple:
+def paper_then_id(claim_id: str, paper: str) -> tuple:
     """The registry's order: the main paper's claims first, then each related paper's, each in natural id order."""
+    return (bool(paper), paper, id_order(claim_id))
+
+
+def claim_order(claim_id: str) -> tuple:
+    """A claim id's place in the registry's order (``paper_then_id``; an unknown id as one of the main paper's)."""
     spec = CLAIMS.get(claim_id)
-    return (bool(spec and spec.paper), spec.paper if spec else "", id_order(claim_id))
+    return paper_then_id(claim_id, spec.paper if spec else "")
 
 
 class Registry(Mapping[str, ClaimSpec]):
@@ -305,8 +310,13 @@ class Registry(Mapping[str, ClaimSpec]):
             yield self
         finally:
             self._claims, self._frozen = saved, frozen
-            figure_words_table.cache_clear()
-            figure_resolutions.cache_clear()
+            self._changed()
+
+    @staticmethod
+    def _changed() -> None:
+        """Forget the tables read off the declarations (figure words, figure steps)."""
+        figure_words_table.cache_clear()
+        figure_resolutions.cache_clear()
 
     def register(self, spec: ClaimSpec) -> ClaimSpec:
         """Add a declaration. Refused, in one line, before anything is added: a frozen registry, an id already
@@ -335,9 +345,8 @@ class Registry(Mapping[str, ClaimSpec]):
         if spec.across_runs is not None and spec.across_runs.test not in spec.claim_tests:
             raise ClaimRegistrationError(f"claim {spec.id}: across_runs judges {spec.across_runs.test}, not its test")
         merged = {**claims, spec.id: spec}
-        self._claims = dict(sorted(merged.items(), key=lambda kv: (bool(kv[1].paper), kv[1].paper, id_order(kv[0]))))
-        figure_words_table.cache_clear()
-        figure_resolutions.cache_clear()
+        self._claims = dict(sorted(merged.items(), key=lambda kv: paper_then_id(kv[0], kv[1].paper)))
+        self._changed()
         return spec
 
 
@@ -385,7 +394,7 @@ def paper_numbers(claim_id: str, test: str, model: str | None) -> str:
 
 
 # Each headline figure in a reader's words, with its unit: the report's and the terminal's "measured" column and the
-# notebook's frame name figures by these ("ΔR²": the position-prediction leakage, a share of variance; a sink: the
+# notebook's frame name figures by these.
 
 
 @cache
