@@ -41,7 +41,7 @@ CLAIMS = (
         figures=(
             FigureSpec("mean_delta_unablated"),
             FigureSpec("head_effects", "head_map"),
-            FigureSpec("head_effects_ci"),
+            FigureSpec("head_effects_ci", "head_map.ci"),
             FigureSpec("deposit_head", "head_map.marked"),
             FigureSpec(
                 "deposit_share", words="the largest head's share of layer 0's ablation effects on leakage (share)"
@@ -61,7 +61,16 @@ CLAIMS = (
             ),
         },
         paper=PAPER,
-        plots={"head_map": PlotSpec("relative change of mean ΔR² when each head of layers 0–1 is zeroed")},
+        plots={
+            "head_map": PlotSpec(
+                "relative change of mean ΔR² when each head of layers 0–1 is zeroed (95% prompt-bootstrap interval "
+                "under each value)",
+                shown_with={
+                    "T11": "the per-head yardstick for T11's reductions: the same leakage (head-mean ΔR² at the "
+                    "run's pairs) when one head alone is zeroed, the map's value being |reduction|"
+                },
+            )
+        },
         glossary={
             "deposit head": "the head of a layer whose zeroing changes the read-out most (Gu et al. 2026); its share "
             "is its change over the layer's summed changes"

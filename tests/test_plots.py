@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -696,3 +697,27 @@ def test_the_head_map_writes_each_effect_and_outlines_the_marked_head():
     outlined = [p for p in axes[0].patches if not p.get_fill()]
     assert len(outlined) == 1 and outlined[0].get_xy() == (0.5, -0.5)
     assert plots.head_map_figure({"m": {}}, {"": ["head_effects"]}) is None
+    ci = [[[0.0, 0.1], [0.4, 0.83], [0.0, 0.05], [0.0, 0.1]], [[0.0, 0.02]] * 4]
+    by_model["m1"]["head_effects_ci"] = {"value": ci}
+    f = plots.head_map_figure(by_model, {"": ["head_effects"], "marked": ["deposit_head"], "ci": ["head_effects_ci"]})
+    assert "0.610\n[0.400, 0.830]" in texts(f)  # each effect's interval under it
+    assert "0.200" in texts(f) and not any(t.startswith("0.200\n") for t in texts(f))  # m2 recorded none
+
+
+def test_a_plot_shown_with_another_claim_follows_that_claims_own_plots(tmp_path):
+    """The deposit map (DP1) is T11's per-head yardstick: its declaration's ``shown_with`` puts it in T11's section
+    too, after T11's own plots, with the reason, and still in DP1's own."""
+    spec = CLAIMS["DP1"].plots["head_map"]
+    assert set(spec.shown_with) == {"T11"}
+    grid, ci = [[0.05, 0.61], [0.01, 0.02]], [[[0.0, 0.1], [0.4, 0.8]], [[0.0, 0.02], [0.0, 0.04]]]
+    dp1 = [fig("head_effects", grid), fig("head_effects_ci", ci), fig("deposit_head", [0, 1])]
+    t11 = [fig("ablation:baseline", 0.1), fig("ablation:random heads (2, 10 draws)", 0.08)]
+    results = {"records": [rec("T11", "m", t11), rec("DP1", "m", dp1)]}
+    made = plots.make_all(results, tmp_path)
+    dp_map = next(p for p in made if p.claim == "DP1")
+    assert dp_map.also == (("T11", spec.shown_with["T11"]),)
+    sections = {c: document.claim_section(c, [r], made, {}) for c, r in zip(("T11", "DP1"), results["records"])}
+    images = {c: [b for b in blocks if b[0] == "img"] for c, blocks in sections.items()}
+    assert [Path(b[2]) for b in images["DP1"]] == [Path(dp_map.path)]
+    assert Path(images["T11"][-1][2]) == Path(dp_map.path) and len(images["T11"]) >= 2
+    assert images["T11"][-1][1].endswith(f"beside T11: {spec.shown_with['T11']}")

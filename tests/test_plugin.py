@@ -3,9 +3,12 @@
 import json
 import os
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 from pytest_runs import ROOT, run_pytest
+
+from harness.run import plugin
 
 pytestmark = pytest.mark.long  # every test here runs pytest on the claims in a subprocess
 
@@ -220,3 +223,19 @@ def test_require_weights_fails_a_run_whose_models_are_absent_and_passes_one_whos
     assert "llama-3.2-1b weights not found" in line[0] and "qwen" not in line[0]  # only the selected models
     assert "INTERNALERROR" not in r.stdout + r.stderr
     assert collect("--models", "smollm2-135m", "--require-weights").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args, dist, expected",
+    [
+        (["-n", "2"], "load", "loadgroup"),  # -n alone: xdist's default, made per model
+        (["-n", "2", "--dist", "load"], "load", "load"),  # asked for: kept
+        (["-n", "2", "--dist=loadfile"], "loadfile", "loadfile"),
+        (["-n", "2", "-d"], "load", "load"),
+        ([], "no", "no"),
+    ],
+)
+def test_xdist_keeps_one_models_tests_on_one_worker_unless_told_otherwise(args, dist, expected):
+    config = SimpleNamespace(option=SimpleNamespace(dist=dist), invocation_params=SimpleNamespace(args=args))
+    plugin.keep_models_on_one_worker(config)
+    assert config.option.dist == expected

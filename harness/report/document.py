@@ -284,6 +284,9 @@ def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
                 ]
             )
     figures = [("img", p.title, Path(p.path)) for p in plots if p.claim == claim]
+    figures += [
+        ("img", f"{p.title} — beside {claim}: {why}", Path(p.path)) for p in plots for c, why in p.also if c == claim
+    ]
     return [
         ("h2", f"{claim} — {texts.get(claim, '')}".rstrip(" —"), f"claim-{claim.lower()}"),
         ("p", verdict_strip(records)),

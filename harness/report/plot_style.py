@@ -64,12 +64,14 @@ OTHER_VERDICT_COLOR = "#777777"
 
 class Plot(NamedTuple):
     """A written figure: ``claim`` None for the run-wide summary figure (harness/report/summary_plot.py), ``model``
-    None for a figure over every model; ``title`` is the report's caption (the figure itself draws none)."""
+    None for a figure over every model; ``title`` is the report's caption (the figure itself draws none); ``also``:
+    the other claims whose sections show it after their own plots (``PlotSpec.shown_with``)."""
 
     claim: str | None
     model: str | None
     title: str
     path: Path
+    also: tuple[tuple[str, str], ...] = ()
 
 
 class PaperRef(NamedTuple):

@@ -646,7 +646,8 @@ def heatmap_vmax(by_model: dict, roles: dict) -> float | None:
 @styled
 def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str | None = None) -> Figure | None:
     """One panel per model, stacked: each head's effect when zeroed alone [layers][heads] (``head_map``), its value written in
-    the cell, the ``head_map.marked`` head ([layer, head]) outlined; one colour scale across models."""
+    the cell with its interval under it (``head_map.ci``, [layers][heads][2]), the ``head_map.marked`` head ([layer,
+    head]) outlined; one colour scale across models."""
     grids = {
         m: g
         for m, f in by_model.items()
@@ -661,10 +662,14 @@ def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str 
     im = None
     for ax, (m, g) in zip(axes, grids.items()):
         im = ax.imshow(g, aspect="auto", origin="lower", cmap="magma", vmin=0, vmax=hi, interpolation="nearest")
+        ci = val(by_model[m], next(iter(roles.get("ci", [])), None))
+        ci = np.asarray(ci, dtype=float) if ci is not None else None
+        ci = ci if ci is not None and ci.shape == (*g.shape, 2) else None
         for (layer, head), v in np.ndenumerate(g):
             if np.isfinite(v):
                 color = "white" if v < hi / 2 else "black"
-                ax.text(head, layer, f"{v:.3f}", ha="center", va="center", fontsize=7, color=color)
+                below = "" if ci is None else "\n[{:.3f}, {:.3f}]".format(*ci[layer, head])
+                ax.text(head, layer, f"{v:.3f}{below}", ha="center", va="center", fontsize=6, color=color)
         marked = val(by_model[m], next(iter(roles.get("marked", [])), None))
         if isinstance(marked, list) and len(marked) == 2:
             ax.add_patch(Rectangle((marked[1] - 0.5, marked[0] - 0.5), 1, 1, fill=False, ec="tab:cyan", lw=2.2))
@@ -1226,7 +1231,7 @@ def make_all(results: dict, fig_dir: Path) -> list[Plot]:
         kinds = plot_roles(claim, dict.fromkeys(n for figs in by_model.values() for n in figs))
         for kind, (what, fn) in PER_CLAIM.items():
             if kind in kinds:
-                add(
+                if add(
                     claim,
                     None,
                     _claim_title(claim, kind, what, kinds[kind], by_model),
@@ -1237,7 +1242,8 @@ def make_all(results: dict, fig_dir: Path) -> list[Plot]:
                     claim=claim,
                     title="",
                     **({"records": records[claim]} if kind == "layer_ratio" else {}),
-                )
+                ) and (shown_with := getattr(plot_spec(claim, kind), "shown_with", {})):
+                    plots[-1] = plots[-1]._replace(also=tuple(shown_with.items()))
         bars = "ablation_bars" in kinds
         # a claim whose criteria judge ratios or reductions rather than the bars' mean ΔR² declares that plot: drawn
         # as what the criteria test, the bars only where those figures were not recorded

@@ -99,8 +99,19 @@ def pytest_configure(config):
     ):
         config.addinivalue_line("markers", line)
     if not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) owns the records
+        keep_models_on_one_worker(config)
         config.pluginmanager.register(RecordCollector(run, list(config.invocation_params.args)), "abspos-records")
         config.stash[PROGRESS].write = terminal_writer(config)
+
+
+def keep_models_on_one_worker(config) -> None:
+    """``-n N`` without ``--dist``: xdist's default ``load`` would send one model's tests to every worker, each
+    making the model's captures again; ``loadgroup`` keeps each model on one worker (its ``xdist_group``). A
+    ``--dist`` given is left as it is."""
+    if getattr(config.option, "dist", "no") == "load" and not any(
+        a.startswith(("--dist", "-d")) for a in config.invocation_params.args
+    ):
+        config.option.dist = "loadgroup"
 
 
 @pytest.hookimpl(trylast=True)

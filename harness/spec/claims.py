@@ -167,11 +167,14 @@ class PromptDraw:
 
 @dataclass(frozen=True)
 class PlotSpec:
-    """What a plot kind reads of a claim beyond its figures: the ``caption`` after the claim's id, and ``options``
-    (harness/report/plots.py says which each kind reads)."""
+    """What a plot kind reads of a claim beyond its figures: the ``caption`` after the claim's id, ``options``
+    (harness/report/plots.py says which each kind reads), and ``shown_with``: other claims whose report sections show
+    the plot too, after their own, each with the sentence that says why there (a yardstick one claim measures for
+    another)."""
 
     caption: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    shown_with: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
