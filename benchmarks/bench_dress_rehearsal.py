@@ -2,7 +2,7 @@
 tokenizer: ``<paper>-full-rehearsal``, harness.model.rehearsal) through the nightly's selection on this machine, with
 time and peak memory per claim, and the nightly's GPU time estimated from them.
 
-    python benchmarks/bench_dress_rehearsal.py [--paper llama-3.2-1b] [--seq-len 512] [--n-prompts 32]
+    python benchmarks/bench_dress_rehearsal.py [--paper llama-3.2-1b] [--seq-len 512] [--n-prompts 512]
         [-k EXPR] [--out reports/dress-rehearsal] [--device-rate LAYER_TOKENS_PER_S]
 
 It runs ``pytest claims --models <paper>-full-rehearsal -m <family>`` (the nightly's ``-m "paper and <family>"`` on
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -66,6 +67,11 @@ class PeakMemory:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
+        import torch
+
+        gpus = range(torch.cuda.device_count()) if torch.cuda.is_available() else range(0)
+        for d in gpus:
+            torch.cuda.reset_peak_memory_stats(d)
         reset = self._reset()
         yield
         peak = _status_kib("VmHWM")
@@ -73,8 +79,11 @@ class PeakMemory:
             import resource
 
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        line = {"test": item.nodeid, "peak_kib": peak, "reset": reset}
+        if gpus:  # the largest of the GPUs' peaks of memory allocated by torch during the test, its setup included
+            line["peak_gpu_kib"] = max(torch.cuda.max_memory_allocated(d) for d in gpus) // 1024
         with open(self.path, "a") as f:
-            f.write(json.dumps({"test": item.nodeid, "peak_kib": peak, "reset": reset}) + "\n")
+            f.write(json.dumps(line) + "\n")
 
 
 def pytest_configure(config) -> None:
@@ -83,11 +92,16 @@ def pytest_configure(config) -> None:
         config.pluginmanager.register(PeakMemory(os.environ[PEAKS_ENV]), "abspos-dress-peaks")
 
 
-def per_claim(records: list[dict], peaks: dict[str, int]) -> list[dict]:
-    """One row per claim, in the run's order: tests, seconds, forward seconds, statistics seconds, layer-tokens, and
-    the largest peak of its tests (KiB; None where none was read). Records with no claim (none here) are left out."""
+def per_claim(records: list[dict], peaks: dict[str, int], gpu_peaks: dict[str, int] | None = None) -> list[dict]:
+    """One row per claim, in the run's order: tests, seconds, forward seconds, statistics seconds, layer-tokens, the
+    largest peak of its tests (KiB; None where none was read) and, on a GPU, the largest GPU peak. Records with no
+    claim (none here) are left out."""
+    gpu_peaks = gpu_peaks or {}
     acc: dict[str, dict] = defaultdict(
-        lambda: {"tests": 0, "seconds": 0.0, "forward_seconds": 0.0, "layer_tokens": 0, "peak_kib": None}
+        lambda: (
+            {"tests": 0, "seconds": 0.0, "forward_seconds": 0.0, "layer_tokens": 0, "peak_kib": None}
+            | ({"peak_gpu_kib": None} if gpu_peaks else {})
+        )
     )
     for r in records:
         if not r.get("claim"):
@@ -100,6 +114,8 @@ def per_claim(records: list[dict], peaks: dict[str, int]) -> list[dict]:
         peak = peaks.get(r["test"])
         if peak is not None:
             a["peak_kib"] = max(a["peak_kib"] or 0, peak)
+        if gpu_peaks.get(r["test"]) is not None:
+            a["peak_gpu_kib"] = max(a["peak_gpu_kib"] or 0, gpu_peaks[r["test"]])
     return [{"claim": c, **a, "statistics_seconds": a["seconds"] - a["forward_seconds"]} for c, a in acc.items()]
 
 
@@ -116,16 +132,20 @@ def table(rows: list[dict], device_rate: float | None) -> str:
     gib = 2**20
     head = "| claim | tests | seconds | forward s | statistics s | layer-tokens | peak RSS |"
     rule = "|---|---|---|---|---|---|---|"
+    on_gpu = any("peak_gpu_kib" in r for r in rows)
+    if on_gpu:
+        head, rule = head + " peak GPU |", rule + "---|"
     if device_rate:
         head, rule = head + " GPU estimate s |", rule + "---|"
     lines = [head, rule]
     total = {"claim": "all", "tests": 0, "seconds": 0.0, "forward_seconds": 0.0, "statistics_seconds": 0.0}
-    total |= {"layer_tokens": 0, "peak_kib": None}
+    total |= {"layer_tokens": 0, "peak_kib": None} | ({"peak_gpu_kib": None} if on_gpu else {})
     for r in rows:
         for k in ("tests", "seconds", "forward_seconds", "statistics_seconds", "layer_tokens"):
             total[k] += r[k]
-        if r["peak_kib"] is not None:
-            total["peak_kib"] = max(total["peak_kib"] or 0, r["peak_kib"])
+        for k in ("peak_kib", "peak_gpu_kib"):
+            if r.get(k) is not None:
+                total[k] = max(total[k] or 0, r[k])
     for r in [*rows, total]:
         peak = f"{r['peak_kib'] / gib:.1f} GiB" if r["peak_kib"] is not None else "—"
         cells = [
@@ -137,6 +157,8 @@ def table(rows: list[dict], device_rate: float | None) -> str:
             f"{r['layer_tokens']:,}",
             peak,
         ]
+        if on_gpu:
+            cells.append(f"{r['peak_gpu_kib'] / gib:.1f} GiB" if r.get("peak_gpu_kib") is not None else "—")
         if device_rate:
             cells.append(f"{gpu_estimate(r, device_rate):.0f}")
         lines.append("| " + " | ".join(cells) + " |")
@@ -156,6 +178,17 @@ def _device_rate(paper: str, seq_len: int, given: float | None) -> tuple[float |
     return rate, f"measured here: {rate:,.0f} layer-tokens/s (bench_nightly.throughput, cuda bfloat16)"
 
 
+def _driver() -> str | None:
+    """The NVIDIA driver version (nvidia-smi), or None where there is none."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True
+        )
+    except OSError:
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+
+
 def main(argv: list[str] | None = None) -> int:
     from harness.model.rehearsal import FULL_SUFFIX, SUFFIX
     from harness.spec.models import get_spec, names
@@ -163,10 +196,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--paper", default="llama-3.2-1b", help=f"the paper model rehearsed ({', '.join(names('paper'))})")
     ap.add_argument("--seq-len", type=int, default=512, help="the nightly's 512")
-    ap.add_argument("--n-prompts", type=int, default=32, help="the nightly's 32")
+    ap.add_argument("--n-prompts", type=int, default=512, help="the nightly's 512 (the CPU table in docs/gpus.md: 32)")
     ap.add_argument("--size", choices=("full", "rehearsal"), default="full", help="rehearsal: the narrow 4-layer build")
     ap.add_argument("-k", dest="keyword", default=None, help="pytest -k: a part of the selection (the table says so)")
     ap.add_argument("--out", default=str(ROOT / "reports" / "dress-rehearsal"))
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="interrupt the run after this long; the tests that finished are tabled (benchmarks/gpu_check.sh)",
+    )
     ap.add_argument("--device-rate", type=float, default=None, help="layer-tokens/s of the GPU the nightly runs on")
     a, passthrough = ap.parse_known_args(argv)  # the rest go to pytest (--threads 1, -x, ...)
     if a.paper not in names("paper"):
@@ -182,19 +222,30 @@ def main(argv: list[str] | None = None) -> int:
     cmd += (["-k", a.keyword] if a.keyword else []) + passthrough
     print("dress rehearsal:", " ".join(cmd[2:]), flush=True)
     t0 = time.perf_counter()
-    code = subprocess.run(cmd, cwd=ROOT, env={**os.environ, PEAKS_ENV: str(peaks_file)}).returncode
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, PEAKS_ENV: str(peaks_file)})
+    try:
+        code = proc.wait(timeout=a.time_limit)
+    except subprocess.TimeoutExpired:  # pytest stops at the interrupt and writes the tests that finished
+        print(f"dress rehearsal: time limit {a.time_limit:.0f} s reached; interrupting", file=sys.stderr, flush=True)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait()
     wall = time.perf_counter() - t0
     results_path = out / "run" / "latest" / "results.json"
-    if code not in (0, 1) or not results_path.is_file():
+    # 2: interrupted (a time limit's SIGINT): the tests that finished are kept in results.json and tabled as such
+    if code not in (0, 1, 2) or not results_path.is_file():
         print(f"dress rehearsal: pytest exited {code} without results ({results_path})", file=sys.stderr)
         return 2
     results = json.loads(results_path.read_text())
-    peaks = {}
+    peaks, gpu_peaks = {}, {}
     for line in peaks_file.read_text().splitlines() if peaks_file.is_file() else []:
         p = json.loads(line)
         peaks[p["test"]] = p["peak_kib"]
-    rows = per_claim(results["records"], peaks)
-    rate, rate_note = _device_rate(a.paper, a.seq_len, a.device_rate)
+        if "peak_gpu_kib" in p:
+            gpu_peaks[p["test"]] = p["peak_gpu_kib"]
+    on_gpu = str(results["settings"].get("device", "cpu")).startswith("cuda")
+    rows = per_claim(results["records"], peaks, gpu_peaks if on_gpu else None)
+    # measured on the GPU, the seconds are the GPU's: no estimate beside them
+    rate, rate_note = (None, "measured on the GPU") if on_gpu else _device_rate(a.paper, a.seq_len, a.device_rate)
     outcomes = defaultdict(int)
     for r in results["records"]:
         outcomes[r.get("verdict") or r.get("outcome")] += 1
@@ -202,8 +253,16 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     summary = {
         "model": model,
+        "gpu": gpu,
+        "provenance": {
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "transformers": __import__("transformers").__version__,
+            "driver": _driver(),
+        },
         "rehearses": a.paper,
         "settings": results["settings"],
         "selection": f"-m {family}"
@@ -213,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         # its --threads where passed (in "selection"), else the cores free when it started (harness.run.options)
         "wall_seconds": wall,
         "pytest_exit": code,
+        "interrupted": code == 2,
         "outcomes": dict(outcomes),
         "device_rate": rate,
         "device_rate_note": rate_note,
@@ -227,8 +287,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{'the published config' if a.size == 'full' else 'the narrow 4-layer build'}, random weights, its real "
         f"tokenizer), "
         f"{summary['selection']}, {s['n_prompts']} prompts x {s['seq_len']} tokens, {s['device']} {s['dtype']}; "
-        f"{summary['machine']}; wall {wall / 60:.1f} min; outcomes {dict(outcomes)}. Peak RSS: each test's, setup "
-        f"included. GPU column: {rate_note}.\n\n" + table(rows, rate) + "\n"
+        f"{summary['machine']}{f', {gpu}' if gpu else ''}; wall {wall / 60:.1f} min"
+        f"{' (interrupted at its time limit: the tests that finished)' if code == 2 else ''}; "
+        f"outcomes {dict(outcomes)}. "
+        f"Peak RSS (and on a GPU, torch's peak allocation): each test's, setup included. GPU column: {rate_note}.\n\n"
+        + table(rows, rate)
+        + "\n"
     )
     (out / "dress.md").write_text(md)
     print(md)

@@ -10,6 +10,7 @@ stability record, METHODS.md's claim table).
     abspos-claims stability record RUN RUN RUN [...] | methods     # -> fixtures/stability.json; METHODS.md's list
     abspos-claims claims table                                     # METHODS.md's claim table
     abspos-claims claims decisions                                 # METHODS.md's claim decisions
+    abspos-claims bundle --out DIR [--models bundled] [--torch included|node]   # an offline bundle: DIR/install.sh
 
 ``run`` is ``python -m pytest claims ...`` in a subprocess (``pytest claims`` itself works the same); ``report``
 is ``python -m harness.report``. Importing this module loads neither torch, transformers nor pytest.
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from harness.api import aligned
+from harness.bundle import bundle_command
 from harness.files.atomic import JSONFileError
 from harness.files.paths import KNOWN_OUTCOMES, STABILITY
 from harness.outcome import known_outcomes, stability
@@ -286,6 +288,10 @@ COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
         stability_command,
     ),
     "claims": ("list the paper's claims (list), or print METHODS.md's claim table (table)", claims_command),
+    "bundle": (
+        "write everything a run needs offline (wheels, corpora, weights, tokenizer files, this checkout, install.sh)",
+        bundle_command,
+    ),
 }
 
 

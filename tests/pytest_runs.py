@@ -17,10 +17,15 @@ PY = sys.executable
 
 
 def pytest_argv(
-    *args: str, target: str | Path = "claims", plugin: bool = False, rootdir: Path | None = None
+    *args: str,
+    target: str | Path = "claims",
+    plugin: bool = False,
+    rootdir: Path | None = None,
+    python: str | Path = PY,
 ) -> list[str]:
-    """``python -m pytest <target> -p no:cacheprovider [-p harness.run.plugin] [--rootdir DIR] <args>``."""
-    argv = [PY, "-m", "pytest", str(target), "-p", "no:cacheprovider"]
+    """``python -m pytest <target> -p no:cacheprovider [-p harness.run.plugin] [--rootdir DIR] <args>``; ``python``
+    another interpreter (an installed checkout's venv)."""
+    argv = [str(python), "-m", "pytest", str(target), "-p", "no:cacheprovider"]
     if plugin:
         argv += ["-p", "harness.run.plugin"]
     if rootdir is not None:
@@ -36,11 +41,12 @@ def run_pytest(
     cwd: Path = ROOT,
     env: dict | None = None,
     timeout: float = 300,
+    python: str | Path = PY,
     **run_options,
 ) -> subprocess.CompletedProcess:
     """Run pytest on ``target`` with ``args`` to its end; ``env`` is the whole environment (None: this process's)."""
     return subprocess.run(
-        pytest_argv(*args, target=target, plugin=plugin, rootdir=rootdir),
+        pytest_argv(*args, target=target, plugin=plugin, rootdir=rootdir, python=python),
         cwd=cwd,
         env=env,
         capture_output=True,

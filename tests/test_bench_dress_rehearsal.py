@@ -34,6 +34,11 @@ def test_per_claim_sums_its_tests_and_keeps_their_largest_peak():
     assert md[0].endswith("| GPU estimate s |") and md[-1].startswith("| all | 3 | 35 | 22 | 13 | 5,500 |")
     assert "| T7 | 1 | 20 | 15 | 5 | 4,000 | — | 9 |" in md
     assert "GPU" not in dress.table(rows, None)
+    on_gpu = dress.per_claim(records, {"a[m]": 100}, {"a[m]": 2 * 2**20, "b[m]": 3 * 2**20})  # measured on a GPU
+    assert [r["peak_gpu_kib"] for r in on_gpu] == [3 * 2**20, None]
+    md = dress.table(on_gpu, None).splitlines()
+    assert md[0].endswith("| peak RSS | peak GPU |") and "GPU estimate" not in md[0]
+    assert md[2].endswith("| 3.0 GiB |") and md[3].endswith("| — |") and md[-1].endswith("| 3.0 GiB |")
 
 
 @pytest.mark.slow  # a benchmark end to end: weekly

@@ -265,3 +265,21 @@ def test_bf16_activations_are_bf16_inside_the_model(tiny_pair):
     with torch.no_grad(), m.hooks({"blocks.0.hook_resid_post": look}):
         m.base(input_ids=torch.tensor([[3, 4, 5, 6]]), use_cache=False)
     assert seen["blocks.0.hook_resid_post"] is torch.bfloat16
+
+
+def test_placement_splits_only_a_model_that_does_not_fit_and_a_cap_forces_the_split(monkeypatch):
+    gib = 2**30
+    assert devices.placement(2 * gib, 40 * gib, 1, None) == {}
+    assert devices.placement(50 * gib, 40 * gib, 1, None) == {"device_map": "auto"}
+    assert devices.placement(2 * gib, 40 * gib, 0, gib) == {}  # a CPU run loads whole
+    capped = devices.placement(2 * gib, 40 * gib, 2, gib)
+    assert capped["device_map"] == "auto" and capped["max_memory"][0] == capped["max_memory"][1] == gib
+    assert capped["max_memory"]["cpu"] > 100 * gib
+    monkeypatch.setenv(devices.MEMORY_CAP_ENV, "0.5")
+    assert devices.memory_cap() == gib // 2
+    monkeypatch.setenv(devices.MEMORY_CAP_ENV, "")
+    assert devices.memory_cap() is None
+    for bad in ("0", "-1", "lots"):
+        monkeypatch.setenv(devices.MEMORY_CAP_ENV, bad)
+        with pytest.raises(devices.DeviceError, match=rf"ABSPOS_GPU_MEMORY_GIB={bad!r}: GiB of each GPU"):
+            devices.memory_cap()

