@@ -151,6 +151,26 @@ def test_a_model_measured_in_two_runs_is_one_line_naming_both(example, tmp_path,
     assert "test(s) in both (e.g. test_" in err
 
 
+def test_one_models_disjoint_tests_from_two_runs_on_the_same_weights_merge(example, tmp_path, capsys):
+    """A claim run again apart (a costly one on another node) joins the model's other records; on other weights, or
+    with a test in both, it is refused."""
+    (smol,) = split(example, tmp_path / "a", ["smollm2-135m"])
+    (again,) = split(example, tmp_path / "b", ["smollm2-135m"])
+    whole = load_results(smol)
+    late = [r for r in whole["records"] if r["claim"] == "T7" and r["model"] == "smollm2-135m"]
+    _rewrite(smol, lambda d: d.update(records=[r for r in d["records"] if r not in late]))
+    _rewrite(again, lambda d: d.update(run="run-late", records=late))
+    code, _, err = merge_cli(smol, again, "--out", tmp_path / "m", capsys=capsys)
+    assert code == 0, err
+    merged = load_results(tmp_path / "m")
+    assert sorted(r["test"] for r in merged["records"]) == sorted(r["test"] for r in whole["records"])
+    assert {r["run"] for r in merged["records"] if r["claim"] == "T7"} == {"run-late"}
+    assert merged["provenance"]["per_model"]["smollm2-135m"]["also_from"] == ["run-late"]
+    _rewrite(again, lambda d: d["provenance"]["models"]["smollm2-135m"].update(weights_sha256="0" * 64))
+    code, _, err = merge_cli(smol, again, "--out", tmp_path / "m2", capsys=capsys)
+    assert code == 2 and "smollm2-135m measured in two runs" in err and "on different weights" in err
+
+
 @pytest.mark.long
 def test_missing_runs_are_one_line_errors_or_failed_models(example, tmp_path, capsys):
     dirs = split(example, tmp_path, ["smollm2-135m", "gemma3-270m"])

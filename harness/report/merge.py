@@ -12,8 +12,8 @@ bundled, paper): one without a run is shown as failed ("no run of it among the i
 
 What is refused (one line, exit 2): an input that is missing or not a claims results.json; runs whose settings
 differ or whose code commits differ (``--allow-mixed`` merges them anyway, with a warning at the top of the report);
-a model measured in two runs (the line names both). Differing library versions, machines, uncommitted changes and
-an interrupted input run are warnings in the report. DIR gets results.json, report.md, report.html, summary.md and
+a model measured in two runs (the line names both) unless they measured disjoint tests of it on the same weights.
+Differing library versions, machines, uncommitted changes and an interrupted input run are warnings in the report. DIR gets results.json, report.md, report.html, summary.md and
 figures/: the lead table, the claims x models matrix and the figures over all models, with a "Merged from" section
 (each model's run, machine, GPUs, versions, commit and weights fingerprint) and the warnings.
 
@@ -198,10 +198,16 @@ def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
     return warnings
 
 
+def _weights(run: dict, model: str) -> str | None:
+    return ((((run["results"].get("provenance") or {}).get("models") or {}).get(model)) or {}).get("weights_sha256")
+
+
 def model_owners(runs: list) -> dict[str, dict]:
-    """{model: the run that measured it} (each run's ``models`` set); a model measured in two runs is a MergeError
-    naming both. A run that selected a model without recording any of its tests (it took part in a family ladder only)
-    leaves it to the run with its records."""
+    """{model: the run that measured it} (each run's ``models`` set). A model measured in two runs is a MergeError
+    naming both, unless the runs measured disjoint tests of it on the same weights (a claim run again apart, e.g. a
+    costly one on another node): its records then come from both, and its provenance from the first. A run that
+    selected a model without recording any of its tests (it took part in a family ladder only) leaves it to the run
+    with its records."""
     owner: dict[str, dict] = {}
     measured = {id(r): {x["model"] for x in r["results"]["records"] if x.get("model")} for r in runs}
     for r in runs:
@@ -217,11 +223,16 @@ def model_owners(runs: list) -> dict[str, dict]:
                 tests = {x["test"] for x in a["results"]["records"] if x.get("model") == m} & {
                     x["test"] for x in b["results"]["records"] if x.get("model") == m
                 }
-                raise MergeError(
-                    f"{m} measured in two runs: {a['label']} ({a['path']}) and {b['label']} ({b['path']})"
-                    + (f", {len(tests)} test(s) in both (e.g. {parse(sorted(tests)[0]).test})" if tests else "")
-                    + "; merge one run per model (leave one of them out)"
-                )
+                same_weights = _weights(a, m) is not None and _weights(a, m) == _weights(b, m)
+                if tests or not same_weights:
+                    raise MergeError(
+                        f"{m} measured in two runs: {a['label']} ({a['path']}) and {b['label']} ({b['path']})"
+                        + (f", {len(tests)} test(s) in both (e.g. {parse(sorted(tests)[0]).test})" if tests else "")
+                        + ("" if same_weights or tests else ", on different weights (or unrecorded ones)")
+                        + "; merge one run per model (leave one of them out)"
+                    )
+                a.setdefault("shares", {}).setdefault(m, []).append(b["label"])
+                continue
             owner[m] = r
     return owner
 
@@ -353,6 +364,7 @@ def _merged_provenance(runs: list, owner: dict) -> dict:
             weights[m] = p["models"][m]
         per_model[m] = {
             "run": r["label"],
+            **({"also_from": r["shares"][m]} if m in r.get("shares", {}) else {}),
             "path": str(r["path"]),
             "machine": p.get("machine"),
             "code": p.get("code"),

@@ -37,7 +37,7 @@ def merged_blocks(results: dict) -> list:
                 [
                     m,
                     ("measured", "held"),
-                    x.get("run") or "",
+                    " + ".join([x.get("run") or "", *(x.get("also_from") or [])]),  # a model's tests from two runs
                     host.get("cpu") or "unknown",
                     ", ".join(host.get("gpus") or []) or "none",
                     ", ".join(f"{k} {vers[k]}" for k in ("torch", "transformers") if vers.get(k)) or "unknown",
