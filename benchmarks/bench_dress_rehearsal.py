@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     from harness.model.rehearsal import FULL_SUFFIX, SUFFIX
     from harness.spec.models import get_spec, names
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # no abbreviations: pytest's --device must pass through, never be read as --device-rate
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("--paper", default="llama-3.2-1b", help=f"the paper model rehearsed ({', '.join(names('paper'))})")
     ap.add_argument("--seq-len", type=int, default=512, help="the nightly's 512")
     ap.add_argument("--n-prompts", type=int, default=512, help="the nightly's 512 (the CPU table in docs/gpus.md: 32)")

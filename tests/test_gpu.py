@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
 import torch
-from pytest_runs import run_pytest
+from pytest_runs import ROOT, run_pytest
 from test_rehearsal_tier import not_rehearsed
 
 from harness.capture.corpus import PromptSet
@@ -151,3 +152,22 @@ def test_the_tiers_helpers_run_here_on_the_cpu():
     pairs, norms, sinks = capture("cpu", names("tiny")[0], ZeroHeads([(0, 1)]))
     assert pairs.shape[0] == norms.shape[0] == sinks.shape[0] == N
     assert not_rehearsed([]) == []
+
+
+@pytest.mark.long
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: benchmarks/gpu_check.sh runs in full there")
+def test_the_gpu_check_says_in_one_line_where_no_gpu_is_and_keeps_its_provenance(tmp_path):
+    """benchmarks/gpu_check.sh on a machine without CUDA: provenance written, the tier collected and skipped, no
+    dress rehearsal started, exit 1 with one line saying why."""
+    r = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--out", str(tmp_path), "--budget", "120"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("[gpu-check] no CUDA device visible")
+    assert json.loads((tmp_path / "provenance.json").read_text())["cuda_available"] is False
+    tier = (tmp_path / "tier.log").read_text()
+    assert " skipped" in tier and "failed" not in tier and "error" not in tier.lower()
+    assert not list(tmp_path.glob("dress-*"))
