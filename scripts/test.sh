@@ -2,7 +2,7 @@
 # The test suite: harness mechanics (tests/) and the claims (claims/).
 #
 #   bash scripts/test.sh              # CI's run on every push: tests/ on two xdist workers (one file per worker at a
-#                                     # time), then every claim on SmolLM2-135M and on the paper models present
+#                                     # time), then every claim on SmolLM2-135M, the paper models present and the related paper's synthetic smoke set
 #                                     # but those marked costly (T11, DP1, DP2)
 #   bash scripts/test.sh --run-slow   # the full run (weekly in CI): the slow harness tests too, then every claim on
 #                                     # every bundled model and the paper models present
@@ -21,14 +21,14 @@ bash scripts/setup.sh
 PYTEST=(.venv/bin/python -m pytest)
 first=${1:-}
 if [[ -n "$first" && "$first" != -* && -e "${first%%::*}" ]]; then exec "${PYTEST[@]}" "$@"; fi
-claims_models=(--models smollm2-135m,paper)
+claims_models=(--models smollm2-135m,paper,synthetic-smoke)
 # per push, the claim tests marked costly (T11's 13 edited passes; DP1's one per head of layers 0-1) are deselected:
 # they run in the main job and the full run; a -m given here replaces this one
 claims_select=(-m "not costly")
 for arg in "$@"; do
   case "$arg" in
     --models*) claims_models=(); break ;;   # the models named win, before or after --run-slow
-    --run-slow) claims_models=(--models bundled,paper); claims_select=() ;;
+    --run-slow) claims_models=(--models bundled,paper,synthetic-smoke); claims_select=() ;;
   esac
 done
 for arg in "$@"; do [ "$arg" = --run-slow ] && claims_select=(); done

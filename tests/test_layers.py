@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harness"
-LAYERS = ("files", "spec", "stats", "model", "capture", "outcome", "report", "run")
+LAYERS = ("files", "spec", "stats", "model", "capture", "synthetic", "outcome", "report", "run")
 LAYER = {name: i for i, name in enumerate(LAYERS)}
 TOP = len(LAYERS)  # harness/__init__.py, api.py, cli.py, submit.py
 HEAVY = ("torch", "transformers")

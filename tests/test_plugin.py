@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from pytest_runs import ROOT, run_pytest
 
-from harness.run import plugin
+from harness.run import collection
 
 pytestmark = pytest.mark.long  # every test here runs pytest on the claims in a subprocess
 
@@ -237,5 +237,5 @@ def test_require_weights_fails_a_run_whose_models_are_absent_and_passes_one_whos
 )
 def test_xdist_keeps_one_models_tests_on_one_worker_unless_told_otherwise(args, dist, expected):
     config = SimpleNamespace(option=SimpleNamespace(dist=dist), invocation_params=SimpleNamespace(args=args))
-    plugin.keep_models_on_one_worker(config)
+    collection.keep_models_on_one_worker(config)
     assert config.option.dist == expected

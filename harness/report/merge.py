@@ -13,9 +13,9 @@ bundled, paper): one without a run is shown as failed ("no run of it among the i
 What is refused (one line, exit 2): an input that is missing or not a claims results.json; runs whose settings
 differ or whose code commits differ (``--allow-mixed`` merges them anyway, with a warning at the top of the report);
 a model measured in two runs (the line names both) unless they measured disjoint tests of it on the same weights.
-Differing library versions, machines, uncommitted changes and an interrupted input run are warnings in the report. DIR gets results.json, report.md, report.html, summary.md and
-figures/: the lead table, the claims x models matrix and the figures over all models, with a "Merged from" section
-(each model's run, machine, GPUs, versions, commit and weights fingerprint) and the warnings.
+Differing library versions, machines, uncommitted changes and an interrupted input run are warnings in the report.
+DIR gets results.json and the report over all models, with a "Merged from" section (each model's run, machine, GPUs,
+versions, commit and weights fingerprint) and the warnings.
 
 A claim over a family's sizes (its declaration's ``AcrossRuns``) is judged over the merged models' ladder, which no one-model input run could form
 (harness.report.ladder).
@@ -198,16 +198,11 @@ def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
     return warnings
 
 
-def _weights(run: dict, model: str) -> str | None:
-    return ((((run["results"].get("provenance") or {}).get("models") or {}).get(model)) or {}).get("weights_sha256")
-
-
 def model_owners(runs: list) -> dict[str, dict]:
     """{model: the run that measured it} (each run's ``models`` set). A model measured in two runs is a MergeError
     naming both, unless the runs measured disjoint tests of it on the same weights (a claim run again apart, e.g. a
-    costly one on another node): its records then come from both, and its provenance from the first. A run that
-    selected a model without recording any of its tests (it took part in a family ladder only) leaves it to the run
-    with its records."""
+    costly one on another node): its records then come from both, its provenance from the first. A run that selected a
+    model without recording any of its tests (a family ladder only) leaves it to the run with its records."""
     owner: dict[str, dict] = {}
     measured = {id(r): {x["model"] for x in r["results"]["records"] if x.get("model")} for r in runs}
     for r in runs:
@@ -216,14 +211,15 @@ def model_owners(runs: list) -> dict[str, dict]:
         r["models"] = ms
         for m in ms:
             if m not in measured[id(r)] and any(m in measured[id(o)] for o in runs if o is not r):
-                continue  # selected here for a model-free test only (a family ladder, `-k` leaving its own tests
-                # out): the run with its records owns it
+                continue  # selected here for a model-free test only: the run with its records owns it
             if m in owner:
                 a, b = owner[m], r
                 tests = {x["test"] for x in a["results"]["records"] if x.get("model") == m} & {
                     x["test"] for x in b["results"]["records"] if x.get("model") == m
                 }
-                same_weights = _weights(a, m) is not None and _weights(a, m) == _weights(b, m)
+                w = [((x["results"].get("provenance") or {}).get("models") or {}).get(m) or {} for x in (a, b)]
+                sha = [x.get("weights_sha256") for x in w]
+                same_weights = sha[0] is not None and sha[0] == sha[1]
                 if tests or not same_weights:
                     raise MergeError(
                         f"{m} measured in two runs: {a['label']} ({a['path']}) and {b['label']} ({b['path']})"

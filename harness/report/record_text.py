@@ -30,10 +30,13 @@ def test_name(r: dict) -> str:
 
 
 def model_label(r: dict) -> str:
-    """The record's model, else the family a per-family test ran on, else "(no model)"."""
+    """The record's model, else the synthetic set (synthetic-<size>-<arch>) or the family a test ran on, else
+    "(no model)"."""
     if r.get("model"):
         return r["model"]
     param = parse(r["test"]).param
+    if param.startswith("synthetic-"):  # a set of the related paper's synthetic models (size, architecture)
+        return param
     return f"{param} family" if param in FAMILIES else "(no model)"
 
 

@@ -29,6 +29,7 @@ from harness.run.selection import (
     model_problems,
     named_models,
     selected_models,
+    synthetic_targets,
 )
 from harness.spec.models import REGISTRY
 from harness.spec.settings import Settings
@@ -99,6 +100,7 @@ class RunContext:
     baselines: Baselines  # recorded figures for every other settings key, device kind and dtype (and paper models)
     known_outcomes: Path = KNOWN_OUTCOMES
     stability_record: Path = STABILITY
+    synthetic: tuple[str, ...] = ()  # the related paper's trained synthetic model sets (synthetic-<size>-<arch>)
 
     @classmethod
     def from_config(cls, config) -> "RunContext":
@@ -126,7 +128,8 @@ class RunContext:
         why = cache_problem()  # before a reference is converted or a rehearsal built into it
         if why:
             raise UsageError(why)
-        models = selected_models(o("--models"))
+        synthetic, rest = synthetic_targets(o("--models") or "")
+        models = selected_models(rest) if rest or not synthetic else ()
         report_dir = None if o("--no-report") else Path(o("--report-dir"))
         if not hasattr(config, "workerinput"):  # once, on the controller: xdist workers get the same options
             specs = [REGISTRY[m] for m in models]
@@ -157,6 +160,7 @@ class RunContext:
             stability_record=Path(o("--stability-record")),
             at_defaults=at_defaults,
             baselines=baselines,
+            synthetic=synthetic,
         )
 
     def log(self, *args) -> None:

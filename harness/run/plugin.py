@@ -35,6 +35,7 @@ from harness.outcome.verdict import (
     recorded,
 )
 from harness.run import signals, threads
+from harness.run.collection import SYNTHETIC_SMOKE, keep_models_on_one_worker, rehearsal_of, unselected
 from harness.run.context import RunContext
 from harness.run.options import pytest_addoption  # noqa: F401  (the hook, on this plugin)
 from harness.run.records import RecordCollector
@@ -94,6 +95,7 @@ def pytest_configure(config):
         "dress: a paper architecture at full size with random weights (--models <paper>-full-rehearsal): no verdict",
         "local: models given by reference (hf:, path:, gguf:), their specs derived from config and tokenizer",
         "slow: heavy variants (full length scaling, many random draws)",
+        "synthetic: the related paper's synthetic models, trained here (--models synthetic-smoke|pilot|paper)",
         "claim(id): the claim (harness/spec/claims.py) a test verifies",
         "reads(*wants): what a claim test reads of unedited passes (harness.capture.plan): one pass reads them all",
     ):
@@ -104,16 +106,6 @@ def pytest_configure(config):
         config.stash[PROGRESS].write = terminal_writer(config)
 
 
-def keep_models_on_one_worker(config) -> None:
-    """``-n N`` without ``--dist``: xdist's default ``load`` would send one model's tests to every worker, each
-    making the model's captures again; ``loadgroup`` keeps each model on one worker (its ``xdist_group``). A
-    ``--dist`` given is left as it is."""
-    if getattr(config.option, "dist", "no") == "load" and not any(
-        a.startswith(("--dist", "-d")) for a in config.invocation_params.args
-    ):
-        config.option.dist = "loadgroup"
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session):
     tty = (r := session.config.pluginmanager.getplugin("terminalreporter")) is not None and r.isatty()
@@ -121,6 +113,10 @@ def pytest_sessionstart(session):
 
 
 def pytest_generate_tests(metafunc):
+    if "synthetic" in metafunc.fixturenames:  # the related paper's trained model sets: synthetic-<size>-<arch>
+        targets = metafunc.config.stash[RUN].synthetic
+        marks = [pytest.mark.synthetic]
+        metafunc.parametrize("synthetic", [pytest.param(t, marks=marks, id=t) for t in targets], scope="session")
     if "model_name" not in metafunc.fixturenames:
         return
     params = []
@@ -135,6 +131,10 @@ def pytest_collection_modifyitems(config, items):
     """Registry applicability -> not applicable (raised as the test is set up); slow variants -> skips; known
     outcomes -> strict xfails."""
     run = config.stash[RUN]
+    dropped = [i for i in items if unselected(i, run)]
+    if dropped:  # a target kind the run did not select (no model, or no synthetic set): not collected, not "skipped"
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [i for i in items if i not in dropped]
     for item in items:
         marker = item.get_closest_marker("claim")
         if marker is None:
@@ -153,11 +153,14 @@ def pytest_collection_modifyitems(config, items):
         elif item.get_closest_marker("slow") and not run.run_slow:
             item.add_marker(pytest.mark.skip(reason="slow variant: run with --run-slow"))
         rehearses = rehearsal_of(model, params.get("family"), run.models)
+        if str(params.get("synthetic", "")).startswith("synthetic-smoke"):
+            rehearses = SYNTHETIC_SMOKE  # machinery only: never a verdict
         if rehearses:  # random weights: no known outcome, and its verdict is "rehearsed" (pytest_runtest_call)
             item.stash[REHEARSES] = rehearses
         verdict_key = run.requested.verdict_key()
         family = params.get("family")  # a family-level test is recorded under its ladder
         key = model or (known_outcomes.ladder_key(family_sizes(family, run.models)) if family else None)
+        key = key or params.get("synthetic")
         known = None if rehearses else known_outcomes.lookup(item.originalname, key, verdict_key, run.known_outcomes)
         if known:
             item.stash[KNOWN] = known
@@ -168,13 +171,6 @@ def pytest_collection_modifyitems(config, items):
                     reason=recorded(known),
                 )
             )
-
-
-def rehearsal_of(model: str | None, family: str | None, selected) -> str | None:
-    """The paper model(s) a claim test rehearses: its model's (``ModelSpec.rehearses``), or for a per-family test
-    those of the rehearsals on its ladder; None for any other test."""
-    names = [model] if model else family_sizes(family, selected) if family else []
-    return ", ".join(r for r in (REGISTRY[m].rehearses for m in names) if r) or None
 
 
 def pytest_collection_finish(session):

@@ -21,6 +21,7 @@ from harness.report.record_text import (
     deciding_text,
     fold_property_checks,
     headline_text,
+    model_label,
     property_checks_text,
 )
 from harness.report.write import write_run
@@ -215,7 +216,7 @@ class RecordCollector:
         rows += [
             [
                 r["claim"],
-                r.get("model") or "(no model)",
+                model_label(r),
                 Verdict.of(r).label + (" (as recorded)" if r.get("known_outcome") else ""),
                 deciding_text(r) or headline_text(r),
                 f"{r.get('seconds') or 0:.0f} s",

@@ -32,6 +32,28 @@ class UsageError(ValueError):
     """A bad option or an input the run cannot use: the message is one line saying which and why."""
 
 
+SYNTHETIC_SIZES = ("smoke", "pilot", "paper")  # harness.synthetic.train.SIZES: the related paper's trained models
+SYNTHETIC_ARCHITECTURES = ("authors", "decoder")  # harness.synthetic.model.ARCHITECTURES
+
+
+def synthetic_targets(option: str) -> tuple[tuple[str, ...], str]:
+    """The related paper's synthetic model sets ``--models`` names (``synthetic-<size>``, or ``synthetic-<size>-<arch>``
+    for one architecture), as ids ``synthetic-<size>-<arch>``, and the rest of the option for ``selected_models``."""
+    out, rest = [], []
+    for token in filter(None, (t.strip() for t in option.split(","))):
+        if not token.startswith("synthetic"):
+            rest.append(token)
+            continue
+        size, _, arch = token.removeprefix("synthetic-").partition("-")
+        if size not in SYNTHETIC_SIZES or (arch and arch not in SYNTHETIC_ARCHITECTURES):
+            raise UsageError(
+                f"--models {token}: the related paper's synthetic models are synthetic-<size>[-<architecture>], "
+                f"size one of {', '.join(SYNTHETIC_SIZES)}, architecture one of {', '.join(SYNTHETIC_ARCHITECTURES)}"
+            )
+        out += [f"synthetic-{size}-{a}" for a in ([arch] if arch else SYNTHETIC_ARCHITECTURES)]
+    return tuple(dict.fromkeys(out)), ",".join(rest)
+
+
 def selected_models(option: str, log=print) -> tuple[str, ...]:
     """The models the claims run on, from ``--models``: registry names, groups, and references (``hf:``, ``path:``,
     ``gguf:``; harness.model.references), whose derived specs are registered. Tiny random-init models are refused: they

@@ -82,6 +82,13 @@ def probe_correct(
     return pred == labels
 
 
+def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``k / n``."""
+    from scipy.stats import norm
+
+    return _wilson(k, n, float(norm.ppf(1 - (1 - level) / 2)))
+
+
 def _wilson(k: int, n: int, z: float) -> tuple[float, float]:
     p, den = k / n, 1 + z * z / n
     centre, half = (p + z * z / (2 * n)) / den, z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den

@@ -1,0 +1,123 @@
+"""The declarations of DS1-DS3: the related paper's synthetic experiments, on models trained here.
+
+"Deconstructing Positional Information" (Gu et al., ICLR 2026) trains small models on two synthetic tasks (Task 1
+position-sensitive, Task 2 position-agnostic; harness/synthetic/tasks.py) with several positional encodings, in an
+architecture of its own (no causal mask, keys and values from the input embeddings, mean pooling: ``authors``); the
+same claims are also asked of a standard causal decoder (``decoder``), which the paper did not test. A target is a
+set of models of one size and architecture (``--models synthetic-<size>[-<arch>]``): ``smoke`` checks the machinery
+(never a verdict), ``pilot`` judges the qualitative claims, ``paper`` (the authors' sizes, for a GPU) is where the
+paper's numbers belong. The tests are in test_synthetic.py.
+"""
+
+from __future__ import annotations
+
+from harness.spec.applies import EVERY_MODEL
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, Threshold
+
+PAPER = "Gu et al. 2026 (related)"
+SECTION = "related: Gu et al. 2026, synthetic tasks"
+TASK1_SENTENCE = "On Task 1, RoPE achieves 92.64% accuracy [...] NoPE and ALiBi fail to learn the task"
+DEPOSIT_SENTENCE = (
+    "removing a single attention head in the first layer of a RoPE model causes accuracy on Task 1 to drop by "
+    "approximately 60%, while removing other heads has negligible effect"
+)
+ABSENCE_SENTENCE = (
+    "This pattern only emerges in the combination of 'RoPE + position-sensitive task' [...] nor does RoPE on Task 2"
+)
+SHARE = Threshold(
+    0.5,
+    DEPOSIT_SENTENCE,
+    "as DP1 on the real models: 'negligible' read as the layer's other heads together moving accuracy no more than "
+    "the one, so the one carries at least half of layer 0's summed relative accuracy changes",
+)
+
+CLAIMS = (
+    ClaimSpec(
+        "DS1",
+        SECTION,
+        "Task 1 is learned with RoPE and not without position: RoPE's held-out accuracy exceeds NoPE's",
+        {
+            "test_DS1_rope_learns_task1_where_nope_cannot": ClaimTest(
+                EVERY_MODEL,
+                "RoPE's held-out Task 1 accuracy minus NoPE's, per evaluation sample (Newcombe's paired 95% "
+                "interval), is above {margin}; absolute and ALiBi reported beside them; the paper's 92.64% is "
+                "judged at paper size only",
+                "rope_minus_nope_accuracy",
+                "the related paper: RoPE 92.64%, NoPE and ALiBi fail (d_model 256, 6 layers, 100 epochs)",
+            ),
+        },
+        "`harness.synthetic.train.train`, `train.correct`, `ablation_effects.paired_change_interval`",
+        figures=(
+            FigureSpec("accuracy:rope"),
+            FigureSpec("accuracy:absolute"),
+            FigureSpec("accuracy:alibi"),
+            FigureSpec("accuracy:nope"),
+            FigureSpec("rope_minus_nope_accuracy", words="Task 1 accuracy, RoPE − NoPE (share of held-out samples)"),
+            FigureSpec("chance_accuracy"),
+            FigureSpec("training_seconds"),
+        ),
+        thresholds={
+            "margin": Threshold(
+                0.0,
+                TASK1_SENTENCE,
+                "the qualitative claim (at pilot size): RoPE learns what NoPE cannot, a difference above 0 on the "
+                "paired interval; in the authors' architecture NoPE is exactly permutation-invariant, so the claim "
+                "there is one of training, in the causal decoder one of the causal mask's position signal",
+            )
+        },
+        paper=PAPER,
+    ),
+    ClaimSpec(
+        "DS2",
+        SECTION,
+        "the deposit: in a RoPE model trained on Task 1, one first-layer head carries most of the layer's effect on "
+        "accuracy, in every training seed",
+        {
+            "test_DS2_one_first_layer_head_carries_task1": ClaimTest(
+                EVERY_MODEL,
+                "RoPE on Task 1, {seeds} training seeds: each head of layer 0 zeroed alone, its effect |1 − ablated / "
+                "unablated| held-out accuracy; the largest effect's share of the layer's summed effects, averaged "
+                "over the seeds, is at least {share} on a 95% interval over evaluation samples and seeds",
+                "deposit_share",
+                "the related paper: one first-layer head, about 60% of Task 1 accuracy, others negligible",
+            ),
+        },
+        "`harness.synthetic.ablation.head_map`, `head_map.deposit`",
+        figures=(
+            FigureSpec("deposit_share", words="layer 0's largest head effect over its summed effects (share)"),
+            FigureSpec("deposit_share_by_seed"),
+            FigureSpec("deposit_head_by_seed"),
+            FigureSpec("largest_accuracy_drop_by_seed"),
+            FigureSpec("accuracy_by_seed"),
+            FigureSpec("head_effects_by_seed"),
+        ),
+        thresholds={
+            "share": SHARE,
+            "seeds": Threshold(3, DEPOSIT_SENTENCE, "the pattern in every one of at least three training seeds"),
+        },
+        paper=PAPER,
+    ),
+    ClaimSpec(
+        "DS3",
+        SECTION,
+        "no deposit on the position-agnostic task: in a RoPE model trained on Task 2, no first-layer head carries "
+        "half of the layer's effect",
+        {
+            "test_DS3_no_deposit_on_task2": ClaimTest(
+                EVERY_MODEL,
+                "RoPE on Task 2: layer 0's largest relative accuracy effect is below {share} of the layer's summed "
+                "effects (95% interval over evaluation samples)",
+                "deposit_share",
+                "the related paper: the pattern does not appear with RoPE on Task 2",
+            ),
+        },
+        "`harness.synthetic.ablation.head_map`, `head_map.deposit`",
+        figures=(
+            FigureSpec("deposit_share", words="layer 0's largest head effect over its summed effects (share)"),
+            FigureSpec("accuracy"),
+            FigureSpec("head_effects"),
+        ),
+        thresholds={"share": Threshold(0.5, ABSENCE_SENTENCE, "the deposit's own threshold (DS2), from below")},
+        paper=PAPER,
+    ),
+)

@@ -1,0 +1,104 @@
+"""The related paper's synthetic experiments (Gu et al., ICLR 2026), on models trained here (DS1-DS3).
+
+Each test trains (or loads from the cache) the models it needs at its target's size and architecture
+(``synthetic-<size>-<arch>``), seeded, and measures them on the held-out samples of their own data: Task 1's accuracy
+by encoding (DS1), the first-layer deposit on Task 1 over training seeds (DS2), and its absence on Task 2 (DS3). At
+``smoke`` size the models train for seconds: the tests run to their end but give no verdict ("rehearsed").
+"""
+
+import numpy as np
+import pytest
+
+from harness import Inconclusive, at_least, at_most, claim, judge
+from harness.stats.ablation_effects import paired_change_interval, wilson
+from harness.stats.intervals import percentile_ci
+from harness.synthetic import tasks
+from harness.synthetic.ablation import deposit_of, head_map
+from harness.synthetic.train import SyntheticSpec, correct, data, train
+
+DS1, DS2, DS3 = claim("DS1"), claim("DS2"), claim("DS3")
+SEEDS = DS2.threshold("seeds")
+
+
+def trained(synthetic: str, task: str, encoding: str, seed: int = 0):
+    """The model of ``synthetic`` (synthetic-<size>-<arch>) trained on ``task`` with ``encoding`` and ``seed``."""
+    size, arch = synthetic.removeprefix("synthetic-").split("-")
+    return train(SyntheticSpec(task, encoding, arch, size, seed), log=print)
+
+
+def held_out(model) -> np.ndarray:
+    return correct(model.model, *data(model.spec)["test"], model.spec.task)
+
+
+def learned(model) -> None:
+    """A model whose held-out accuracy is not shown above chance has no deposit to measure: the claim is undecided."""
+    hits = held_out(model)
+    labels = data(model.spec)["test"][1]
+    ignored = tasks.ignored_label(model.spec.task)
+    counts = np.bincount(labels if ignored is None else labels[labels != ignored])
+    chance = counts.max() / counts.sum()
+    lo, _ = wilson(int(hits.sum()), len(hits))
+    if not lo > chance:
+        raise Inconclusive(
+            f"{model.spec.name} did not learn {model.spec.task} above chance (held-out accuracy {hits.mean():.3f}, "
+            f"95% interval from {lo:.3f}; chance {chance:.3f}): no head map to read"
+        )
+
+
+@pytest.mark.claim("DS1")
+def test_DS1_rope_learns_task1_where_nope_cannot(synthetic, figures):
+    models = {e: trained(synthetic, "task1", e) for e in ("rope", "absolute", "alibi", "nope")}
+    hits = {e: held_out(m) for e, m in models.items()}
+    for e, h in hits.items():
+        figures.add(f"accuracy:{e}", float(h.mean()))
+    labels = data(models["rope"].spec)["test"][1]
+    figures.add("chance_accuracy", float(np.max(np.bincount(labels)) / len(labels)), note="the most frequent label")
+    figures.add("training_seconds", {e: m.info["seconds"] for e, m in models.items()})
+    change, lo, hi = paired_change_interval(hits["nope"], hits["rope"])
+    figures.add("rope_minus_nope_accuracy", change, ci=(lo, hi), note="Newcombe's paired interval over samples")
+    judge(
+        at_least(change, (lo, hi), DS1.threshold("margin"), len(labels)),
+        f"RoPE's Task 1 accuracy ({hits['rope'].mean():.3f}) is not shown above NoPE's ({hits['nope'].mean():.3f})",
+    )
+
+
+@pytest.mark.claim("DS2")
+def test_DS2_one_first_layer_head_carries_task1(synthetic, figures):
+    models = [trained(synthetic, "task1", "rope", seed) for seed in range(SEEDS)]
+    for m in models:
+        learned(m)
+    maps = [head_map(m) for m in models]
+    found = [deposit_of(m) for m in maps]
+    figures.add("accuracy_by_seed", [m.accuracy for m in maps])
+    figures.add("head_effects_by_seed", [m.effects for m in maps], note="[seed, head] of layer 0")
+    figures.add("deposit_head_by_seed", [d.head for d in found])
+    figures.add("deposit_share_by_seed", [d.share for d in found])
+    figures.add("largest_accuracy_drop_by_seed", [float(m.accuracy - m.ablated[d.head]) for m, d in zip(maps, found)])
+    # over samples and seeds: each bootstrap row draws the seeds with replacement and their sample resamples
+    rows = np.stack([d.share_rows for d in found])  # [seeds, B]
+    pick = np.random.default_rng(0).integers(0, len(found), size=(rows.shape[1], len(found)))
+    pooled = np.nanmean(rows[pick, np.arange(rows.shape[1])[:, None]], axis=1)
+    share = float(np.mean([d.share for d in found]))
+    ci = percentile_ci(pooled[np.isfinite(pooled)], n=len(found))
+    figures.add("deposit_share", share, ci=ci)
+    judge(
+        at_least(share, ci, DS2.threshold("share"), len(found)),
+        f"layer 0's largest head carries {share:.0%} of the layer's effect on Task 1 accuracy (heads "
+        f"{[d.head for d in found]} by seed), not shown to be at least {DS2.threshold('share'):.0%}",
+    )
+
+
+@pytest.mark.claim("DS3")
+def test_DS3_no_deposit_on_task2(synthetic, figures):
+    model = trained(synthetic, "task2", "rope")
+    learned(model)
+    m = head_map(model)
+    d = deposit_of(m)
+    figures.add("accuracy", m.accuracy, note=f"ignoring label 0; {m.samples} held-out samples")
+    figures.add("head_effects", m.effects, note="layer 0, each head zeroed alone")
+    ci = percentile_ci(d.share_rows[np.isfinite(d.share_rows)], n=m.samples)
+    figures.add("deposit_share", d.share, ci=ci)
+    judge(
+        at_most(d.share, ci, DS3.threshold("share"), m.samples),
+        f"on Task 2, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on accuracy",
+    )

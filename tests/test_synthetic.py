@@ -1,0 +1,146 @@
+"""The related paper's synthetic experiments' machinery (harness/synthetic): the tasks as the authors define them,
+the model family's architectures (the authors' permutation-invariant NoPE, the causal decoder), the head ablation,
+training that is seeded, cached and resumable, and the head map's deposit statistic on planted accuracies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from harness.synthetic import ablation, tasks
+from harness.synthetic.model import ENCODINGS, PositionModel, Shape, rope_heads
+from harness.synthetic.train import SIZES, SyntheticSpec, folder, train
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ABSPOS_CACHE", str(tmp_path))
+    return tmp_path
+
+
+def test_task1_has_one_pair_of_triggers_and_labels_the_words_between_them():
+    ids, labels = tasks.task1(300, 64, seed=3)
+    w1, w2 = tasks.triggers("task1")
+    shape = tasks.TaskShape(64)
+    assert ids.shape == (300, 64) and len({r.tobytes() for r in ids}) == 300  # de-duplicated
+    assert labels.min() >= 2 and labels.max() <= shape.max_between + 1
+    for row, label in zip(ids, labels):
+        first = int(np.flatnonzero(row == w1)[0])
+        # the label counts the fillers after the first w1 up to the w2 that closes them (a filler may be a trigger)
+        assert row[first + label] == w2 or np.any(row[first + 1 : first + label] == w1)
+        assert np.all(row[row != tasks.PAD] >= len(tasks.SPECIALS))  # no special token among the words
+    again, _ = tasks.task1(300, 64, seed=3)
+    assert np.array_equal(ids, again) and not np.array_equal(ids, tasks.task1(300, 64, seed=4)[0])
+
+
+def test_task2_counts_its_thirty_triggers_and_ignores_label_zero():
+    ids, labels = tasks.task2(200, 64, seed=1)
+    trig = tasks.triggers("task2")
+    assert len(trig) == 30 and ids.shape == (200, 64)
+    assert np.array_equal(np.isin(ids, trig).sum(axis=1), labels)
+    assert np.all((ids != tasks.PAD).sum(axis=1) == tasks.TaskShape(64).words)
+    assert tasks.ignored_label("task2") == 0 and tasks.ignored_label("task1") is None
+    assert len(tasks.vocabulary()) == tasks.VOCAB_SIZE and tasks.vocabulary()[:5] == tasks.SPECIALS
+
+
+def model(encoding: str, arch: str, seed: int = 0) -> PositionModel:
+    torch.manual_seed(seed)
+    return PositionModel(Shape(32, 4, 64, 2, 16, 50, dropout=0.0), encoding, arch).eval()
+
+
+def test_nope_in_the_authors_architecture_cannot_see_order_and_the_causal_decoder_can():
+    """No mask, keys and values from the embeddings, mean pooling: NoPE's output is exactly invariant to a
+    permutation of the positions, so Task 1 is out of its reach; a causal decoder's is not."""
+    ids = torch.randint(5, 50, (3, 16))
+    perm = torch.randperm(16)
+    with torch.no_grad():
+        a = model("nope", "authors")
+        assert torch.allclose(a(ids), a(ids[:, perm]), atol=1e-5)
+        d = model("nope", "decoder")
+        assert not torch.allclose(d(ids), d(ids[:, perm]), atol=1e-3)
+        for encoding in ("rope", "absolute", "alibi", "rope-k1"):  # every encoding breaks the symmetry
+            m = model(encoding, "authors")
+            assert not torch.allclose(m(ids), m(ids[:, perm]), atol=1e-4), encoding
+
+
+def test_the_causal_decoder_reads_no_later_token():
+    """Changing the last token changes nothing before it: the decoder's state at position t sees positions <= t."""
+    m = model("rope", "decoder")
+    ids = torch.randint(5, 50, (2, 16))
+    states = {}
+    m.blocks[-1].register_forward_hook(lambda mod, args, out: states.setdefault(len(states), out))
+    with torch.no_grad():
+        m(ids)
+        changed = ids.clone()
+        changed[:, -1] = (changed[:, -1] + 1 - 5) % 45 + 5
+        m(changed)
+    assert torch.allclose(states[0][:, :-1], states[1][:, :-1], atol=1e-6)
+    assert not torch.allclose(states[0][:, -1], states[1][:, -1], atol=1e-4)
+
+
+def test_zeroing_a_head_is_the_authors_ablation_its_value_rows_zeroed():
+    m = model("rope", "authors")
+    ids = torch.randint(5, 50, (2, 16))
+    with torch.no_grad():
+        m.zeroed = {(0, 2)}
+        zeroed = m(ids)
+        m.zeroed = set()
+        v = m.blocks[0].attn.v
+        dh = 32 // 4
+        v.weight[2 * dh : 3 * dh] = 0
+        v.bias[2 * dh : 3 * dh] = 0
+        assert torch.allclose(m(ids), zeroed, atol=1e-6)
+
+
+def test_partial_rope_rotates_the_first_k_heads_only():
+    assert [rope_heads(e, 4) for e in ENCODINGS] == [4, 0, 0, 0, 0, 1, 2, 3]
+
+
+def test_training_is_seeded_cached_and_resumes_where_it_stopped(cache):
+    spec = SyntheticSpec("task1", "rope", "authors", "smoke", seed=5)
+    lines = []
+
+    def stop_after_two(line):
+        lines.append(line)
+        if "epoch 2/" in line:
+            raise KeyboardInterrupt  # interrupted after the second epoch's checkpoint
+
+    with pytest.raises(KeyboardInterrupt):
+        train(spec, log=stop_after_two)
+    resumed = train(spec, log=lines.append)
+    assert any("resuming after epoch 2/" in line for line in lines)
+    assert (folder(spec) / "final.pt").is_file() and not (folder(spec) / "checkpoint.pt").exists()
+    assert len(resumed.info["losses"]) == SIZES["smoke"].recipe.epochs
+    again = []
+    cached = train(spec, log=again.append)
+    assert again == [] and cached.info == resumed.info  # from the cache: nothing trained
+    (cache / "other").mkdir()
+    fresh = train(spec, log=lambda line: None)  # the same key: the cache
+    assert fresh.info == resumed.info
+    other = SyntheticSpec("task1", "rope", "authors", "smoke", seed=6)
+    assert other.key() != spec.key() and other.name != spec.name
+
+
+def test_the_head_map_finds_a_planted_deposit_head_and_not_a_spread_one(cache, monkeypatch):
+    trained = train(SyntheticSpec("task1", "nope", "authors", "smoke"), log=lambda line: None)
+    n = 400
+    rng = np.random.default_rng(0)
+    base = rng.random(n) < 0.9
+
+    def planted(drops):
+        def correct(model, ids, labels, task):
+            (head,) = [h for _, h in model.zeroed] or [None]
+            if head is None:
+                return base
+            return base & (rng.random(n) >= drops[head])
+
+        return correct
+
+    monkeypatch.setattr(ablation, "data", lambda spec: {"test": (np.zeros((n, 4), int), np.zeros(n, int))})
+    monkeypatch.setattr(ablation, "correct", planted([0.7, 0.03, 0.02, 0.03]))
+    d = ablation.deposit_of(ablation.head_map(trained))
+    assert d.head == 0 and d.share > 0.75 and np.nanquantile(d.share_rows, 0.025) > 0.5
+    monkeypatch.setattr(ablation, "correct", planted([0.2, 0.2, 0.2, 0.2]))
+    spread = ablation.deposit_of(ablation.head_map(trained))
+    assert spread.share < 0.4 and np.nanquantile(spread.share_rows, 0.975) < 0.5
