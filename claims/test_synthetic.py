@@ -20,10 +20,11 @@ DS1, DS2, DS3 = claim("DS1"), claim("DS2"), claim("DS3")
 SEEDS = DS2.threshold("seeds")
 
 
-def trained(synthetic: str, task: str, encoding: str, seed: int = 0):
-    """The model of ``synthetic`` (synthetic-<size>-<arch>) trained on ``task`` with ``encoding`` and ``seed``."""
+def trained(synthetic: str, task: str, encoding: str, seed: int = 0, device: str = "cpu"):
+    """The model of ``synthetic`` (synthetic-<size>-<arch>) trained on ``task`` with ``encoding`` and ``seed``, on the
+    run's device (``--device``)."""
     size, arch = synthetic.removeprefix("synthetic-").split("-")
-    return train(SyntheticSpec(task, encoding, arch, size, seed), log=print)
+    return train(SyntheticSpec(task, encoding, arch, size, seed), device=device, log=print)
 
 
 def held_out(model) -> np.ndarray:
@@ -46,8 +47,9 @@ def learned(model) -> None:
 
 
 @pytest.mark.claim("DS1")
-def test_DS1_rope_learns_task1_where_nope_cannot(synthetic, figures):
-    models = {e: trained(synthetic, "task1", e) for e in ("rope", "absolute", "alibi", "nope")}
+def test_DS1_rope_learns_task1_where_nope_cannot(synthetic, run_context, figures):
+    device = run_context.settings.device
+    models = {e: trained(synthetic, "task1", e, device=device) for e in ("rope", "absolute", "alibi", "nope")}
     hits = {e: held_out(m) for e, m in models.items()}
     for e, h in hits.items():
         figures.add(f"accuracy:{e}", float(h.mean()))
@@ -63,8 +65,8 @@ def test_DS1_rope_learns_task1_where_nope_cannot(synthetic, figures):
 
 
 @pytest.mark.claim("DS2")
-def test_DS2_one_first_layer_head_carries_task1(synthetic, figures):
-    models = [trained(synthetic, "task1", "rope", seed) for seed in range(SEEDS)]
+def test_DS2_one_first_layer_head_carries_task1(synthetic, run_context, figures):
+    models = [trained(synthetic, "task1", "rope", seed, run_context.settings.device) for seed in range(SEEDS)]
     for m in models:
         learned(m)
     maps = [head_map(m) for m in models]
@@ -89,8 +91,8 @@ def test_DS2_one_first_layer_head_carries_task1(synthetic, figures):
 
 
 @pytest.mark.claim("DS3")
-def test_DS3_no_deposit_on_task2(synthetic, figures):
-    model = trained(synthetic, "task2", "rope")
+def test_DS3_no_deposit_on_task2(synthetic, run_context, figures):
+    model = trained(synthetic, "task2", "rope", device=run_context.settings.device)
     learned(model)
     m = head_map(model)
     d = deposit_of(m)

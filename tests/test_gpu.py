@@ -171,3 +171,14 @@ def test_the_gpu_check_says_in_one_line_where_no_gpu_is_and_keeps_its_provenance
     tier = (tmp_path / "tier.log").read_text()
     assert " skipped" in tier and "failed" not in tier and "error" not in tier.lower()
     assert not list(tmp_path.glob("dress-*"))
+
+
+@gpu
+def test_a_synthetic_model_trains_on_cuda_under_bf16_autocast(tmp_path, monkeypatch):
+    """The related paper's models train on the GPU as the paper size will (bf16 autocast, the data on the device)."""
+    from harness.synthetic.train import SyntheticSpec, train
+
+    monkeypatch.setenv("ABSPOS_CACHE", str(tmp_path))
+    trained = train(SyntheticSpec("task1", "rope", "authors", "smoke"), device="cuda", log=lambda line: None)
+    assert trained.info["device"] == "cuda" and trained.info["losses"][-1] < trained.info["losses"][0]
+    assert next(trained.model.parameters()).device.type == "cuda"

@@ -114,9 +114,10 @@ def correct(model: PositionModel, ids: np.ndarray, labels: np.ndarray, task: str
     """Per sample, whether the model's class is the label (bool [n]); Task 2's ignored label left out."""
     model.eval()
     out = []
-    with torch.no_grad():
+    device = next(model.parameters()).device
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda"):
         for i in range(0, len(ids), batch):
-            logits = model(torch.as_tensor(ids[i : i + batch], device=next(model.parameters()).device))
+            logits = model(torch.as_tensor(ids[i : i + batch], device=device))
             out.append(logits.argmax(-1).cpu().numpy() == labels[i : i + batch])
     hits = np.concatenate(out) if out else np.zeros(0, bool)
     ignored = tasks.ignored_label(task)
@@ -134,7 +135,8 @@ def train(spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] =
         return Trained(spec, model.eval(), saved["info"])
     where.mkdir(parents=True, exist_ok=True)
     split = data(spec)
-    ids, labels = (torch.as_tensor(x) for x in split["train"])
+    ids, labels = (torch.as_tensor(x, device=device) for x in split["train"])  # the whole split on the device once
+    on_gpu = torch.device(device).type == "cuda"
     r = size.recipe
     torch.manual_seed(spec.seed)
     model = PositionModel(size.shape, spec.encoding, spec.arch).to(device)  # the seed's initialisation
@@ -158,8 +160,9 @@ def train(spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] =
         gen = torch.Generator().manual_seed(spec.seed * 100_003 + epoch)
         order = torch.randperm(len(ids), generator=gen)
         for i in range(0, len(ids), r.batch):
-            rows = order[i : i + r.batch]
-            loss = loss_fn(model(ids[rows].to(device)), labels[rows].to(device))
+            rows = order[i : i + r.batch].to(device)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=on_gpu):  # bf16 on a GPU, the paper size's
+                loss = loss_fn(model(ids[rows]), labels[rows])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
