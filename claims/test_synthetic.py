@@ -2,7 +2,8 @@
 
 Each test trains (or loads from the cache) the models it needs at its target's size and architecture
 (``synthetic-<size>-<arch>``), seeded, and measures them on the held-out samples of their own data: Task 1's accuracy
-by encoding (DS1), the first-layer deposit on Task 1 over training seeds (DS2), and its absence on Task 2 (DS3). At
+by encoding (DS1), the first-layer deposit on Task 1 over training seeds (DS2), its absence on Task 2 (DS3), and
+partial RoPE on one or two heads against full RoPE (DS4). At
 ``smoke`` size the models train for seconds: the tests run to their end but give no verdict ("rehearsed").
 """
 
@@ -16,7 +17,7 @@ from harness.synthetic import tasks
 from harness.synthetic.ablation import deposit_of, head_map
 from harness.synthetic.train import SyntheticSpec, correct, data, train
 
-DS1, DS2, DS3 = claim("DS1"), claim("DS2"), claim("DS3")
+DS1, DS2, DS3, DS4 = claim("DS1"), claim("DS2"), claim("DS3"), claim("DS4")
 SEEDS = DS2.threshold("seeds")
 
 
@@ -104,3 +105,22 @@ def test_DS3_no_deposit_on_task2(synthetic, run_context, figures):
         at_most(d.share, ci, DS3.threshold("share"), m.samples),
         f"on Task 2, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on accuracy",
     )
+
+
+@pytest.mark.claim("DS4")
+def test_DS4_one_or_two_rope_heads_suffice(synthetic, run_context, figures):
+    device = run_context.settings.device
+    models = {e: trained(synthetic, "task1", e, device=device) for e in ("rope", "rope-k1", "rope-k2")}
+    hits = {e: held_out(m) for e, m in models.items()}
+    for e, h in hits.items():
+        figures.add(f"accuracy:{e}", float(h.mean()))
+    learned(models["rope"])
+    for k in (1, 2):
+        change, lo, hi = paired_change_interval(hits[f"rope-k{k}"], hits["rope"])  # full − k heads, per sample
+        figures.add(f"full_minus_k{k}_accuracy", change, ci=(lo, hi), note="Newcombe's paired interval over samples")
+        judge(
+            at_most(change, (lo, hi), DS4.threshold("margin"), len(hits["rope"])),
+            f"RoPE on {k} head(s) reaches {hits[f'rope-k{k}'].mean():.3f} against full RoPE's "
+            f"{hits['rope'].mean():.3f} on Task 1",
+            check=f"test_DS4_one_or_two_rope_heads_suffice: k = {k}",
+        )

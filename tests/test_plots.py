@@ -704,6 +704,15 @@ def test_the_head_map_writes_each_effect_and_outlines_the_marked_head():
     assert "0.200" in texts(f) and not any(t.startswith("0.200\n") for t in texts(f))  # m2 recorded none
 
 
+def test_a_head_map_over_training_seeds_labels_its_rows_so():
+    """DS2's map (the related paper's synthetic models): one row per training seed, as its figure declares."""
+    by_model = {"synthetic-pilot-authors": {"head_effects_by_seed": {"value": [[0.6, 0.1], [0.5, 0.2], [0.7, 0.0]]}}}
+    f = plots.head_map_figure(by_model, {"": ["head_effects_by_seed"]}, claim="DS2", title="")
+    (ax,) = visible_axes(f)
+    assert ax.get_ylabel() == "training seed (index)" and "0.700" in texts(f)
+    assert not [p for p in ax.patches if not p.get_fill()]  # no head marked
+
+
 def test_a_plot_shown_with_another_claim_follows_that_claims_own_plots(tmp_path):
     """The deposit map (DP1) is T11's per-head yardstick: its declaration's ``shown_with`` puts it in T11's section
     too, after T11's own plots, with the reason, and still in DP1's own."""

@@ -47,7 +47,8 @@ TOTALS = {
 def totals_line(records: list) -> str:
     """Every test's verdict counted: "N claim tests on M models: a held · b not held · ..."."""
     counts = Counter(Verdict.of(r) for r in records)
-    models = {r["model"] for r in records if r.get("model")}
+    models = {r.get("model") or model_label(r) for r in records}  # a synthetic set (synthetic-<size>-<arch>) counts
+    models = {m for m in models if m != "(no model)" and not m.endswith(" family")}
     shown = [f"{counts[v]} {words}" for k, (v, words) in enumerate(TOTALS.items()) if k < 5 or counts[v]]
     tests, on = (
         f"{len(records)} claim test{'s' * (len(records) != 1)}",

@@ -675,10 +675,13 @@ def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str 
             ax.add_patch(Rectangle((marked[1] - 0.5, marked[0] - 0.5), 1, 1, fill=False, ec="tab:cyan", lw=2.2))
         ax.set_xticks(range(g.shape[1]))
         ax.set_yticks(range(g.shape[0]))
-        ax.set(title=m, xlabel="head (index)", ylabel="layer (index)")
+        specs = (figure_spec(claim, n) for n in roles.get("", []))
+        rows = next((f.options["rows"] for f in specs if f is not None and "rows" in f.options), "layer")
+        ax.set(title=m, xlabel="head (index)", ylabel=f"{rows} (index)")
     if im is not None:
         fig.colorbar(im, ax=axes, label="|1 − ablated / unablated|\n(relative change of mean ΔR²)")
-    axes[0].plot([], [], ls="none", label="outlined: the layer-0 head with the largest effect")
+    if roles.get("marked"):
+        axes[0].plot([], [], ls="none", label="outlined: the layer-0 head with the largest effect")
     legend(fig, axes[0], outside=True)
     add_title(fig, f"{claim} — per-head ablation map" if title is None else title)
     return fig
