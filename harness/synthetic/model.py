@@ -11,6 +11,10 @@ alone), ``alibi`` (the authors' ``-|i - j| * exp(-h / H)`` per head: symmetric a
 per-head bias per offset, no buckets), ``nope`` (nothing), and ``rope-k1`` … ``rope-k3`` (RoPE on the
 first k heads only, no additive embedding: the partial-RoPE runs). The MLA hybrid is not built (METHODS.md).
 
+Where ours differ from their code, besides what the suite adds (METHODS.md, DS1-DS4): a final LayerNorm before
+pooling (theirs pools the raw residual), no dropout on the attention weights (theirs drops them too), and the additive
+embedding's sin and cos interleaved (theirs concatenated: a fixed permutation of the embedding's dimensions).
+
 A head is ablated as the authors do (its value rows zeroed, so its output is exactly 0 before the output projection):
 ``zeroed`` holds the (layer, head) pairs whose outputs are zeroed, the suite's head-zeroing edit on this family.
 """
@@ -80,7 +84,7 @@ class Attention(nn.Module):
             slopes = torch.exp(-torch.arange(h, dtype=torch.float32) / h)  # the authors' exp(-h/H): 1.0 down to ~0.39
             self.register_buffer("alibi", -offsets.abs().float()[None] * slopes[:, None, None], persistent=False)
         if encoding == "relative":
-            self.relative = nn.Parameter(torch.zeros(h, 2 * shape.seq_len - 1))
+            self.relative = nn.Parameter(torch.randn(h, 2 * shape.seq_len - 1) * 0.02)  # the authors' N(0, 0.02)
             self.register_buffer("offset_index", offsets + shape.seq_len - 1, persistent=False)
         if arch == "decoder":
             mask = torch.full((shape.seq_len, shape.seq_len), float("-inf")).triu(1)

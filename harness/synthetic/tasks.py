@@ -8,7 +8,8 @@
 Differences from the authors' code (METHODS.md, "The related paper's synthetic tasks"): their 574-entry vocabulary
 (a Unigram tokenizer on an unpublished corpus) is replaced by the five special tokens and the 569 most frequent
 lowercase words of this suite's Wikipedia corpus, one word one token (theirs re-tokenised words, so a word could span
-tokens while labels counted words); filler words never include the specials. The lengths scale with the model's
+tokens while labels counted words); filler words never include the specials, and Task 1's are drawn with replacement
+(theirs without, within a segment). The lengths scale with the model's
 ``seq_len`` (the authors': 128 tokens, 120 words, between 1-70, sides 1-25, Task 2's n 0-100).
 """
 
@@ -50,7 +51,7 @@ class TaskShape:
     seq_len: int
 
     @property
-    def words(self) -> int:  # the authors' 120 of 128: room for special tokens
+    def words(self) -> int:  # the authors' 120 of 128 (the rest padding: no special token is inserted)
         return self.seq_len - max(1, round(8 * self.seq_len / PAPER_LEN))
 
     @property

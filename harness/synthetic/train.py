@@ -16,6 +16,7 @@ import math
 import os
 import time
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -68,10 +69,15 @@ class SyntheticSpec:
     def name(self) -> str:
         return f"{self.task}-{self.encoding}-{self.arch}-{self.size}-s{self.seed}"
 
-    def key(self) -> str:
-        """The cache key: everything that decides the trained weights."""
+    def key(self, device: str = "cpu") -> str:
+        """The cache key: everything that decides the trained weights: the spec, the size's shape and recipe, the
+        task generators' constants, this code's format, and the device kind (bf16 autocast on a GPU)."""
         size = SIZES[self.size]
-        blob = json.dumps([asdict(self), asdict(size.shape), asdict(size.recipe), FORMAT], sort_keys=True)
+        generator = [tasks.TRIGGER_SEED, tasks.PAPER_LEN, tasks.VOCAB_SIZE, tasks.SPECIALS]
+        kind = torch.device(device).type
+        blob = json.dumps(
+            [asdict(self), asdict(size.shape), asdict(size.recipe), generator, FORMAT, kind], sort_keys=True
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -82,6 +88,7 @@ class Trained:
     info: dict  # epochs, seconds, samples per second, final loss, held-out accuracy
 
 
+@lru_cache(maxsize=8)
 def data(spec: SyntheticSpec) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The spec's samples, split 70/30 (train, test) by its seed."""
     size = SIZES[spec.size]
@@ -92,8 +99,8 @@ def data(spec: SyntheticSpec) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return {"train": (ids[order[:cut]], labels[order[:cut]]), "test": (ids[order[cut:]], labels[order[cut:]])}
 
 
-def folder(spec: SyntheticSpec) -> Path:
-    return cache_root() / "synthetic" / f"{spec.name}-{spec.key()}"
+def folder(spec: SyntheticSpec, device: str = "cpu") -> Path:
+    return cache_root() / "synthetic" / f"{spec.name}-{spec.key(device)}"
 
 
 def _save(obj, path: Path) -> None:
@@ -126,7 +133,7 @@ def correct(model: PositionModel, ids: np.ndarray, labels: np.ndarray, task: str
 
 def train(spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] = print) -> Trained:
     """The trained model: from the cache when it is there, else trained (resuming from the last epoch's checkpoint)."""
-    size, where = SIZES[spec.size], folder(spec)
+    size, where = SIZES[spec.size], folder(spec, device)
     model = PositionModel(size.shape, spec.encoding, spec.arch).to(device)
     final = where / "final.pt"
     if final.is_file():
@@ -153,6 +160,7 @@ def train(spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] =
         opt.load_state_dict(c["opt"])
         sched.load_state_dict(c["sched"])
         start_epoch, seconds, losses = c["epoch"], c["seconds"], c["losses"]
+        torch.set_rng_state(c["rng"])  # dropout's masks continue as in an uninterrupted run
         log(f"[synthetic] {spec.name}: resuming after epoch {start_epoch}/{r.epochs}")
     for epoch in range(start_epoch, r.epochs):
         t0, total = time.perf_counter(), 0.0
@@ -173,7 +181,7 @@ def train(spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] =
         losses.append(total / len(ids))
         _save(
             {"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(), "epoch": epoch + 1}
-            | {"seconds": seconds, "losses": losses},
+            | {"seconds": seconds, "losses": losses, "rng": torch.get_rng_state()},
             checkpoint,
         )
         log(
