@@ -241,7 +241,8 @@ def build(req: BundleRequest, log: Callable[[str], None] = print) -> dict:
         torch_pin = [p for p in pins if p.startswith("torch==")]
         if req.torch_index and torch_pin:  # torch alone from its index (a CUDA build), the rest from the usual one
             pip_download(torch_pin, wheels, req, deps=True, extra_index=req.torch_index)
-        pip_download([p for p in pins if p not in torch_pin or not req.torch_index], wheels, req, deps=True)
+        # the pins are the whole closure: nothing is resolved again (with --torch node, nothing pulls torch in)
+        pip_download([p for p in pins if p not in torch_pin or not req.torch_index], wheels, req, deps=False)
         pip_download(build_requirements(), wheels, req, deps=False)
         (req.out / "requirements.txt").write_text("\n".join(pins) + "\n")
         dists = data_distributions(req.models)
