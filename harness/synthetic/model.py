@@ -11,9 +11,9 @@ alone), ``alibi`` (the authors' ``-|i - j| * exp(-h / H)`` per head: symmetric a
 per-head bias per offset, no buckets), ``nope`` (nothing), and ``rope-k1`` … ``rope-k3`` (RoPE on the
 first k heads only, no additive embedding: the partial-RoPE runs). The MLA hybrid is not built (METHODS.md).
 
-Where ours differ from their code, besides what the suite adds (METHODS.md, DS1-DS4): a final LayerNorm before
-pooling (theirs pools the raw residual), no dropout on the attention weights (theirs drops them too), and the additive
-embedding's sin and cos interleaved (theirs concatenated: a fixed permutation of the embedding's dimensions).
+Where ours differ from their code, besides what the suite adds (METHODS.md, the synthetic claims' design note): a
+final LayerNorm before pooling (theirs pools the raw residual), no dropout on the attention weights (theirs drops them
+too), and the additive embedding's sin and cos interleaved (theirs concatenated: a permutation of its dimensions).
 
 A head is ablated as the authors do (its value rows zeroed, so its output is exactly 0 before the output projection):
 ``zeroed`` holds the (layer, head) pairs whose outputs are zeroed, the suite's head-zeroing edit on this family.
