@@ -92,7 +92,11 @@ CLAIMS = (
             FigureSpec("deposit_head_by_seed"),
             FigureSpec("largest_accuracy_drop_by_seed"),
             FigureSpec("accuracy_by_seed"),
-            FigureSpec("head_effects_by_seed", "head_map", options={"rows": "training seed"}),
+            FigureSpec(
+                "head_effects_by_seed",
+                "head_map",
+                options={"rows": "training seed", "unit": "relative change of held-out Task 1 accuracy"},
+            ),
         ),
         thresholds={
             "share": SHARE,
@@ -151,6 +155,7 @@ CLAIMS = (
             FigureSpec("deposit_share", words="layer 0's largest head effect over its summed effects (share)"),
             FigureSpec("accuracy"),
             FigureSpec("head_effects"),
+            FigureSpec("uniform_share"),
         ),
         thresholds={"share": Threshold(0.5, ABSENCE_SENTENCE, "the deposit's own threshold (DS2), from below")},
         paper=PAPER,

@@ -103,6 +103,7 @@ def test_DS3_no_deposit_on_task2(synthetic, run_context, figures):
     d = deposit_of(m)
     figures.add("accuracy", m.accuracy, note=f"ignoring label 0; {m.samples} held-out samples")
     figures.add("head_effects", m.effects, note="layer 0, each head zeroed alone")
+    figures.add("uniform_share", 1 / model.model.shape.heads, note="the share of each head if all moved alike")
     ci = percentile_ci(d.share_rows[np.isfinite(d.share_rows)], n=m.samples)
     figures.add("deposit_share", d.share, ci=ci)
     judge(

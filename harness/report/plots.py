@@ -77,6 +77,7 @@ from harness.report.plot_style import (
     styled,
     val,
 )
+from harness.report.record_text import model_label
 from harness.report.summary_plot import EQUIVALENCE, ONE_SIDED, Criterion, parse_criterion, write_summary
 from harness.spec.claims import CLAIMS, FigureSpec, PlotSpec, UndeclaredFigure, claim_test
 from harness.spec.decision import interval_of
@@ -679,7 +680,9 @@ def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str 
         rows = next((f.options["rows"] for f in specs if f is not None and "rows" in f.options), "layer")
         ax.set(title=m, xlabel="head (index)", ylabel=f"{rows} (index)")
     if im is not None:
-        fig.colorbar(im, ax=axes, label="|1 − ablated / unablated|\n(relative change of mean ΔR²)")
+        specs = [f for n in roles.get("", []) if (f := figure_spec(claim, n)) is not None]
+        unit = next((f.options["unit"] for f in specs if "unit" in f.options), "relative change of mean ΔR²")
+        fig.colorbar(im, ax=axes, label=f"|1 − ablated / unablated|\n({unit})")
     if roles.get("marked"):
         axes[0].plot([], [], ls="none", label="outlined: the layer-0 head with the largest effect")
     legend(fig, axes[0], outside=True)
@@ -1195,7 +1198,8 @@ def figures_by_claim(results: dict) -> dict:
     for r in results.get("records", []):
         for f in r.get("figures") or []:
             if isinstance(f, dict) and "name" in f:
-                by_claim[r["claim"]][r.get("model") or "-"].setdefault(f["name"], f)
+                target = r.get("model") or (label if (label := model_label(r)).startswith("synthetic-") else "-")
+                by_claim[r["claim"]][target].setdefault(f["name"], f)
     return by_claim
 
 
