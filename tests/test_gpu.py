@@ -37,14 +37,19 @@ def gpu(test):
     return pytest.mark.gpu(pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)(test))
 
 
+pytestmark = pytest.mark.usefixtures("restore_registry")  # rehearsals registered by a test are removed after it
+
+
 N, SEQ = 8, 64
 READS = (PatternAtPairs(), ResidNorms(), SinkProfile())
 REHEARSAL = PAPER[0].name + SUFFIX  # Llama-3.2-1B's narrow build: its architecture, random weights, real tokenizer
 
 
 def session_on(device: str, name: str, dtype: str = "float32", n_pairs: int = 400) -> tuple[Session, object]:
-    """A session on ``device`` with ``name`` loaded; a tiny model (no tokenizer) gets prompts of random ids."""
-    register_rehearsals()
+    """A session on ``device`` with ``name`` loaded; a tiny model (no tokenizer) gets prompts of random ids. A
+    rehearsal is registered for the test only (``restore_registry``: the tests after it see the registry as it was)."""
+    if name.endswith(SUFFIX):
+        register_rehearsals()
     s = Session(
         Settings(n_prompts=N, seq_len=SEQ, n_pairs=n_pairs, n_probe_prompts=16, n_boot=20, device=device, dtype=dtype),
         log=lambda *a: None,

@@ -129,7 +129,7 @@ class RunContext:
         if why:
             raise UsageError(why)
         synthetic, rest = synthetic_targets(o("--models") or "")
-        models = selected_models(rest) if rest or not synthetic else ()
+        models = (selected_models(rest) if rest else ()) if synthetic else selected_models(o("--models"))
         report_dir = None if o("--no-report") else Path(o("--report-dir"))
         if not hasattr(config, "workerinput"):  # once, on the controller: xdist workers get the same options
             specs = [REGISTRY[m] for m in models]
