@@ -16,7 +16,6 @@ bundled: they are read from ``$ABSPOS_MODELS_DIR`` (docs/gpus.md).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import shutil
@@ -35,6 +34,7 @@ from packaging.requirements import Requirement
 
 from harness.capture.corpus import DISTRIBUTIONS as CORPUS_DISTRIBUTIONS
 from harness.model import tokenizer_files
+from harness.model.cache import sha256
 from harness.run_command import PROG, fail
 from harness.spec.models import REGISTRY, names
 
@@ -213,14 +213,6 @@ def pip_download(specs: Sequence[str], into: Path, req: BundleRequest, deps: boo
     if r.returncode != 0:
         last = [line for line in r.stderr.splitlines() if line.startswith("ERROR")] or r.stderr.splitlines()[-1:]
         raise BundleError(f"pip download failed: {' '.join(last)[:400]}")
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def write_checksums(out: Path) -> None:

@@ -660,6 +660,8 @@ def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str 
     widest = max(g.shape[1] for g in grids.values())
     fig = new(max(6.5, 0.62 * widest + 3.2), 1.25 * sum(g.shape[0] for g in grids.values()) + 1.1 * len(grids) + 0.6)
     axes = list(fig.subplots(len(grids), 1, squeeze=False)[:, 0])  # one row per model: heads read across
+    specs = [f for n in roles.get("", []) if (f := figure_spec(claim, n)) is not None]
+    options = {k: v for f in reversed(specs) for k, v in f.options.items()}  # what the map's figures declare
     im = None
     for ax, (m, g) in zip(axes, grids.items()):
         im = ax.imshow(g, aspect="auto", origin="lower", cmap="magma", vmin=0, vmax=hi, interpolation="nearest")
@@ -676,12 +678,9 @@ def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str 
             ax.add_patch(Rectangle((marked[1] - 0.5, marked[0] - 0.5), 1, 1, fill=False, ec="tab:cyan", lw=2.2))
         ax.set_xticks(range(g.shape[1]))
         ax.set_yticks(range(g.shape[0]))
-        specs = (figure_spec(claim, n) for n in roles.get("", []))
-        rows = next((f.options["rows"] for f in specs if f is not None and "rows" in f.options), "layer")
-        ax.set(title=m, xlabel="head (index)", ylabel=f"{rows} (index)")
+        ax.set(title=m, xlabel="head (index)", ylabel=f"{options.get('rows', 'layer')} (index)")
     if im is not None:
-        specs = [f for n in roles.get("", []) if (f := figure_spec(claim, n)) is not None]
-        unit = next((f.options["unit"] for f in specs if "unit" in f.options), "relative change of mean ΔR²")
+        unit = options.get("unit", "relative change of mean ΔR²")
         fig.colorbar(im, ax=axes, label=f"|1 − ablated / unablated|\n({unit})")
     if roles.get("marked"):
         axes[0].plot([], [], ls="none", label="outlined: the layer-0 head with the largest effect")

@@ -56,8 +56,3 @@ def head_map(trained: Trained, layer: int = 0, n_boot: int = 1000, seed: int = 0
 
 def deposit_of(m: HeadMap) -> Deposit:
     return deposit(m.effects, m.rows)
-
-
-def interval(rows: np.ndarray, n: int) -> tuple[float, float]:
-    lo, hi = intervals.percentile_ci(rows[np.isfinite(rows)], n=n)
-    return float(lo), float(hi)

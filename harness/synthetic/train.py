@@ -134,10 +134,10 @@ def correct(model: PositionModel, ids: np.ndarray, labels: np.ndarray, task: str
 def train(spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] = print) -> Trained:
     """The trained model: from the cache when it is there, else trained (resuming from the last epoch's checkpoint)."""
     size, where = SIZES[spec.size], folder(spec, device)
-    model = PositionModel(size.shape, spec.encoding, spec.arch).to(device)
     final = where / "final.pt"
     if final.is_file():
         saved = torch.load(final, map_location=device, weights_only=False)
+        model = PositionModel(size.shape, spec.encoding, spec.arch).to(device)
         model.load_state_dict(saved["model"])
         return Trained(spec, model.eval(), saved["info"])
     where.mkdir(parents=True, exist_ok=True)
