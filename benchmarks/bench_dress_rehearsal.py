@@ -70,8 +70,9 @@ class PeakMemory:
         import torch
 
         gpus = range(torch.cuda.device_count()) if torch.cuda.is_available() else range(0)
-        for d in gpus:
-            torch.cuda.reset_peak_memory_stats(d)
+        if torch.cuda.is_initialized():  # before the first test's model, CUDA has no allocator yet: nothing to reset
+            for d in gpus:
+                torch.cuda.reset_peak_memory_stats(d)
         reset = self._reset()
         yield
         peak = _status_kib("VmHWM")
@@ -80,7 +81,8 @@ class PeakMemory:
 
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         line = {"test": item.nodeid, "peak_kib": peak, "reset": reset}
-        if gpus:  # the largest of the GPUs' peaks of memory allocated by torch during the test, its setup included
+        # the largest of the GPUs' peaks of memory allocated by torch during the test, its setup included
+        if gpus and torch.cuda.is_initialized():
             line["peak_gpu_kib"] = max(torch.cuda.max_memory_allocated(d) for d in gpus) // 1024
         with open(self.path, "a") as f:
             f.write(json.dumps(line) + "\n")

@@ -7,20 +7,27 @@
 # 3. the GPU tier, `pytest tests -m gpu` (tier.log, tier.xml);
 # 4. the dress rehearsal of Llama-3.2-1B's full build at the nightly's settings (512 prompts x 512 tokens, bfloat16)
 #    on the GPU, per claim time and peak GPU memory (dress-1b/dress.md), stopped at the budget's share with the tests
-#    that finished kept; then as much of the 8B build as the time left allows (dress-8b/).
+#    that finished kept; then as much of the 8B build as the time left allows (dress-8b/); --papers names others.
+# With --synthetic "rope nope", the related paper's paper-size models (Task 1, the authors' architecture, seed 0) train
+# on the same GPU from the start, beside the GPU tier (benchmarks/synthetic_gpu.py; synthetic/ and synthetic-*.log);
+# the dress rehearsal waits for them up to three fifths of the budget, so its timings are its own where they finish.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle="" out=reports/gpu-check budget=540
+bundle="" out=reports/gpu-check budget=540 synthetic="" papers="llama-3.2-1b llama-3.1-8b"
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) bundle=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
-    *) echo "gpu_check.sh: unknown option $1 (--bundle DIR, --out DIR, --budget SECONDS)" >&2; exit 2 ;;
+    --synthetic) synthetic=$2; shift 2 ;;
+    --papers) papers=$2; shift 2 ;;
+    *) echo "gpu_check.sh: unknown option $1 (--bundle DIR, --out DIR, --budget SECONDS, --synthetic ENCODINGS," \
+         "--papers NAMES)" >&2; exit 2 ;;
   esac
 done
 start=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - start) )); }
+at() { echo "t=$(( $(date +%s) - start ))s"; }
 out=$(mkdir -p "$out" && cd "$out" && pwd)
 if [ -n "$bundle" ]; then
   bash "$bundle/install.sh" "$PWD/gpu-node" || exit 1
@@ -41,22 +48,43 @@ json.dump({"gpus": smi, "cuda": torch.version.cuda, "torch": torch.__version__,
            "transformers": transformers.__version__, "cuda_available": torch.cuda.is_available()},
           open(sys.argv[1], "w"), indent=1)
 PYEOF
-cat "$out/provenance.json"
-echo "[gpu-check] the GPU tier ($(left) s left)"
+cat "$out/provenance.json"; echo
+training=()
+if [ -n "$synthetic" ] && "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  for encoding in $synthetic; do
+    "$PY" benchmarks/synthetic_gpu.py --encoding "$encoding" --task task1 --size paper --device cuda --keep-weights \
+      --out "$out/synthetic" > "$out/synthetic-$encoding.log" 2>&1 &
+    training+=($!)
+    echo "[gpu-check] $(at): training the paper-size task1-$encoding model in the background (pid $!)"
+  done
+fi
+echo "[gpu-check] $(at): the GPU tier ($(left) s left)"
 timeout -s INT $(( $(left) * 2 / 5 )) "$PY" -m pytest tests -m gpu -q -p no:cacheprovider -p no:randomly -rs \
   --junitxml "$out/tier.xml" > "$out/tier.log" 2>&1
-echo "[gpu-check] tier exit $? ($(tail -n 1 "$out/tier.log"))"
+rc=$?
+echo "[gpu-check] $(at): tier exit $rc ($(tail -n 1 "$out/tier.log"))"
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   echo "[gpu-check] no CUDA device visible: the GPU tier was skipped and no dress rehearsal runs" >&2
   exit 1
 fi
-for paper in llama-3.2-1b llama-3.1-8b; do
+running() { for p in "${training[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+while running && [ $(( $(date +%s) - start )) -lt $(( budget * 3 / 5 )) ]; do sleep 5; done
+running && echo "[gpu-check] $(at): the synthetic training still runs: the dress rehearsal shares the GPU with it"
+last=${papers##* }
+for paper in $papers; do
   share=$(( $(left) - 30 ))
-  [ "$paper" = llama-3.2-1b ] && share=$(( share * 3 / 4 ))
+  [ "$paper" != "$last" ] && share=$(( share * 3 / 4 ))
   if [ "$share" -lt 90 ]; then echo "[gpu-check] $paper: no time left ($(left) s)"; continue; fi
   echo "[gpu-check] dress rehearsal of $paper for at most $share s"
   timeout -k 10 $(( share + 45 )) "$PY" benchmarks/bench_dress_rehearsal.py --paper "$paper" --time-limit "$share" \
     --out "$out/dress-${paper##*-}" --device cuda --dtype bfloat16 > "$out/dress-${paper##*-}.log" 2>&1
-  echo "[gpu-check] $paper exit $?"; head -n 1 "$out/dress-${paper##*-}/dress.md" 2>/dev/null
+  rc=$?
+  echo "[gpu-check] $(at): $paper exit $rc"; head -n 1 "$out/dress-${paper##*-}/dress.md" 2>/dev/null
 done
+if running; then  # stopped at the budget: each keeps its last epoch's checkpoint (train() resumes from it)
+  echo "[gpu-check] $(at): the synthetic training did not finish inside the budget; stopped"
+  kill "${training[@]}" 2>/dev/null
+fi
+wait
+for f in "$out"/synthetic-*.log; do [ -f "$f" ] && echo "[gpu-check] $f: $(grep -E 'epoch|accuracy' "$f" | tail -n 1)"; done
 echo "[gpu-check] done in $(( $(date +%s) - start )) s: $out"

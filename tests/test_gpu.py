@@ -23,10 +23,10 @@ from harness.capture.plan import Plan
 from harness.capture.progress import Progress
 from harness.capture.reads import PatternAtPairs, ResidNorms, Run, SinkProfile
 from harness.capture.session import Session
-from harness.model import attention, devices
+from harness.model import attention, devices, weights
 from harness.model.edits import Bidirectional, ZeroHeads
 from harness.model.rehearsal import SUFFIX, register_rehearsals
-from harness.spec.models import PAPER, names
+from harness.spec.models import PAPER, WeightsUnavailable, get_spec, names
 from harness.spec.settings import Settings
 
 NO_GPU = "no CUDA device visible (torch.cuda.is_available() is False): the GPU tier runs where one is, `pytest -m gpu`"
@@ -35,6 +35,16 @@ NO_GPU = "no CUDA device visible (torch.cuda.is_available() is False): the GPU t
 def gpu(test):
     """A test of the GPU tier: marked ``gpu``, skipped with one line where no CUDA device is visible."""
     return pytest.mark.gpu(pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)(test))
+
+
+def needs_weights(*models: str) -> None:
+    """Skip (one line) where a bundled model's weights are not installed: a GPU node given only the checkout and the
+    tokenizers, not the bundle (``benchmarks/gpu_check.sh`` without ``--bundle``)."""
+    for name in models:
+        try:
+            weights.ensure_available(get_spec(name))
+        except WeightsUnavailable as e:
+            pytest.skip(f"{name}'s weights are not installed here: {e}")
 
 
 pytestmark = pytest.mark.usefixtures("restore_registry")  # rehearsals registered by a test are removed after it
@@ -109,6 +119,7 @@ def test_each_xdist_worker_runs_on_its_gpu_round_robin():
 @pytest.mark.long
 def test_two_workers_run_two_models_on_the_gpus(tmp_path):
     """-n 2 --device cuda: each model's tests on one worker (loadgroup, the default here), each worker on a GPU."""
+    needs_weights("smollm2-135m", "gemma3-270m")
     r = run_pytest(
         *("--models", "smollm2-135m,gemma3-270m", "-k", "T9a or T9b", "-n", "2", "--device", "cuda"),
         *("--report-dir", str(tmp_path), "--baseline-dir", str(tmp_path / "b"), "-p", "no:randomly", "-q"),
@@ -121,6 +132,7 @@ def test_two_workers_run_two_models_on_the_gpus(tmp_path):
 
 @gpu
 def test_a_model_split_by_device_map_gives_the_figures_of_the_unsplit_one(monkeypatch):
+    needs_weights("smollm2-135m")
     whole = capture("cuda", "smollm2-135m")
     monkeypatch.setenv(devices.MEMORY_CAP_ENV, "0.2")  # 135M float32 parameters are 0.54 GB: most go to the CPU
     s, model = session_on("cuda", "smollm2-135m")

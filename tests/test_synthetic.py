@@ -4,12 +4,14 @@ training that is seeded, cached and resumable, and the head map's deposit statis
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 
 from harness.synthetic import ablation, tasks
-from harness.synthetic.model import ENCODINGS, PositionModel, Shape, rope_heads
+from harness.synthetic.model import ENCODINGS, PositionModel, Shape, rope_heads, rotate
 from harness.synthetic.train import SIZES, SyntheticSpec, folder, train
 
 
@@ -144,3 +146,68 @@ def test_the_head_map_finds_a_planted_deposit_head_and_not_a_spread_one(cache, m
     monkeypatch.setattr(ablation, "correct", planted([0.2, 0.2, 0.2, 0.2]))
     spread = ablation.deposit_of(ablation.head_map(trained))
     assert spread.share < 0.4 and np.nanquantile(spread.share_rows, 0.975) < 0.5
+
+
+@pytest.mark.parametrize("arch", ["authors", "decoder"])
+@pytest.mark.parametrize("encoding", ["rope", "alibi", "relative", "nope", "rope-k1"])
+def test_the_fused_attention_is_the_eager_softmax_of_scores_plus_bias(encoding, arch):
+    """softmax(q.k / sqrt(d) + bias) v written out by hand, against the module's fused kernel: ALiBi's and the
+    relative bias, the causal mask and partial RoPE all enter as the eager product would have them."""
+    torch.manual_seed(0)
+    shape = Shape(32, 4, 64, 1, 16, tasks.N_CLASSES)
+    attn = PositionModel(shape, encoding, arch).blocks[0].attn.eval()
+    x, source = torch.randn(3, 16, 32), torch.randn(3, 16, 32)
+    with torch.no_grad():
+        fused = attn(x, source, [])
+        q, k, v = attn.split(attn.q(x)), attn.split(attn.k(source)), attn.split(attn.v(source))
+        if attn.n_rope:
+            r = attn.n_rope
+            q = torch.cat([rotate(q[:, :r], 16), q[:, r:]], dim=1)
+            k = torch.cat([rotate(k[:, :r], 16), k[:, r:]], dim=1)
+        scores = q @ k.transpose(-1, -2) / (32 // 4) ** 0.5
+        if encoding == "alibi":
+            scores = scores + attn.alibi
+        if encoding == "relative":
+            scores = scores + attn.relative[:, attn.offset_index]
+        if arch == "decoder":
+            scores = scores + attn.causal
+        eager = attn.o((scores.softmax(-1) @ v).transpose(1, 2).reshape(x.shape))
+    torch.testing.assert_close(fused, eager, rtol=1e-5, atol=1e-6)
+
+
+def test_the_gpu_script_writes_a_models_training_record_and_head_maps(cache, tmp_path):
+    """benchmarks/synthetic_gpu.py at smoke size on the CPU: the record and its table, the weights kept, a model that
+    learned nothing mapped without a share; a layer the size lacks refused in one line before any training."""
+    from benchmarks import synthetic_gpu
+
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit):
+        synthetic_gpu.main(
+            ["--encoding", "rope", "--size", "smoke", "--device", "cpu", "--out", str(out), "--layers", "5"]
+        )
+    assert not list(cache.glob("synthetic/*"))
+    assert (
+        synthetic_gpu.main(
+            [
+                "--encoding",
+                "rope",
+                "--size",
+                "smoke",
+                "--device",
+                "cpu",
+                "--out",
+                str(out),
+                "--layers",
+                "0",
+                "--keep-weights",
+            ]
+        )
+        == 0
+    )
+    name = "task1-rope-authors-smoke-s0"
+    record = json.loads((out / f"{name}.json").read_text())
+    assert record["training"]["epochs"] == SIZES["smoke"].recipe.epochs and record["facts"]["device"] == "cpu"
+    (layer,) = record["layers"]
+    assert layer["layer"] == 0 and len(layer["effects"]) == len(layer["effects_ci"]) == SIZES["smoke"].shape.heads
+    assert (layer["deposit"] is None) == ("no_deposit" in layer)
+    assert (out / f"{name}.pt").is_file() and f"### {name}" in (out / f"{name}.md").read_text()

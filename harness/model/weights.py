@@ -292,8 +292,8 @@ def identity(spec: ModelSpec) -> str:
 
 
 def random_init_model(spec: ModelSpec, seed: int = 0, dtype: torch.dtype | None = None, device: str = "cpu"):
-    """A random-init model built from ``spec.config``: a tiny model, or a paper model's stand-in of the
-    same shape (same compute cost, meaningless weights: for throughput only, never for claims)."""
+    """A random-init model built from ``spec.config`` (a tiny model): initialised on the CPU under ``seed``, then
+    moved to ``device``, so that a name is the same network on every device (CUDA's generator draws other weights)."""
     import transformers
 
     if not spec.config:
@@ -304,13 +304,12 @@ def random_init_model(spec: ModelSpec, seed: int = 0, dtype: torch.dtype | None 
     config = config_cls(**spec.config)
     torch.manual_seed(seed)
     previous = torch.get_default_dtype()
-    try:  # built directly in its dtype on its device: an 8B stand-in never exists in float32 on the CPU
+    try:  # built directly in its dtype: never a float32 copy first
         torch.set_default_dtype(dtype or previous)
-        with torch.device(device):
-            model = getattr(transformers, spec.architecture)(config)
+        model = getattr(transformers, spec.architecture)(config)
     finally:
         torch.set_default_dtype(previous)
-    return model.eval()
+    return model.to(device).eval()
 
 
 def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=print):

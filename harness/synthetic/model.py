@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 ENCODINGS = ("rope", "absolute", "alibi", "relative", "nope", "rope-k1", "rope-k2", "rope-k3")
@@ -101,14 +102,16 @@ class Attention(nn.Module):
             r = self.n_rope
             q = torch.cat([rotate(q[:, :r], n), q[:, r:]], dim=1)
             k = torch.cat([rotate(k[:, :r], n), k[:, r:]], dim=1)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.dh)
+        bias = None  # added to the scores q.k / sqrt(head_dim) before the softmax
         if hasattr(self, "alibi"):
-            scores = scores + self.alibi[:, :n, :n]
+            bias = self.alibi[:, :n, :n]
         if hasattr(self, "relative"):
-            scores = scores + self.relative[:, self.offset_index[:n, :n]]
+            bias = self.relative[:, self.offset_index[:n, :n]]
         if self.arch == "decoder":
-            scores = scores + self.causal[:n, :n]
-        heads = scores.softmax(-1) @ v  # [batch, heads, seq, head_dim]
+            bias = self.causal[:n, :n] if bias is None else bias + self.causal[:n, :n]
+        # softmax(q.k / sqrt(head_dim) + bias) v through torch's fused kernel (flash attention on a GPU where no bias
+        # is added): the same function as the eager product, without the [batch, heads, seq, seq] scores in memory
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=None if bias is None else bias.to(q.dtype))
         if zeroed:  # the head's output exactly 0 before the output projection (its value rows zeroed)
             keep = torch.ones(self.heads, device=x.device, dtype=heads.dtype)
             keep[zeroed] = 0

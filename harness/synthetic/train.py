@@ -163,22 +163,22 @@ def train(spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] =
         torch.set_rng_state(c["rng"])  # dropout's masks continue as in an uninterrupted run
         log(f"[synthetic] {spec.name}: resuming after epoch {start_epoch}/{r.epochs}")
     for epoch in range(start_epoch, r.epochs):
-        t0, total = time.perf_counter(), 0.0
+        t0, total = time.perf_counter(), torch.zeros((), device=device)
         model.train()
         gen = torch.Generator().manual_seed(spec.seed * 100_003 + epoch)
-        order = torch.randperm(len(ids), generator=gen)
+        order = torch.randperm(len(ids), generator=gen).to(device)
         for i in range(0, len(ids), r.batch):
-            rows = order[i : i + r.batch].to(device)
+            rows = order[i : i + r.batch]
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=on_gpu):  # bf16 on a GPU, the paper size's
                 loss = loss_fn(model(ids[rows]), labels[rows])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             sched.step()
-            total += loss.item() * len(rows)
+            total += loss.detach().float() * len(rows)  # summed on the device: no wait for the GPU each step
+        losses.append(total.item() / len(ids))
         took = time.perf_counter() - t0
         seconds += took
-        losses.append(total / len(ids))
         _save(
             {"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(), "epoch": epoch + 1}
             | {"seconds": seconds, "losses": losses, "rng": torch.get_rng_state()},
