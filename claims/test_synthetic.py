@@ -19,6 +19,7 @@ from harness.synthetic.train import SyntheticSpec, correct, data, train
 
 DS1, DS2, DS3, DS4 = claim("DS1"), claim("DS2"), claim("DS3"), claim("DS4")
 SEEDS = DS2.threshold("seeds")
+SAMPLE = "sample"  # the unit of every interval here: a held-out evaluation sample of the model's own task
 
 
 def trained(synthetic: str, task: str, encoding: str, seed: int = 0, device: str = "cpu"):
@@ -54,14 +55,14 @@ def test_DS1_rope_learns_task1_where_nope_cannot(synthetic, run_context, figures
     models = {e: trained(synthetic, "task1", e, device=device) for e in ("rope", "absolute", "alibi", "nope")}
     hits = {e: held_out(m) for e, m in models.items()}
     for e, h in hits.items():
-        figures.add(f"accuracy:{e}", float(h.mean()))
+        figures.add(f"accuracy:{e}", float(h.mean()), ci=wilson(int(h.sum()), len(h)), n=len(h), unit=SAMPLE)
     labels = data(models["rope"].spec)["test"][1]
     figures.add("chance_accuracy", float(np.max(np.bincount(labels)) / len(labels)), note="the most frequent label")
     figures.add("training_seconds", {e: m.info["seconds"] for e, m in models.items()})
     change, lo, hi = paired_change_interval(hits["nope"], hits["rope"])
     figures.add("rope_minus_nope_accuracy", change, ci=(lo, hi), note="Newcombe's paired interval over samples")
     judge(
-        at_least(change, (lo, hi), DS1.threshold("margin"), len(labels)),
+        at_least(change, (lo, hi), DS1.threshold("margin"), len(labels), unit=SAMPLE),
         f"RoPE's Task 1 accuracy ({hits['rope'].mean():.3f}) is not shown above NoPE's ({hits['nope'].mean():.3f})",
     )
 
@@ -89,7 +90,7 @@ def test_DS2_one_first_layer_head_carries_task1(synthetic, run_context, figures)
     figures.add("deposit_share", share, ci=percentile_ci(pooled[np.isfinite(pooled)], n=len(found)))
     for seed, (d, ci, m) in enumerate(zip(found, cis, maps)):
         judge(
-            at_least(d.share, ci, DS2.threshold("share"), m.samples),
+            at_least(d.share, ci, DS2.threshold("share"), m.samples, unit=SAMPLE),
             f"seed {seed}: layer 0's largest head (head {d.head}) carries {d.share:.0%} of the layer's effect on Task 1 "
             f"accuracy, not shown to be at least {DS2.threshold('share'):.0%}",
             check=f"test_DS2_one_first_layer_head_carries_task1: seed {seed}",
@@ -102,13 +103,14 @@ def test_DS3_no_deposit_on_task2(synthetic, run_context, figures):
     learned(model)
     m = head_map(model)
     d = deposit_of(m)
-    figures.add("accuracy", m.accuracy, note=f"ignoring label 0; {m.samples} held-out samples")
+    hits = round(m.accuracy * m.samples)
+    figures.add("accuracy", m.accuracy, ci=wilson(hits, m.samples), n=m.samples, unit=SAMPLE, note="ignoring label 0")
     figures.add("head_effects", m.effects, note="layer 0, each head zeroed alone")
     figures.add("uniform_share", 1 / model.model.shape.heads, note="the share of each head if all moved alike")
     ci = percentile_ci(d.share_rows[np.isfinite(d.share_rows)], n=m.samples)
     figures.add("deposit_share", d.share, ci=ci)
     judge(
-        at_most(d.share, ci, DS3.threshold("share"), m.samples),
+        at_most(d.share, ci, DS3.threshold("share"), m.samples, unit=SAMPLE),
         f"on Task 2, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on accuracy",
     )
 
@@ -119,13 +121,14 @@ def test_DS4_one_or_two_rope_heads_suffice(synthetic, run_context, figures):
     models = {e: trained(synthetic, "task1", e, device=device) for e in ("rope", "rope-k1", "rope-k2")}
     hits = {e: held_out(m) for e, m in models.items()}
     for e, h in hits.items():
-        figures.add(f"accuracy:{e}", float(h.mean()))
+        name = "accuracy:rope (all heads)" if e == "rope" else f"accuracy:{e}"
+        figures.add(name, float(h.mean()), ci=wilson(int(h.sum()), len(h)), n=len(h), unit=SAMPLE)
     learned(models["rope"], hits["rope"])
     for k in (1, 2):
         change, lo, hi = paired_change_interval(hits[f"rope-k{k}"], hits["rope"])  # full − k heads, per sample
         figures.add(f"full_minus_k{k}_accuracy", change, ci=(lo, hi), note="Newcombe's paired interval over samples")
         judge(
-            at_most(change, (lo, hi), DS4.threshold("margin"), len(hits["rope"])),
+            at_most(change, (lo, hi), DS4.threshold("margin"), len(hits["rope"]), unit=SAMPLE),
             f"RoPE on {k} head(s) reaches {hits[f'rope-k{k}'].mean():.3f} against full RoPE's "
             f"{hits['rope'].mean():.3f} on Task 1",
             check=f"test_DS4_one_or_two_rope_heads_suffice: k = {k}",

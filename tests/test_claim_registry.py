@@ -11,6 +11,7 @@ import pytest
 from harness.files import paths
 from harness.outcome.figures import Figures
 from harness.outcome.verdict import ClaimNotHeld, Inconclusive, SnapshotDrift, judging
+from harness.run.selection import synthetic_targets
 from harness.spec.applies import (
     ADDS_BOS,
     EVERY_MODEL,
@@ -86,7 +87,10 @@ def test_every_paper_value_belongs_to_exactly_one_figure_of_one_claim():
         for f in c.figures:
             for model in f.paper:
                 owners.setdefault((model, f.name), []).append(c.id)
-                get_spec(model)  # a paper value names a registered model
+                if c.paper:  # a related paper's numbers name the trained set that is its design
+                    assert synthetic_targets(model) == ((model,), ""), model
+                else:
+                    get_spec(model)  # a paper value names a registered model
     assert owners and all(len(v) == 1 for v in owners.values()), {k: v for k, v in owners.items() if len(v) > 1}
 
 
@@ -224,6 +228,28 @@ def test_paper_check_uses_the_claims_own_tolerance():
         t9c.check_paper()
     with pytest.raises(UndeclaredFigure):
         Figures(Node(), claim("T6"), model="llama-3.2-3b").add("first_bin:bidirectional", 0.005)
+
+
+def test_the_related_papers_numbers_are_judged_on_its_own_design_and_only_there():
+    """Task 1's RoPE accuracy (92.64%) is judged on the authors' set at paper size, on its Wilson interval over the
+    evaluation samples (the estimate of samples that would decide it scaled from theirs); at pilot size, or in the
+    causal decoder, it is only reported."""
+    for size_and_arch, judged in [("paper-authors", True), ("pilot-authors", False), ("paper-decoder", False)]:
+        figs = Figures(Node(), claim("DS1"), model=f"synthetic-{size_and_arch}", seq_len=128)
+        figs.add("accuracy:rope", 0.60, ci=(0.59, 0.61), n=30_000)
+        if judged:
+            with pytest.raises(
+                ClaimNotHeld, match="accuracy:rope on synthetic-paper-authors; the paper reports 0.9264"
+            ):
+                figs.check_paper()
+        else:
+            figs.check_paper()
+            assert figs.reported[-1]["paper"] is None and "paper_check" not in figs.reported[-1]
+    close = Figures(Node(), claim("DS1"), model="synthetic-paper-authors", seq_len=128)
+    close.add("accuracy:rope", 0.83, ci=(0.80, 0.86), n=300)
+    with pytest.raises(Inconclusive, match="samples|prompts"):
+        close.check_paper()
+    assert close.reported[-1]["n"] == 300
 
 
 def test_snapshot_drift_is_not_a_claim_verdict():

@@ -55,10 +55,22 @@ class Figures:
         self.baseline, self.update, self.snapshot_checked = baseline, update, False
         self.baseline_status: dict[str, str] | None = None  # {"status", "path"} once compared with a baseline
 
-    def add(self, name: str, value, paper=None, ci=None, note: str = "", seq_len: int | None = None) -> object:
+    def add(
+        self,
+        name: str,
+        value,
+        paper=None,
+        ci=None,
+        note: str = "",
+        seq_len: int | None = None,
+        n: int | None = None,
+        unit: str = "prompt",
+    ) -> object:
         """Record a figure. ``paper`` defaults to the paper's number for this model, if it reports one; ``seq_len``
         is the prompt length it was measured at, where that is not the run's (the query bins, the
-        sliding-window variant of the per-layer ratio)."""
+        sliding-window variant of the per-layer ratio); ``n`` and ``unit`` what its interval resamples, where that is
+        not the run's prompts (a synthetic model's evaluation samples): what an inconclusive paper value's estimate
+        counts."""
         ref = self.claim.paper_value(self.model, name)  # raises UndeclaredFigure for a name not in the registry
         value = json_plain(value)
         if paper is None and ref is not None:
@@ -67,6 +79,8 @@ class Figures:
         figure = {"name": name, "value": value, "paper": json_plain(paper), "ci": json_plain(ci), "note": note}
         if ref is not None:
             figure["seq_len"] = seq_len or self.seq_len
+        if n is not None:
+            figure["n"], figure["unit"] = n, unit
         self.recorded[name] = figure
         self.reported.append(figure)
         return value
@@ -119,11 +133,15 @@ class Figures:
             if ref is None or not isinstance(value, (int, float)):
                 continue
             figure = self.recorded[name]
-            gap = paper_design_gap(figure.get("seq_len"))
+            # a related paper's numbers are declared for the model set that is its design (claims/synthetic.py),
+            # so they are at its design wherever they are declared; the main paper's need its 512-token prompts
+            gap = None if self.claim.paper else paper_design_gap(figure.get("seq_len"))
             if gap is not None:
                 figure["paper_check"] = gap
                 continue
-            decision = ref.decide(value, figure.get("ci"), self.n_prompts)
+            decision = ref.decide(
+                value, figure.get("ci"), figure.get("n", self.n_prompts), figure.get("unit", "prompt")
+            )
             figure["paper_check"] = decision.describe()
             decided.append((name, ref, decision))
         decided.sort(key=lambda d: d[2].reading != NOT_HELD)  # stable: a not-held figure is judged first

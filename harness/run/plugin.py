@@ -269,17 +269,21 @@ def figures(request, snapshot, run_context):
     the committed snapshot (bundled models at the default settings) or the recorded baseline (anything else)."""
     from harness.outcome.snapshots import TolerantJSONSnapshot
 
-    model_name = request.node.callspec.params.get("model_name") if hasattr(request.node, "callspec") else None
+    params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
+    model_name, synthetic = params.get("model_name"), params.get("synthetic")
     spec = REGISTRY.get(model_name)
     committed = run_context.at_defaults and spec is not None and spec.group == "bundled"
     rehearses = spec.rehearses if spec is not None else None  # a rehearsal: the paper values of the model it
     # rehearses, and neither a snapshot nor a baseline (random weights)
+    # a trained synthetic set (pilot, paper) is a model of its own: its figures get a baseline under its name; the
+    # smoke set checks machinery only, like a rehearsal
+    trained_set = synthetic is not None and not str(synthetic).startswith("synthetic-smoke")
     return Figures(
         request.node,
         claim(request.node.get_closest_marker("claim").args[0]),
         snapshot.use_extension(TolerantJSONSnapshot) if committed else None,
-        rehearses or model_name,
-        baseline=None if committed or spec is None or rehearses else run_context.baselines,
+        rehearses or model_name or synthetic,
+        baseline=run_context.baselines if trained_set or not (committed or spec is None or rehearses) else None,
         update=request.config.getoption("--baseline-update"),
         seq_len=run_context.settings.seq_len,
         n_prompts=run_context.settings.n_prompts,

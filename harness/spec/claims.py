@@ -69,12 +69,14 @@ class PaperValue:
         """The equivalence margin: the paper's value widened by the tolerance."""
         return self.value - self.tolerance, self.value + self.tolerance
 
-    def decide(self, measured: float, ci: Sequence[float] | None = None, n: int | None = None) -> Decision:
+    def decide(
+        self, measured: float, ci: Sequence[float] | None = None, n: int | None = None, unit: str = "prompt"
+    ) -> Decision:
         """The run reproduces the paper's number (``decision.within`` the margin): held when this run's 95% interval
         lies inside the margin, not held when it lies wholly outside, inconclusive when the run cannot resolve it
         (``n``: its prompts, for the estimate of how many would); a figure without an interval is judged on its point
         estimate, and the decision says so."""
-        return within(measured, ci, *self.margin, n=n)
+        return within(measured, ci, *self.margin, n=n, unit=unit)
 
 
 #: The paper's design for its reported numbers: 512-token prompts (§5.5's seven query bins [0, 8), ..., [256, 512)

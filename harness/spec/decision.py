@@ -51,6 +51,7 @@ class Decision:
     prompts_to_decide: int | None = None
     no_count: str = ""  # why an inconclusive decision names no prompt count
     level: float = 0.95  # the interval's coverage (wider where a criterion is corrected for several comparisons)
+    unit: str = "prompt"  # what the interval resamples: a prompt, or a synthetic model's evaluation sample
 
     @property
     def held(self) -> bool:
@@ -65,18 +66,18 @@ class Decision:
         where = (
             "point estimate"
             if self.interval is None
-            else f"{100 * self.level:.4g}% prompt-level CI [{self.interval[0]:.4g}, {self.interval[1]:.4g}]"
+            else f"{100 * self.level:.4g}% {self.unit}-level CI [{self.interval[0]:.4g}, {self.interval[1]:.4g}]"
         )
         text = (
             f"{self.estimate:.4g} ({where}) against {self.criterion}: {self.reading}, margin {self.margin or 0.0:.3g}"
         )
         if self.reading == INCONCLUSIVE:
             if self.prompts_to_decide is None:
-                text += f"; {self.no_count or 'no estimate of the prompts that would decide it'}"
+                text += f"; {self.no_count or f'no estimate of the {self.unit}s that would decide it'}"
             elif self.prompts_to_decide >= MOST_PROMPTS:
-                text += f"; more than {MOST_PROMPTS:,} prompts would decide it"
+                text += f"; more than {MOST_PROMPTS:,} {self.unit}s would decide it"
             else:
-                text += f"; about {self.prompts_to_decide} prompts would decide it"
+                text += f"; about {self.prompts_to_decide} {self.unit}s would decide it"
         return text
 
 
@@ -102,18 +103,28 @@ def prompts_to_decide(n: int | None, arm: float, distance: float) -> int | None:
 
 
 def at_least(
-    estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None = None, level: float = 0.95
+    estimate: float,
+    ci: Sequence[float] | None,
+    threshold: float,
+    n: int | None = None,
+    level: float = 0.95,
+    unit: str = "prompt",
 ) -> Decision:
     """The statistic is above ``threshold``: held when the whole interval is, not held when none of it is. ``n``: the
-    prompts the interval was measured on; ``level``: its coverage."""
-    return replace(_one_sided(estimate, ci, threshold, n, above=True), level=level)
+    prompts (or other ``unit``) the interval was measured on; ``level``: its coverage."""
+    return replace(_one_sided(estimate, ci, threshold, n, above=True), level=level, unit=unit)
 
 
 def at_most(
-    estimate: float, ci: Sequence[float] | None, threshold: float, n: int | None = None, level: float = 0.95
+    estimate: float,
+    ci: Sequence[float] | None,
+    threshold: float,
+    n: int | None = None,
+    level: float = 0.95,
+    unit: str = "prompt",
 ) -> Decision:
     """The statistic is below ``threshold``: held when the whole interval is, not held when none of it is."""
-    return replace(_one_sided(estimate, ci, threshold, n, above=False), level=level)
+    return replace(_one_sided(estimate, ci, threshold, n, above=False), level=level, unit=unit)
 
 
 def _bounds(
@@ -156,11 +167,17 @@ def _one_sided(estimate: float, ci: Sequence[float] | None, threshold: float, n:
 
 
 def within(
-    estimate: float, ci: Sequence[float] | None, low: float, high: float, n: int | None = None, level: float = 0.95
+    estimate: float,
+    ci: Sequence[float] | None,
+    low: float,
+    high: float,
+    n: int | None = None,
+    level: float = 0.95,
+    unit: str = "prompt",
 ) -> Decision:
     """An equivalence: the statistic lies inside [low, high]. Held when the whole interval does, not held when the
     interval lies wholly outside, inconclusive when it overlaps an edge."""
-    return replace(_within(estimate, ci, low, high, n), level=level)
+    return replace(_within(estimate, ci, low, high, n), level=level, unit=unit)
 
 
 def _within(estimate: float, ci: Sequence[float] | None, low: float, high: float, n: int | None) -> Decision:
