@@ -1,4 +1,4 @@
-"""The declarations of DS1-DS4: the related paper's synthetic experiments, on models trained here.
+"""The declarations of DS1-DS5: the related paper's synthetic experiments, on models trained here.
 
 "Deconstructing Positional Information" (Gu et al., ICLR 2026) trains small models on two synthetic tasks (Task 1
 position-sensitive, Task 2 position-agnostic; harness/synthetic/tasks.py) with several positional encodings, in an
@@ -24,6 +24,10 @@ TASK1_SENTENCE = "On Task 1, RoPE achieves 92.64% accuracy [...] NoPE and ALiBi 
 DEPOSIT_SENTENCE = (
     "removing a single attention head in the first layer of a RoPE model causes accuracy on Task 1 to drop by "
     "approximately 60%, while removing other heads has negligible effect"
+)
+DISPLACED_SENTENCE = (
+    "RoPE suppresses the formation of implicit positional representations: in a hybrid Absolute+RoPE model, additive "
+    "positional directions are completely displaced after Layer 2"
 )
 ABSENCE_SENTENCE = (
     "This pattern only emerges in the combination of 'RoPE + position-sensitive task' [...] nor does RoPE on Task 2"
@@ -163,6 +167,47 @@ CLAIMS = (
             FigureSpec("uniform_share"),
         ),
         thresholds={"share": Threshold(0.5, ABSENCE_SENTENCE, "the deposit's own threshold (DS2), from below")},
+        paper=PAPER,
+    ),
+    ClaimSpec(
+        "DS5",
+        SECTION,
+        "the hybrid's added position directions are displaced after layer 2: in the RoPE model (which also adds a "
+        "sinusoidal table) trained on Task 1, no later layer keeps its position signal along the added table",
+        {
+            "test_DS5_additive_directions_displaced_after_layer_2": ClaimTest(
+                EVERY_MODEL,
+                "RoPE (with its added sinusoidal table) on Task 1: each layer's position-mean residual read against "
+                "the added table (Frobenius cosine, both centred over positions); at every layer after the second "
+                "the alignment is below {displaced} (95% interval over evaluation samples; every layer must hold, so "
+                "no correction), the input's own alignment above it (else there is nothing to displace); n/a below "
+                "3 layers",
+                "alignment_by_layer",
+                "the related paper: 'completely displaced after Layer 2' (its measure not published)",
+            ),
+        },
+        "`harness.synthetic.directions.additive_alignment`",
+        figures=(
+            FigureSpec(
+                "alignment_by_layer", words="alignment of the position-mean residual with the added table (cosine)"
+            ),
+            FigureSpec("input_alignment"),
+            FigureSpec(
+                "table_retained_by_layer",
+                words="the added table's coefficient in the position-mean residual (fraction)",
+            ),
+            FigureSpec("largest_alignment_after_layer_2"),
+            FigureSpec("evaluation_samples"),
+        ),
+        thresholds={
+            "displaced": Threshold(
+                0.1,
+                DISPLACED_SENTENCE,
+                "'completely displaced' read as an alignment below 0.1 (the share tolerance): at most a tenth of the "
+                "position-mean residual's norm left along the added directions; the paper publishes no measure or "
+                "number for it",
+            )
+        },
         paper=PAPER,
     ),
 )

@@ -1,23 +1,25 @@
-"""The related paper's synthetic experiments (Gu et al., ICLR 2026), on models trained here (DS1-DS3).
+"""The related paper's synthetic experiments (Gu et al., ICLR 2026), on models trained here (DS1-DS5).
 
 Each test trains (or loads from the cache) the models it needs at its target's size and architecture
 (``synthetic-<size>-<arch>``), seeded, and measures them on the held-out samples of their own data: Task 1's accuracy
-by encoding (DS1), the first-layer deposit on Task 1 over training seeds (DS2), its absence on Task 2 (DS3), and
-partial RoPE on one or two heads against full RoPE (DS4). At
-``smoke`` size the models train for seconds: the tests run to their end but give no verdict ("rehearsed").
+by encoding (DS1), the first-layer deposit on Task 1 over training seeds (DS2), its absence on Task 2 (DS3),
+partial RoPE on one or two heads against full RoPE (DS4), and the added sinusoidal table's fate layer by layer in the
+RoPE model, itself an absolute + RoPE hybrid (DS5). At ``smoke`` size the models train for seconds: the tests run to
+their end but give no verdict ("rehearsed").
 """
 
 import numpy as np
 import pytest
 
-from harness import Inconclusive, at_least, at_most, claim, judge
+from harness import Inconclusive, NotApplicable, at_least, at_most, claim, judge
 from harness.stats.ablation_effects import paired_change_interval, wilson
 from harness.stats.intervals import percentile_ci
 from harness.synthetic import tasks
 from harness.synthetic.ablation import deposit_of, head_map
+from harness.synthetic.directions import additive_alignment
 from harness.synthetic.train import SyntheticSpec, correct, data, train
 
-DS1, DS2, DS3, DS4 = claim("DS1"), claim("DS2"), claim("DS3"), claim("DS4")
+DS1, DS2, DS3, DS4, DS5 = claim("DS1"), claim("DS2"), claim("DS3"), claim("DS4"), claim("DS5")
 SEEDS = DS2.threshold("seeds")
 SAMPLE = "sample"  # the unit of every interval here: a held-out evaluation sample of the model's own task
 
@@ -33,7 +35,7 @@ def held_out(model) -> np.ndarray:
     return correct(model.model, *data(model.spec)["test"], model.spec.task)
 
 
-def learned(model, hits: np.ndarray | None = None) -> None:
+def learned(model, hits: np.ndarray | None = None, lacking: str = "no head map to read") -> None:
     """A model whose held-out accuracy (``hits``, measured here where not given) is not shown above chance has no
     deposit to measure: the claim is undecided."""
     hits = held_out(model) if hits is None else hits
@@ -45,7 +47,7 @@ def learned(model, hits: np.ndarray | None = None) -> None:
     if not lo > chance:
         raise Inconclusive(
             f"{model.spec.name} did not learn {model.spec.task} above chance (held-out accuracy {hits.mean():.3f}, "
-            f"95% interval from {lo:.3f}; chance {chance:.3f}): no head map to read"
+            f"95% interval from {lo:.3f}; chance {chance:.3f}): {lacking}"
         )
 
 
@@ -132,4 +134,35 @@ def test_DS4_one_or_two_rope_heads_suffice(synthetic, run_context, figures):
             f"RoPE on {k} head(s) reaches {hits[f'rope-k{k}'].mean():.3f} against full RoPE's "
             f"{hits['rope'].mean():.3f} on Task 1",
             check=f"test_DS4_one_or_two_rope_heads_suffice: k = {k}",
+        )
+
+
+@pytest.mark.claim("DS5")
+def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context, figures):
+    model = trained(synthetic, "task1", "rope", device=run_context.settings.device)
+    if len(model.model.blocks) < 3:
+        raise NotApplicable(f"{synthetic} has {len(model.model.blocks)} layers: no layer comes after the second")
+    a = additive_alignment(model)  # recorded before the model is known to have learned: the figures say why not
+    cis = [percentile_ci(a.rows[:, k], n=a.samples) for k in range(len(a.values))]
+    displaced = DS5.threshold("displaced")
+    figures.add("alignment_by_layer", a.values, ci=cis, note="0 = the input embedding, l = after block l")
+    kept = [percentile_ci(a.retained_rows[:, k], n=a.samples) for k in range(len(a.values))]
+    figures.add("table_retained_by_layer", a.retained, ci=kept, note="the added table's coefficient, 1 at the input")
+    figures.add("evaluation_samples", a.samples)
+    figures.add("input_alignment", a.values[0], ci=cis[0], n=a.samples, unit=SAMPLE)
+    later = int(np.argmax(a.values[3:])) + 3
+    figures.add("largest_alignment_after_layer_2", a.values[later], ci=cis[later], note=f"layer {later}")
+    learned(model, lacking="no learned position signal to trace through the layers")
+    start = at_least(a.values[0], cis[0], displaced, a.samples, unit=SAMPLE)
+    if not start.held:
+        raise Inconclusive(
+            f"the input's own alignment with the added table, {a.values[0]:.3f}, is not shown above {displaced}: "
+            "nothing to displace"
+        )
+    for layer in range(3, len(a.values)):
+        judge(
+            at_most(a.values[layer], cis[layer], displaced, a.samples, unit=SAMPLE),
+            f"after block {layer}, the position-mean residual keeps an alignment of {a.values[layer]:.3f} with the "
+            f"added table (the input's {a.values[0]:.3f})",
+            check=f"test_DS5_additive_directions_displaced_after_layer_2: layer {layer}",
         )

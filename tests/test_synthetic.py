@@ -5,6 +5,7 @@ training that is seeded, cached and resumable, and the head map's deposit statis
 from __future__ import annotations
 
 import json
+import types
 
 import numpy as np
 import pytest
@@ -211,3 +212,50 @@ def test_the_gpu_script_writes_a_models_training_record_and_head_maps(cache, tmp
     assert layer["layer"] == 0 and len(layer["effects"]) == len(layer["effects_ci"]) == SIZES["smoke"].shape.heads
     assert (layer["deposit"] is None) == ("no_deposit" in layer)
     assert (out / f"{name}.pt").is_file() and f"### {name}" in (out / f"{name}.md").read_text()
+
+
+def test_the_additive_alignment_reads_a_planted_table_kept_diluted_and_written_over():
+    """DS5's statistic on planted position-mean residuals: the added table kept reads alignment and amount near 1;
+    outweighed by another position code, a small alignment but the amount still 1; written over by that code, both
+    near 0."""
+    from harness.synthetic.directions import alignment
+    from harness.synthetic.model import sinusoidal
+
+    rng = np.random.default_rng(0)
+    table = sinusoidal(32, 16).numpy()
+    other = np.linalg.qr(rng.normal(size=(32 * 16, 2)))[0][:, 1].reshape(32, 16)  # another code of position
+    other -= other.mean(axis=0)
+    other -= (other * (table - table.mean(0))).sum() / ((table - table.mean(0)) ** 2).sum() * (table - table.mean(0))
+    other *= np.linalg.norm(table - table.mean(0)) / np.linalg.norm(other)  # as large as the table, orthogonal to it
+    token_means = rng.normal(scale=0.01, size=(32, 16))
+    for residual, cosine, amount in [
+        (token_means + table, 1.0, 1.0),
+        (token_means + table + 10 * other, 0.0995, 1.0),  # 1 / sqrt(1 + 100)
+        (token_means + other, 0.0, 0.0),
+    ]:
+        assert alignment(residual, table) == pytest.approx(cosine, abs=0.01)
+        assert alignment(residual, table, retained=True) == pytest.approx(amount, abs=0.01)
+    batch = np.stack([token_means + table, token_means + other])  # rows, as the bootstrap gives them
+    np.testing.assert_allclose(alignment(batch, table), [1.0, 0.0], atol=0.01)
+
+
+def test_the_residual_streams_are_the_input_and_each_blocks_output(cache):
+    """The hooks read the input embedding (tokens plus the added table) and each block's output; the last one is what
+    the final LayerNorm and pooling read."""
+    from harness.synthetic.directions import residual_streams
+
+    spec = SyntheticSpec("task1", "rope", "authors", "smoke")
+    torch.manual_seed(0)
+    model = PositionModel(SIZES["smoke"].shape, "rope", "authors").eval()
+    trained = types.SimpleNamespace(spec=spec, model=model)
+    ids = tasks.task1(5, SIZES["smoke"].shape.seq_len, seed=0)[0]
+    streams = residual_streams(trained, ids, batch=2)
+    assert len(streams) == len(model.blocks) + 1 and all(s.shape == (5, ids.shape[1], 32) for s in streams)
+    x = torch.as_tensor(ids)
+    with torch.no_grad():
+        h = embedded = model.embed(x) + model.position[: ids.shape[1]]
+        np.testing.assert_allclose(streams[0], embedded.numpy(), rtol=1e-6)
+        for k, block in enumerate(model.blocks):
+            h = block(h, embedded, "authors", [])
+            np.testing.assert_allclose(streams[k + 1], h.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(model.head(model.ln(h).mean(1)).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)

@@ -49,7 +49,8 @@ class Size:
 
 
 SIZES = {
-    "smoke": Size(Shape(32, 4, 64, 2, 32, tasks.N_CLASSES), Recipe(samples=1200, epochs=6, batch=64, lr=3e-3)),
+    # three layers: the smallest depth with a layer after the second (the hybrid claim reads layers after layer 2)
+    "smoke": Size(Shape(32, 4, 64, 3, 32, tasks.N_CLASSES), Recipe(samples=1200, epochs=6, batch=64, lr=3e-3)),
     "pilot": Size(Shape(64, 4, 128, 2, 64, tasks.N_CLASSES), Recipe(samples=20_000, epochs=30, batch=128, lr=1e-3)),
     "paper": Size(Shape(256, 16, 512, 6, 128, tasks.N_CLASSES), Recipe(samples=100_000, epochs=100, batch=512)),
 }
