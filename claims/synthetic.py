@@ -179,7 +179,7 @@ CLAIMS = (
                 EVERY_MODEL,
                 "RoPE (with its added sinusoidal table) on Task 1: each layer's position-mean residual read against "
                 "the added table (Frobenius cosine, both centred over positions); at every layer after the second "
-                "the alignment is below {displaced} (95% interval over evaluation samples; every layer must hold, so "
+                "the alignment lies within ±{displaced} (95% interval over evaluation samples; every layer must hold, so "
                 "no correction), the input's own alignment above it (else there is nothing to displace); n/a below "
                 "3 layers",
                 "alignment_by_layer",
@@ -203,9 +203,9 @@ CLAIMS = (
             "displaced": Threshold(
                 0.1,
                 DISPLACED_SENTENCE,
-                "'completely displaced' read as an alignment below 0.1 (the share tolerance): at most a tenth of the "
-                "position-mean residual's norm left along the added directions; the paper publishes no measure or "
-                "number for it",
+                "'completely displaced' read as an alignment within ±0.1 (the share tolerance): at most a tenth of "
+                "the position-mean residual's norm left along the added directions, either sign; the paper publishes "
+                "no measure or number for it",
             )
         },
         paper=PAPER,

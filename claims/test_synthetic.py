@@ -11,7 +11,7 @@ their end but give no verdict ("rehearsed").
 import numpy as np
 import pytest
 
-from harness import Inconclusive, NotApplicable, at_least, at_most, claim, judge
+from harness import Inconclusive, NotApplicable, at_least, at_most, claim, judge, within
 from harness.stats.ablation_effects import paired_change_interval, wilson
 from harness.stats.intervals import percentile_ci
 from harness.synthetic import tasks
@@ -150,7 +150,7 @@ def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context,
     figures.add("table_retained_by_layer", a.retained, ci=kept, note="the added table's coefficient, 1 at the input")
     figures.add("evaluation_samples", a.samples)
     figures.add("input_alignment", a.values[0], ci=cis[0], n=a.samples, unit=SAMPLE)
-    later = int(np.argmax(a.values[3:])) + 3
+    later = int(np.argmax(np.abs(a.values[3:]))) + 3  # the table written back with its sign flipped is not displaced
     figures.add("largest_alignment_after_layer_2", a.values[later], ci=cis[later], note=f"layer {later}")
     learned(model, lacking="no learned position signal to trace through the layers")
     start = at_least(a.values[0], cis[0], displaced, a.samples, unit=SAMPLE)
@@ -161,7 +161,7 @@ def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context,
         )
     for layer in range(3, len(a.values)):
         judge(
-            at_most(a.values[layer], cis[layer], displaced, a.samples, unit=SAMPLE),
+            within(a.values[layer], cis[layer], -displaced, displaced, a.samples, unit=SAMPLE),
             f"after block {layer}, the position-mean residual keeps an alignment of {a.values[layer]:.3f} with the "
             f"added table (the input's {a.values[0]:.3f})",
             check=f"test_DS5_additive_directions_displaced_after_layer_2: layer {layer}",
