@@ -259,3 +259,24 @@ def test_the_residual_streams_are_the_input_and_each_blocks_output(cache):
             h = block(h, embedded, "authors", [])
             np.testing.assert_allclose(streams[k + 1], h.numpy(), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(model.head(model.ln(h).mean(1)).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_the_alignment_is_not_pulled_to_zero_by_sampling_noise_and_refuses_a_non_finite_mean():
+    """Residuals that are the added table plus large per-sample noise: the naive cosine of the sample mean falls well
+    below 1 (|m|² carries tr Cov / N), the noise-corrected one is near 1 and its interval covers 1; a NaN is an
+    error, never a small (passing) alignment."""
+    from harness.stats import intervals
+    from harness.synthetic.directions import alignment, layer_alignment
+    from harness.synthetic.model import sinusoidal
+
+    table = sinusoidal(16, 8).numpy()
+    rng = np.random.default_rng(1)
+    h = table + rng.normal(scale=8.0, size=(200, 16, 8))
+    w = intervals.bootstrap_weights(200, 400, 0) / 200
+    a, rows, r, r_rows = layer_alignment(h, table, w)
+    assert alignment(h.mean(axis=0), table) < 0.85  # the naive reading, biased towards "displaced"
+    assert a == pytest.approx(1.0, abs=0.1) and r == pytest.approx(1.0, abs=0.25)
+    lo, hi = intervals.percentile_ci(rows, n=200)
+    assert lo < 1.0 <= hi + 1e-9 and rows.shape == r_rows.shape == (400,)
+    with pytest.raises(ValueError, match="not finite"):
+        alignment(np.full((16, 8), np.nan), table)

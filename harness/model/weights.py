@@ -292,8 +292,10 @@ def identity(spec: ModelSpec) -> str:
 
 
 def random_init_model(spec: ModelSpec, seed: int = 0, dtype: torch.dtype | None = None, device: str = "cpu"):
-    """A random-init model built from ``spec.config`` (a tiny model): initialised on the CPU under ``seed``, then
-    moved to ``device``, so that a name is the same network on every device (CUDA's generator draws other weights)."""
+    """A random-init model built from ``spec.config``: a tiny model, initialised on the CPU under ``seed`` and then
+    moved to ``device``, so that its name is the same network on every device (CUDA's generator draws other weights);
+    or a paper model's stand-in of the same shape (throughput only, never for claims), built on its device directly so
+    that an 8B stand-in never exists on the CPU."""
     import transformers
 
     if not spec.config:
@@ -304,9 +306,11 @@ def random_init_model(spec: ModelSpec, seed: int = 0, dtype: torch.dtype | None 
     config = config_cls(**spec.config)
     torch.manual_seed(seed)
     previous = torch.get_default_dtype()
+    where = "cpu" if spec.group == "tiny" else device
     try:  # built directly in its dtype: never a float32 copy first
         torch.set_default_dtype(dtype or previous)
-        model = getattr(transformers, spec.architecture)(config)
+        with torch.device(where):
+            model = getattr(transformers, spec.architecture)(config)
     finally:
         torch.set_default_dtype(previous)
     return model.to(device).eval()
