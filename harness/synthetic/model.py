@@ -112,7 +112,8 @@ class Attention(nn.Module):
         # softmax(q.k / sqrt(head_dim) + bias) v through torch's fused kernel (flash attention on a GPU where no bias
         # is added): the same function as the eager product, without the [batch, heads, seq, seq] scores in memory;
         # under bf16 autocast the bias is rounded to bf16 with q (the kernel takes one dtype), where the eager sum
-        # had promoted it to float32: ALiBi's far offsets move by up to 0.25, on weights that are e^-32 already
+        # had promoted it to float32: an error of at most 2^-9 of the bias, largest on far offsets whose weights are
+        # already below e^-|bias|
         heads = F.scaled_dot_product_attention(q, k, v, attn_mask=None if bias is None else bias.to(q.dtype))
         if zeroed:  # the head's output exactly 0 before the output projection (its value rows zeroed)
             keep = torch.ones(self.heads, device=x.device, dtype=heads.dtype)
