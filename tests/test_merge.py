@@ -27,6 +27,7 @@ from pytest_runs import start_pytest
 
 from harness.files.paths import ROOT
 from harness.outcome.figures import json_plain
+from harness.outcome.nodeid import parse
 from harness.outcome.results import load_results
 from harness.outcome.verdict import ClaimNotHeld
 from harness.report import ladder
@@ -34,6 +35,7 @@ from harness.report import merge as hm
 from harness.report.cli import main as report_main
 from harness.report.compare import compare
 from harness.spec.applies import LADDER, LADDERS, Target
+from harness.spec.settings import Settings
 
 EXAMPLE = ROOT / "reports" / "example" / "results.json"
 PY = sys.executable
@@ -565,3 +567,31 @@ def test_submit_local_jobs_merge_to_the_same_report_and_a_failed_job_shows(runs)
     assert _png_equal(runs["single"], merged_dir) == []
     status = json.loads((runs["submit"] / "smollm2-135m" / "job.json").read_text())
     assert status["status"] == "succeeded" and status["exit"] == 0 and status["job"]
+
+
+@pytest.mark.long
+def test_a_merge_reads_seed_stability_from_the_record_as_it_stands_now(example, tmp_path, capsys):
+    """--stability-record: a decided verdict the record now says flips between seeds is shown unstable, one it no
+    longer lists loses the word, whatever each run recorded when it was made; a damaged record is one line."""
+    dirs = split(example, tmp_path, ["smollm2-135m", "gemma3-270m"])
+    whole = load_results(dirs[0])
+    decided = next(r for r in whole["records"] if r.get("model") and r["verdict"] in ("held", "not held"))
+    test = parse(decided["test"]).function
+    settings = Settings(**{k: v for k, v in whole["settings"].items() if k in Settings.__dataclass_fields__})
+    entry = {"verdicts": {"0": "held", "1": "not held", "2": "held"}, "unstable": True, "harness_error_seeds": []}
+    record = {"seeds": [0, 1, 2], "settings": settings.verdict_key(), "tests": {test: {decided["model"]: entry}}}
+    (tmp_path / "stability.json").write_text(json.dumps(record))
+    code, _, err = merge_cli(
+        *dirs, "--out", tmp_path / "m", "--stability-record", tmp_path / "stability.json", capsys=capsys
+    )
+    assert code == 0, err
+    merged = load_results(tmp_path / "m")
+    flagged = [r for r in merged["records"] if r.get("unstable")]
+    assert [(r["test"], r["model"]) for r in flagged] == [(decided["test"], decided["model"])]
+    assert flagged[0]["unstable"].startswith("held at seeds 0, 2; not held at seed 1")
+    assert merged["merged"]["stability_record"] == str(tmp_path / "stability.json")
+    (tmp_path / "bad.json").write_text("{")
+    code, _, err = merge_cli(
+        *dirs, "--out", tmp_path / "m2", "--stability-record", tmp_path / "bad.json", capsys=capsys
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "bad.json" in err

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from harness.outcome.results import ResultsFileError
+from harness.outcome.stability import StabilityError
 from harness.report.compare import compare, tolerance
 from harness.report.merge import merge_command
 from harness.report.side_by_side import side_by_side
@@ -60,6 +61,14 @@ def parser() -> argparse.ArgumentParser:
         help="models that should be there (names, bundled, paper): one without a run is shown as failed",
     )
     m.add_argument("--run-id", default=None, help="the merged run's name (default merged-<time>)")
+    m.add_argument(
+        "--stability-record",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read each verdict's seed stability from this record as it stands now (fixtures/stability.json), not as "
+        "it stood when each run was made",
+    )
     return ap
 
 
@@ -68,7 +77,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     if args.cmd == "build":  # a merged run's report keeps its "Merged from" section
         return str(build(args.results)), 0
     if args.cmd == "merge":  # 0 merged, 1 merged with a model failed or missing, 2 refused
-        return merge_command(args.runs, args.out, args.allow_mixed, args.expect, args.run_id)
+        return merge_command(args.runs, args.out, args.allow_mixed, args.expect, args.run_id, args.stability_record)
     if args.cmd == "side-by-side":
         return str(side_by_side(args.a, args.b, args.out)), 0
     return compare(args.old, args.new, args.rtol, args.atol)
@@ -80,7 +89,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         text, code = run(args)
-    except ResultsFileError as e:
+    except (ResultsFileError, StabilityError) as e:  # an unreadable run, or the stability record named
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a report or merge into a folder this user cannot write (read-only, full): one line

@@ -31,11 +31,14 @@ from pathlib import Path
 
 from harness.files.atomic import write_text
 from harness.model import references
+from harness.outcome import stability
 from harness.outcome.nodeid import parse
+from harness.outcome.verdict import Verdict
 from harness.report.ladder import across_runs_record, judged_across_runs
 from harness.report.merge_inputs import MergeError, read_inputs, refuse_output_in_inputs
 from harness.report.write import build
 from harness.spec.models import LADDER_GROUPS, REGISTRY, names
+from harness.spec.settings import Settings
 
 #: Top-level keys of a results.json the merge rebuilds; any other key (``interrupted``, ...) is carried through.
 KNOWN_KEYS = ("run", "settings", "models", "versions", "provenance", "records", "merged")
@@ -114,9 +117,12 @@ def _joined(values) -> str | None:
 # ---- the merge --------------------------------------------------------------------------------------------
 
 
-def merge(inputs, allow_mixed: bool = False, expect=None, run_id: str | None = None) -> dict:
+def merge(
+    inputs, allow_mixed: bool = False, expect=None, run_id: str | None = None, stability_record: Path | None = None
+) -> dict:
     """The merged results (a results.json dict with a ``merged`` section). Raises MergeError (one line) for runs
-    that cannot be merged, ResultsFileError for an unreadable input."""
+    that cannot be merged, ResultsFileError for an unreadable input. With ``stability_record``, each record's seed
+    stability is read from it as it stands now, in place of what the record said when its run was made."""
     runs, jobs = read_inputs(inputs)
     warnings = run_warnings(runs, allow_mixed)
     owner = model_owners(runs)
@@ -131,6 +137,8 @@ def merge(inputs, allow_mixed: bool = False, expect=None, run_id: str | None = N
         **carried(runs),
     }
     merged["records"] = sorted(records, key=lambda x: (x["claim"], x.get("model") or "", x["test"]))
+    if stability_record is not None:
+        restabilise(merged["records"], merged["settings"], stability_record)
     merged["merged"] = {
         "runs": [
             {
@@ -148,8 +156,26 @@ def merge(inputs, allow_mixed: bool = False, expect=None, run_id: str | None = N
         "warnings": warnings,
         "notes": notes,
         "allow_mixed": bool(allow_mixed),
+        **({"stability_record": str(stability_record)} if stability_record is not None else {}),
     }
     return merged
+
+
+def restabilise(records: list[dict], settings: dict, path: Path) -> None:
+    """Each decided record's "unstable" as the stability record at ``path`` has it for the run's design (a run made
+    before its model's seeds were re-taken shows what the seeds say now)."""
+    data = stability.load(Path(path), required=True)
+    key = Settings(**{k: v for k, v in settings.items() if k in Settings.__dataclass_fields__}).verdict_key()
+    for r in records:
+        entry = (
+            r.get("model")
+            and r.get("verdict") != Verdict.REHEARSED
+            and stability.unstable(data, parse(r["test"]).function, r["model"], key)
+        )
+        if entry:
+            r["unstable"] = stability.describe(entry)
+        else:
+            r.pop("unstable", None)
 
 
 def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
@@ -379,10 +405,12 @@ def write(merged: dict, out: Path) -> Path:
     return build(out / "results.json")
 
 
-def merge_command(runs, out, allow_mixed: bool = False, expect=None, run_id: str | None = None) -> tuple[str, int]:
+def merge_command(
+    runs, out, allow_mixed: bool = False, expect=None, run_id: str | None = None, stability_record=None
+) -> tuple[str, int]:
     """(what to print, exit code): 0 merged, 1 merged with a model failed or missing; MergeError/ResultsFileError
     propagate (the CLI prints their one line, exit 2)."""
-    merged = merge(runs, allow_mixed, expect, run_id)
+    merged = merge(runs, allow_mixed, expect, run_id, stability_record)
     refuse_output_in_inputs(runs, Path(out))
     report = write(merged, Path(out))
     info = merged["merged"]
