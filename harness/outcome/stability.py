@@ -196,3 +196,18 @@ def record(runs: list, path: Path = STABILITY, merged: bool = False) -> dict:
         data = merge(load(path), data)
     write_text(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
     return data
+
+
+def restabilise(records: list[dict], data: dict, key: dict) -> None:
+    """Each decided record's "unstable" as the stability record ``data`` has it for the design ``key`` (a run made
+    before its model's seeds were re-taken shows what the seeds say now; ``harness.report.merge``)."""
+    for r in records:
+        entry = (
+            r.get("model")
+            and r.get("verdict") != Verdict.REHEARSED
+            and unstable(data, test_function(r["test"]), r["model"], key)
+        )
+        if entry:
+            r["unstable"] = describe(entry)
+        else:
+            r.pop("unstable", None)

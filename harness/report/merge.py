@@ -33,9 +33,19 @@ from harness.files.atomic import write_text
 from harness.model import references
 from harness.outcome import stability
 from harness.outcome.nodeid import parse
-from harness.outcome.verdict import Verdict
 from harness.report.ladder import across_runs_record, judged_across_runs
-from harness.report.merge_inputs import MergeError, read_inputs, refuse_output_in_inputs
+from harness.report.merge_inputs import (
+    MergeError,
+    read_inputs,
+    refuse_output_in_inputs,
+    run_warnings,
+)
+from harness.report.merge_inputs import (
+    brief as _brief,
+)
+from harness.report.merge_inputs import (
+    code_of as _code,
+)
 from harness.report.write import build
 from harness.spec.models import LADDER_GROUPS, REGISTRY, names
 from harness.spec.settings import Settings
@@ -45,35 +55,6 @@ KNOWN_KEYS = ("run", "settings", "models", "versions", "provenance", "records", 
 
 
 # ---- checks -----------------------------------------------------------------------------------------------
-
-
-def _code(results: dict) -> dict:
-    return ((results.get("provenance") or {}).get("code")) or {}
-
-
-def _differ(runs: list, value, what: str, show) -> str | None:
-    """One line naming each run whose ``value`` differs from the first run's, or None."""
-    first = value(runs[0])
-    odd = [r for r in runs[1:] if value(r) != first]
-    if not odd:
-        return None
-    return f"{what} differ: " + "; ".join(f"{show(value(r))} in {r['label']}" for r in [runs[0], *odd])
-
-
-def _settings_line(runs: list) -> str | None:
-    a = runs[0]["results"].get("settings") or {}
-    out = []
-    for r in runs[1:]:
-        b = r["results"].get("settings") or {}
-        keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
-        if keys:
-            out.append(
-                ", ".join(
-                    f"{k} {a.get(k, '(unset)')} in {runs[0]['label']} vs {b.get(k, '(unset)')} in {r['label']}"
-                    for k in keys
-                )
-            )
-    return "settings differ: " + "; ".join(out) if out else None
 
 
 def expand_models(models) -> list[str]:
@@ -138,7 +119,10 @@ def merge(
     }
     merged["records"] = sorted(records, key=lambda x: (x["claim"], x.get("model") or "", x["test"]))
     if stability_record is not None:
-        restabilise(merged["records"], merged["settings"], stability_record)
+        key = Settings(**{k: v for k, v in merged["settings"].items() if k in Settings.__dataclass_fields__})
+        stability.restabilise(
+            merged["records"], stability.load(Path(stability_record), required=True), key.verdict_key()
+        )
     merged["merged"] = {
         "runs": [
             {
@@ -159,69 +143,6 @@ def merge(
         **({"stability_record": str(stability_record)} if stability_record is not None else {}),
     }
     return merged
-
-
-def restabilise(records: list[dict], settings: dict, path: Path) -> None:
-    """Each decided record's "unstable" as the stability record at ``path`` has it for the run's design (a run made
-    before its model's seeds were re-taken shows what the seeds say now)."""
-    data = stability.load(Path(path), required=True)
-    key = Settings(**{k: v for k, v in settings.items() if k in Settings.__dataclass_fields__}).verdict_key()
-    for r in records:
-        entry = (
-            r.get("model")
-            and r.get("verdict") != Verdict.REHEARSED
-            and stability.unstable(data, parse(r["test"]).function, r["model"], key)
-        )
-        if entry:
-            r["unstable"] = stability.describe(entry)
-        else:
-            r.pop("unstable", None)
-
-
-def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
-    """Settings and commits that differ: refused (MergeError) unless ``allow_mixed``, then warnings; versions,
-    uncommitted changes and interrupted runs: warnings."""
-    warnings: list[str] = []
-    mixed = [
-        line
-        for line in (
-            _settings_line(runs) if runs else None,
-            _differ(
-                runs,
-                lambda r: _code(r["results"]).get("commit"),
-                "code commits",
-                lambda c: f"commit {c[:12]}" if c else "an unknown commit",
-            )
-            if runs
-            else None,
-        )
-        if line
-    ]
-    if mixed and not allow_mixed:
-        raise MergeError(
-            "; ".join(mixed) + " (figures of runs made differently are not one run; merge runs of the "
-            "same settings and commit, or pass --allow-mixed)"
-        )
-    warnings += [f"mixed runs merged (--allow-mixed): {line}" for line in mixed]
-    first_versions = (runs[0]["results"].get("versions") or {}) if runs else {}
-    diff_keys = sorted(
-        {k for r in runs for k, x in (r["results"].get("versions") or {}).items() if x != first_versions.get(k)}
-        | {k for r in runs for k in first_versions if k not in (r["results"].get("versions") or {})}
-    )
-    if diff_keys:
-        warnings.append(
-            f"library versions differ between the runs ({', '.join(diff_keys)}): each model's "
-            f"versions are in the table below"
-        )
-    dirty = [r["label"] for r in runs if _code(r["results"]).get("dirty")]
-    if dirty:
-        warnings.append(f"run(s) {', '.join(dirty)} had uncommitted changes: their code may differ beyond the commit")
-    for r in runs:
-        if r["results"].get("interrupted"):
-            warnings.append(
-                f"run {r['label']} was interrupted ({_brief(r['results']['interrupted'])}): its models may lack tests"
-            )
-    return warnings
 
 
 def model_owners(runs: list) -> dict[str, dict]:
@@ -352,11 +273,6 @@ def carried(runs: list) -> dict:
     if any(r["results"].get("interrupted") for r in runs):
         out["interrupted"] = {r["label"]: r["results"]["interrupted"] for r in runs if r["results"].get("interrupted")}
     return out
-
-
-def _brief(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value) if value is not None else ""
-    return " ".join(text.split())[:300]
 
 
 def _merged_versions(runs: list) -> dict:

@@ -1,9 +1,11 @@
 """The inputs of a merge (harness.report.merge): each RUN argument read as a run's results.json or as the
 job.json of a job that ended without results (``harness.submit``), and the runs labelled uniquely. A missing or
-unreadable input is a ResultsFileError (one line); the same run twice, or nothing at all, a MergeError."""
+unreadable input is a ResultsFileError (one line); the same run twice, or nothing at all, a MergeError. What differs
+between the runs (settings, commits, versions) is refused or warned of here too (``run_warnings``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from harness.files.atomic import read_json
@@ -100,3 +102,86 @@ def refuse_output_in_inputs(inputs, out: Path) -> None:
                     f"--out {out}: {'is' if target == folder else 'lies inside'} the input {arg}'s folder "
                     f"{folder}; the merge would write over it: choose another --out"
                 )
+
+
+# ---- what differs between the runs -----------------------------------------------------------------------
+
+
+def code_of(results: dict) -> dict:
+    return ((results.get("provenance") or {}).get("code")) or {}
+
+
+def brief(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value) if value is not None else ""
+    return " ".join(text.split())[:300]
+
+
+def _differ(runs: list, value, what: str, show) -> str | None:
+    """One line naming each run whose ``value`` differs from the first run's, or None."""
+    first = value(runs[0])
+    odd = [r for r in runs[1:] if value(r) != first]
+    if not odd:
+        return None
+    return f"{what} differ: " + "; ".join(f"{show(value(r))} in {r['label']}" for r in [runs[0], *odd])
+
+
+def _settings_line(runs: list) -> str | None:
+    a = runs[0]["results"].get("settings") or {}
+    out = []
+    for r in runs[1:]:
+        b = r["results"].get("settings") or {}
+        keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+        if keys:
+            out.append(
+                ", ".join(
+                    f"{k} {a.get(k, '(unset)')} in {runs[0]['label']} vs {b.get(k, '(unset)')} in {r['label']}"
+                    for k in keys
+                )
+            )
+    return "settings differ: " + "; ".join(out) if out else None
+
+
+def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
+    """Settings and commits that differ: refused (MergeError) unless ``allow_mixed``, then warnings; versions,
+    uncommitted changes and interrupted runs: warnings."""
+    warnings: list[str] = []
+    mixed = [
+        line
+        for line in (
+            _settings_line(runs) if runs else None,
+            _differ(
+                runs,
+                lambda r: code_of(r["results"]).get("commit"),
+                "code commits",
+                lambda c: f"commit {c[:12]}" if c else "an unknown commit",
+            )
+            if runs
+            else None,
+        )
+        if line
+    ]
+    if mixed and not allow_mixed:
+        raise MergeError(
+            "; ".join(mixed) + " (figures of runs made differently are not one run; merge runs of the "
+            "same settings and commit, or pass --allow-mixed)"
+        )
+    warnings += [f"mixed runs merged (--allow-mixed): {line}" for line in mixed]
+    first_versions = (runs[0]["results"].get("versions") or {}) if runs else {}
+    diff_keys = sorted(
+        {k for r in runs for k, x in (r["results"].get("versions") or {}).items() if x != first_versions.get(k)}
+        | {k for r in runs for k in first_versions if k not in (r["results"].get("versions") or {})}
+    )
+    if diff_keys:
+        warnings.append(
+            f"library versions differ between the runs ({', '.join(diff_keys)}): each model's "
+            f"versions are in the table below"
+        )
+    dirty = [r["label"] for r in runs if code_of(r["results"]).get("dirty")]
+    if dirty:
+        warnings.append(f"run(s) {', '.join(dirty)} had uncommitted changes: their code may differ beyond the commit")
+    for r in runs:
+        if r["results"].get("interrupted"):
+            warnings.append(
+                f"run {r['label']} was interrupted ({brief(r['results']['interrupted'])}): its models may lack tests"
+            )
+    return warnings
