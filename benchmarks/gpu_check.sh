@@ -49,8 +49,9 @@ json.dump({"gpus": smi, "cuda": torch.version.cuda, "torch": torch.__version__,
           open(sys.argv[1], "w"), indent=1)
 PYEOF
 cat "$out/provenance.json"; echo
+has_cuda() { "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; }
 training=()
-if [ -n "$synthetic" ] && "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+if [ -n "$synthetic" ] && has_cuda; then
   for encoding in $synthetic; do
     "$PY" benchmarks/synthetic_gpu.py --encoding "$encoding" --task task1 --size paper --device cuda --keep-weights \
       --out "$out/synthetic" > "$out/synthetic-$encoding.log" 2>&1 &
@@ -63,7 +64,7 @@ timeout -s INT $(( $(left) * 2 / 5 )) "$PY" -m pytest tests -m gpu -q -p no:cach
   --junitxml "$out/tier.xml" > "$out/tier.log" 2>&1
 rc=$?
 echo "[gpu-check] $(at): tier exit $rc ($(tail -n 1 "$out/tier.log"))"
-if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+if ! has_cuda; then
   echo "[gpu-check] no CUDA device visible: the GPU tier was skipped and no dress rehearsal runs" >&2
   exit 1
 fi

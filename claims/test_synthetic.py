@@ -52,6 +52,13 @@ def learned(model, hits: np.ndarray | None = None, lacking: str = "no head map t
         )
 
 
+def over_seeds(rows: np.ndarray) -> np.ndarray:
+    """Bootstrap rows of the seeds' mean from each seed's rows [seeds, B]: each row redraws the seeds (with
+    replacement) and takes each drawn seed's own resample of its samples."""
+    pick = np.random.default_rng(0).integers(0, len(rows), size=(rows.shape[1], len(rows)))
+    return np.nanmean(rows[pick, np.arange(rows.shape[1])[:, None]], axis=1)
+
+
 @pytest.mark.claim("DS1")
 def test_DS1_rope_learns_task1_where_nope_cannot(synthetic, run_context, figures):
     device = run_context.settings.device
@@ -67,8 +74,7 @@ def test_DS1_rope_learns_task1_where_nope_cannot(synthetic, run_context, figures
     seeds = [hits["rope"]] + [held_out(trained(synthetic, "task1", "rope", s, device)) for s in range(1, SEEDS)]
     n_boot = run_context.settings.n_boot
     rows = np.stack([intervals.bootstrap_weights(len(h), n_boot, k) @ h / len(h) for k, h in enumerate(seeds)])
-    pick = np.random.default_rng(0).integers(0, len(seeds), size=(n_boot, len(seeds)))
-    pooled = rows[pick, np.arange(n_boot)[:, None]].mean(axis=1)
+    pooled = over_seeds(rows)
     mean = float(np.mean([h.mean() for h in seeds]))
     ci = percentile_ci(pooled, n=len(seeds))
     figures.add(
@@ -98,9 +104,7 @@ def test_DS2_one_first_layer_head_carries_task1(synthetic, run_context, figures)
     figures.add("uniform_share", 1 / models[0].model.shape.heads, note="the share of each head if all moved alike")
     # the headline: the seeds' mean share, its interval from rows that redraw the seeds and their samples (reported;
     # the verdict is each seed's own)
-    rows = np.stack([d.share_rows for d in found])  # [seeds, B]
-    pick = np.random.default_rng(0).integers(0, len(found), size=(rows.shape[1], len(found)))
-    pooled = np.nanmean(rows[pick, np.arange(rows.shape[1])[:, None]], axis=1)
+    pooled = over_seeds(np.stack([d.share_rows for d in found]))
     share = float(np.mean([d.share for d in found]))
     figures.add("deposit_share", share, ci=percentile_ci(pooled[np.isfinite(pooled)], n=len(found)))
     for seed, (d, ci, m) in enumerate(zip(found, cis, maps)):

@@ -198,16 +198,19 @@ def record(runs: list, path: Path = STABILITY, merged: bool = False) -> dict:
     return data
 
 
+def unstable_text(data: dict, nodeid: str, model: str | None, verdict: str, key: dict) -> str | None:
+    """What a record's "unstable" says (``describe``) where the stability record ``data`` lists its test on its
+    model as flipping between seeds at the design ``key``; None for a model-free test, a rehearsal, or a stable one."""
+    entry = model and verdict != Verdict.REHEARSED and unstable(data, test_function(nodeid), model, key)
+    return describe(entry) if entry else None
+
+
 def restabilise(records: list[dict], data: dict, key: dict) -> None:
-    """Each decided record's "unstable" as the stability record ``data`` has it for the design ``key`` (a run made
-    before its model's seeds were re-taken shows what the seeds say now; ``harness.report.merge``)."""
+    """Each record's "unstable" as the stability record ``data`` has it for the design ``key`` (a run made before its
+    model's seeds were re-taken shows what the seeds say now; ``harness.report.merge``)."""
     for r in records:
-        entry = (
-            r.get("model")
-            and r.get("verdict") != Verdict.REHEARSED
-            and unstable(data, test_function(r["test"]), r["model"], key)
-        )
-        if entry:
-            r["unstable"] = describe(entry)
+        text = unstable_text(data, r["test"], r.get("model"), r.get("verdict", ""), key)
+        if text:
+            r["unstable"] = text
         else:
             r.pop("unstable", None)

@@ -110,12 +110,8 @@ class RecordCollector:
         result = ClaimResult.from_report(report)
         if result is None:
             return
-        unstable = (
-            result.model
-            and result.verdict != Verdict.REHEARSED
-            and stability.unstable(
-                self.stability, parse(report.nodeid).function, result.model, self.run.requested.verdict_key()
-            )
+        unstable = stability.unstable_text(
+            self.stability, report.nodeid, result.model, result.verdict, self.run.requested.verdict_key()
         )
         crash = self.crashes.pop(report.nodeid, None)
         if crash is not None:  # a re-run after its worker crashed: this run's verdict, the crash said beside it
@@ -128,7 +124,7 @@ class RecordCollector:
             result.record(
                 "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
                 report.duration + self.setup_seconds.pop(report.nodeid, 0.0),
-                unstable=stability.describe(unstable) if unstable else None,
+                unstable=unstable,
                 crashed=crash,
             )
         )
