@@ -1,4 +1,4 @@
-"""The declarations of DS1-DS5: the related paper's synthetic experiments, on models trained here.
+"""The declarations of DS1-DS6: the related paper's synthetic experiments, on models trained here.
 
 "Deconstructing Positional Information" (Gu et al., ICLR 2026) trains small models on two synthetic tasks (Task 1
 position-sensitive, Task 2 position-agnostic; harness/synthetic/tasks.py) with several positional encodings, in an
@@ -29,6 +29,10 @@ DISPLACED_SENTENCE = (
     "RoPE suppresses the formation of implicit positional representations: in a hybrid Absolute+RoPE model, additive "
     "positional directions are completely displaced after Layer 2"
 )
+MLA_SENTENCE = (
+    "The hybrid architecture MLA (the attention design in DeepSeek-V3) successfully eliminates the deposit pattern "
+    "while achieving near-optimal performance on both tasks (88.34% / 97.41%)"
+)
 ABSENCE_SENTENCE = (
     "This pattern only emerges in the combination of 'RoPE + position-sensitive task' [...] nor does RoPE on Task 2"
 )
@@ -48,8 +52,8 @@ CLAIMS = (
             "test_DS1_rope_learns_task1_where_nope_cannot": ClaimTest(
                 EVERY_MODEL,
                 "RoPE's held-out Task 1 accuracy minus NoPE's, per evaluation sample (Newcombe's paired 95% "
-                "interval), is above {margin}; absolute and ALiBi reported beside them; the paper's 92.64% is "
-                "judged at paper size only",
+                "interval), is above {margin}; absolute, ALiBi and MLA reported beside them; the paper's 92.64% (RoPE) "
+                "and 88.34% (MLA) are judged at paper size only",
                 "rope_minus_nope_accuracy",
                 "the related paper: RoPE 92.64%, NoPE and ALiBi fail (d_model 256, 6 layers, 100 epochs)",
             ),
@@ -61,6 +65,7 @@ CLAIMS = (
             FigureSpec("accuracy:absolute"),
             FigureSpec("accuracy:alibi"),
             FigureSpec("accuracy:nope"),
+            FigureSpec("accuracy:mla", paper={AT_PAPER_SIZE: share(0.8834)}),  # "MLA 88.34%", one run
             FigureSpec("rope_minus_nope_accuracy", words="Task 1 accuracy, RoPE − NoPE (share of held-out samples)"),
             FigureSpec("chance_accuracy"),
             FigureSpec("training_seconds"),
@@ -168,6 +173,33 @@ CLAIMS = (
             FigureSpec("uniform_share"),
         ),
         thresholds={"share": Threshold(0.5, ABSENCE_SENTENCE, "the deposit's own threshold (DS2), from below")},
+        paper=PAPER,
+    ),
+    ClaimSpec(
+        "DS6",
+        SECTION,
+        "MLA has no deposit: in the MLA model (a compressed latent, a decoupled RoPE key and query shared by the heads, "
+        "a learned absolute embedding) trained on Task 1, no first-layer head carries half of the layer's effect",
+        {
+            "test_DS6_mla_has_no_deposit": ClaimTest(
+                EVERY_MODEL,
+                "MLA on Task 1: each head of layer 0 zeroed alone (the head's output, where the authors zeroed latent "
+                "columns); layer 0's largest relative accuracy effect is below {share} of the layer's summed effects "
+                "(95% interval over evaluation samples); its accuracy on both tasks reported",
+                "deposit_share",
+                "the related paper: MLA eliminates the deposit pattern (its ablation zeroed latent columns, not heads)",
+            ),
+        },
+        "`harness.synthetic.model.LatentAttention`, `harness.synthetic.ablation.head_map`",
+        figures=(
+            FigureSpec("deposit_share", words="layer 0's largest head effect over its summed effects (share)"),
+            FigureSpec("accuracy:task1"),  # judged against the paper's 88.34% in DS1, with the other encodings
+            # "MLA 97.41%" on Task 2; their MLA script did not ignore label 0 there, ours does (METHODS)
+            FigureSpec("accuracy:task2", paper={AT_PAPER_SIZE: share(0.9741)}),
+            FigureSpec("head_effects"),
+            FigureSpec("uniform_share"),
+        ),
+        thresholds={"share": Threshold(0.5, MLA_SENTENCE, "the deposit's own threshold (DS2), from below")},
         paper=PAPER,
     ),
     ClaimSpec(

@@ -1,10 +1,10 @@
-"""The related paper's synthetic experiments (Gu et al., ICLR 2026), on models trained here (DS1-DS5).
+"""The related paper's synthetic experiments (Gu et al., ICLR 2026), on models trained here (DS1-DS6).
 
 Each test trains (or loads from the cache) the models it needs at its target's size and architecture
 (``synthetic-<size>-<arch>``), seeded, and measures them on the held-out samples of their own data: Task 1's accuracy
 by encoding (DS1), the first-layer deposit on Task 1 over training seeds (DS2), its absence on Task 2 (DS3),
-partial RoPE on one or two heads against full RoPE (DS4), and the added sinusoidal table's fate layer by layer in the
-RoPE model, itself an absolute + RoPE hybrid (DS5). At ``smoke`` size the models train for seconds: the tests run to
+partial RoPE on one or two heads against full RoPE (DS4), the added sinusoidal table's fate layer by layer in the
+RoPE model, itself an absolute + RoPE hybrid (DS5), and the MLA model's absence of a deposit (DS6). At ``smoke`` size the models train for seconds: the tests run to
 their end but give no verdict ("rehearsed").
 """
 
@@ -20,7 +20,7 @@ from harness.synthetic.ablation import deposit_of, head_map
 from harness.synthetic.directions import additive_alignment
 from harness.synthetic.train import SIZES, SyntheticSpec, correct, data, train
 
-DS1, DS2, DS3, DS4, DS5 = claim("DS1"), claim("DS2"), claim("DS3"), claim("DS4"), claim("DS5")
+DS1, DS2, DS3, DS4, DS5, DS6 = (claim(c) for c in ("DS1", "DS2", "DS3", "DS4", "DS5", "DS6"))
 SEEDS = DS2.threshold("seeds")
 SAMPLE = "sample"  # the unit of every interval here: a held-out evaluation sample of the model's own task
 
@@ -62,10 +62,11 @@ def over_seeds(rows: np.ndarray) -> np.ndarray:
 @pytest.mark.claim("DS1")
 def test_DS1_rope_learns_task1_where_nope_cannot(synthetic, run_context, figures):
     device = run_context.settings.device
-    models = {e: trained(synthetic, "task1", e, device=device) for e in ("rope", "absolute", "alibi", "nope")}
+    encodings = ("rope", "absolute", "alibi", "nope", "mla")  # the paper's Task 1 table
+    models = {e: trained(synthetic, "task1", e, device=device) for e in encodings}
     hits = {e: held_out(m) for e, m in models.items()}
     for e, h in hits.items():
-        figures.add(f"accuracy:{e}", float(h.mean()), ci=wilson(int(h.sum()), len(h)), n=len(h), unit=SAMPLE)
+        accuracy_figure(figures, f"accuracy:{e}", h)
     labels = data(models["rope"].spec)["test"][1]
     figures.add("chance_accuracy", float(np.max(np.bincount(labels)) / len(labels)), note="the most frequent label")
     figures.add("training_seconds", {e: m.info["seconds"] for e, m in models.items()})
@@ -116,22 +117,43 @@ def test_DS2_one_first_layer_head_carries_task1(synthetic, run_context, figures)
         )
 
 
-@pytest.mark.claim("DS3")
-def test_DS3_no_deposit_on_task2(synthetic, run_context, figures):
-    model = trained(synthetic, "task2", "rope", device=run_context.settings.device)
-    learned(model)
+def no_deposit(model, hits: np.ndarray, threshold: float, figures) -> tuple:
+    """Layer 0's head map of ``model`` (its held-out ``hits``) read for the absence of a deposit: its figures, and the
+    decision that the largest head's share lies below ``threshold``."""
+    learned(model, hits)
     m = head_map(model)
     d = deposit_of(m)
-    hits = round(m.accuracy * m.samples)
-    figures.add("accuracy", m.accuracy, ci=wilson(hits, m.samples), n=m.samples, unit=SAMPLE, note="ignoring label 0")
     figures.add("head_effects", m.effects, note="layer 0, each head zeroed alone")
     figures.add("uniform_share", 1 / model.model.shape.heads, note="the share of each head if all moved alike")
     ci = percentile_ci(d.share_rows[np.isfinite(d.share_rows)], n=m.samples)
     figures.add("deposit_share", d.share, ci=ci)
-    judge(
-        at_most(d.share, ci, DS3.threshold("share"), m.samples, unit=SAMPLE),
-        f"on Task 2, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on accuracy",
+    return m, d, at_most(d.share, ci, threshold, m.samples, unit=SAMPLE)
+
+
+def accuracy_figure(figures, name: str, hits: np.ndarray, note: str = "") -> None:
+    figures.add(name, float(hits.mean()), ci=wilson(int(hits.sum()), len(hits)), n=len(hits), unit=SAMPLE, note=note)
+
+
+@pytest.mark.claim("DS3")
+def test_DS3_no_deposit_on_task2(synthetic, run_context, figures):
+    model = trained(synthetic, "task2", "rope", device=run_context.settings.device)
+    hits = held_out(model)
+    accuracy_figure(figures, "accuracy", hits, note="ignoring label 0")
+    _, d, decision = no_deposit(model, hits, DS3.threshold("share"), figures)
+    judge(decision, f"on Task 2, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on accuracy")
+
+
+@pytest.mark.claim("DS6")
+def test_DS6_mla_has_no_deposit(synthetic, run_context, figures):
+    device = run_context.settings.device
+    model = trained(synthetic, "task1", "mla", device=device)
+    hits = held_out(model)
+    accuracy_figure(figures, "accuracy:task1", hits)
+    accuracy_figure(
+        figures, "accuracy:task2", held_out(trained(synthetic, "task2", "mla", device=device)), "ignoring label 0"
     )
+    _, d, decision = no_deposit(model, hits, DS6.threshold("share"), figures)
+    judge(decision, f"in MLA, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on Task 1 accuracy")
 
 
 @pytest.mark.claim("DS4")
@@ -140,8 +162,7 @@ def test_DS4_one_or_two_rope_heads_suffice(synthetic, run_context, figures):
     models = {e: trained(synthetic, "task1", e, device=device) for e in ("rope", "rope-k1", "rope-k2")}
     hits = {e: held_out(m) for e, m in models.items()}
     for e, h in hits.items():
-        name = "accuracy:rope (all heads)" if e == "rope" else f"accuracy:{e}"
-        figures.add(name, float(h.mean()), ci=wilson(int(h.sum()), len(h)), n=len(h), unit=SAMPLE)
+        accuracy_figure(figures, "accuracy:rope (all heads)" if e == "rope" else f"accuracy:{e}", h)
     learned(models["rope"], hits["rope"])
     for k in (1, 2):
         change, lo, hi = paired_change_interval(hits[f"rope-k{k}"], hits["rope"])  # full − k heads, per sample

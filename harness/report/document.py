@@ -274,7 +274,7 @@ def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
             name += f" ({f['note']})" if f.get("note") else ""
             rows.append(
                 [
-                    r.get("model") or "—",
+                    model_label(r),
                     test_name(r),
                     name,
                     fmt(f.get("paper")),

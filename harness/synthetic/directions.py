@@ -66,7 +66,7 @@ def residual_streams(trained: Trained, ids: np.ndarray, batch: int = 256) -> lis
         with torch.no_grad():
             for i in range(0, len(ids), batch):
                 x = torch.as_tensor(ids[i : i + batch], device=device)
-                layers[0].append((model.embed(x) + model.position[: x.shape[1]]).float().cpu().numpy())
+                layers[0].append(model.embedding(x).float().cpu().numpy())
                 model(x)
     finally:
         for h in hooks:
