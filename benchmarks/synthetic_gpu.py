@@ -7,7 +7,9 @@ or reads it from the cache, then zeroes each head of the listed layers alone on 
 (``harness.synthetic.ablation``). It writes ``DIR/<model>.json`` (the training record: epochs, device seconds,
 samples per second, losses, held-out accuracy; each layer's per-head accuracy and effect with 95% intervals over
 evaluation samples, the deposit share and gap with theirs; the GPU and versions) and ``DIR/<model>.md``, the same as
-a table. ``--keep-weights`` copies the trained ``final.pt`` beside them. ``benchmarks/gpu_check.sh --synthetic``
+a table. ``--keep-weights`` copies the trained ``final.pt`` beside them; ``--time-limit S`` stops after the epoch in which S
+seconds have passed and keeps its checkpoint in DIR, for the next machine to resume (a lease shorter than the
+schedule). ``benchmarks/gpu_check.sh --synthetic``
 runs one per encoding, beside the GPU tier. The claims DS1-DS4 at paper size need every encoding and three seeds
 (``pytest claims --models synthetic-paper --device cuda``); this is the part of them that fits a short GPU lease.
 """
@@ -30,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from harness.stats.intervals import percentile_ci  # noqa: E402
 from harness.synthetic import model as family  # noqa: E402
 from harness.synthetic.ablation import deposit_of, head_map  # noqa: E402
-from harness.synthetic.train import SIZES, SyntheticSpec, folder, train  # noqa: E402
+from harness.synthetic.train import SIZES, SyntheticSpec, TrainingStopped, folder, train  # noqa: E402
 
 
 def interval(rows: np.ndarray, n: int) -> list[float]:
@@ -110,6 +112,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", required=True)
     ap.add_argument("--keep-weights", action="store_true", help="copy the trained final.pt into --out")
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        help="seconds of training after which to stop at the end of an epoch, its checkpoint copied into --out "
+        "(OUT/<cache folder>/checkpoint.pt): placed under $ABSPOS_CACHE/synthetic/ on the next machine, training "
+        "resumes there",
+    )
     args = ap.parse_args(argv)
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         ap.error(f"--device {args.device}: no CUDA device visible")
@@ -119,7 +128,17 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    trained = train(spec, device=args.device, log=lambda line: print(line, flush=True))
+    deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
+    try:
+        trained = train(spec, device=args.device, log=lambda line: print(line, flush=True), deadline=deadline)
+    except TrainingStopped as stopped:
+        kept = out / stopped.checkpoint.parent.name
+        kept.mkdir(exist_ok=True)
+        shutil.copy(stopped.checkpoint, kept / "checkpoint.pt")
+        print(
+            f"{stopped}; kept as {kept / 'checkpoint.pt'}: put that folder under $ABSPOS_CACHE/synthetic/", flush=True
+        )
+        return 0
     t1 = time.perf_counter()
     layers = [layer_map(trained, layer) for layer in args.layers]
     record = {

@@ -215,6 +215,28 @@ def test_the_gpu_script_writes_a_models_training_record_and_head_maps(cache, tmp
     assert (out / f"{name}.pt").is_file() and f"### {name}" in (out / f"{name}.md").read_text()
 
 
+def test_a_gpu_lease_too_short_leaves_a_checkpoint_the_next_one_resumes(cache, tmp_path, monkeypatch, capsys):
+    """``--time-limit``: training stops after the epoch in which the limit passed, the checkpoint is copied out; put
+    under another machine's cache, training resumes from that epoch and finishes."""
+    from benchmarks import synthetic_gpu
+
+    out = tmp_path / "out"
+    args = ["--encoding", "nope", "--size", "smoke", "--device", "cpu", "--out", str(out), "--layers", "0"]
+    assert synthetic_gpu.main([*args, "--time-limit", "0"]) == 0
+    spec = SyntheticSpec("task1", "nope", "authors", "smoke")
+    kept = out / folder(spec).name / "checkpoint.pt"
+    assert kept.is_file() and "stopped after epoch 1/" in capsys.readouterr().out
+    assert not (out / f"{spec.name}.json").exists()  # no record of a model not trained
+    other = tmp_path / "next-machine"
+    (other / "synthetic" / kept.parent.name).mkdir(parents=True)
+    kept.rename(other / "synthetic" / kept.parent.name / "checkpoint.pt")
+    monkeypatch.setenv("ABSPOS_CACHE", str(other))
+    assert synthetic_gpu.main(args) == 0
+    assert "resuming after epoch 1/" in capsys.readouterr().out
+    record = json.loads((out / f"{spec.name}.json").read_text())
+    assert len(record["training"]["losses"]) == SIZES["smoke"].recipe.epochs
+
+
 def test_the_additive_alignment_reads_a_planted_table_kept_diluted_and_written_over():
     """DS5's statistic on planted position-mean residuals: the added table kept reads alignment and amount near 1;
     outweighed by another position code, a small alignment but the amount still 1; written over by that code, both

@@ -103,6 +103,16 @@ class SyntheticSpec:
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+class TrainingStopped(Exception):
+    """Training stopped at its deadline after an epoch's checkpoint: ``train`` called again resumes from it."""
+
+    def __init__(self, spec: SyntheticSpec, epochs_done: int, checkpoint: Path):
+        super().__init__(
+            f"{spec.name}: stopped after epoch {epochs_done}/{spec.recipe.epochs}; resumes from {checkpoint}"
+        )
+        self.epochs_done, self.checkpoint = epochs_done, checkpoint
+
+
 @dataclass
 class Trained:
     spec: SyntheticSpec
@@ -153,8 +163,12 @@ def correct(model: PositionModel, ids: np.ndarray, labels: np.ndarray, task: str
     return hits if ignored is None else hits[labels != ignored]
 
 
-def train(spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] = print) -> Trained:
-    """The trained model: from the cache when it is there, else trained (resuming from the last epoch's checkpoint)."""
+def train(
+    spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] = print, deadline: float | None = None
+) -> Trained:
+    """The trained model: from the cache when it is there, else trained (resuming from the last epoch's checkpoint).
+    Past ``deadline`` (``time.monotonic()``) training stops after the epoch then checkpointed (``TrainingStopped``):
+    a GPU lease too short for the whole schedule leaves a checkpoint that the next one resumes."""
     size, where = SIZES[spec.size], folder(spec, device)
     final = where / "final.pt"
     if final.is_file():
@@ -211,6 +225,8 @@ def train(spec: SyntheticSpec, device: str = "cpu", log: Callable[[str], None] =
             f"[synthetic] {spec.name}: epoch {epoch + 1}/{r.epochs}, loss {losses[-1]:.3f}, "
             f"{len(ids) / max(took, 1e-9):.0f} samples/s"
         )
+        if deadline is not None and time.monotonic() > deadline and epoch + 1 < r.epochs:
+            raise TrainingStopped(spec, epoch + 1, checkpoint)
     accuracy = float(correct(model, *split["test"], spec.task).mean())
     info = {"epochs": r.epochs, "seconds": round(seconds, 2), "losses": losses, "test_accuracy": accuracy}
     info |= {"samples": len(ids), "device": device, "threads": torch.get_num_threads()}
