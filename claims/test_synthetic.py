@@ -123,7 +123,7 @@ def no_deposit(model, hits: np.ndarray, threshold: float, figures) -> tuple:
     learned(model, hits)
     m = head_map(model)
     d = deposit_of(m)
-    figures.add("head_effects", m.effects, note="layer 0, each head zeroed alone")
+    figures.add("head_effects", [m.effects.tolist()], note="[layer, head]: layer 0, each head zeroed alone")
     figures.add("uniform_share", 1 / model.model.shape.heads, note="the share of each head if all moved alike")
     ci = percentile_ci(d.share_rows[np.isfinite(d.share_rows)], n=m.samples)
     figures.add("deposit_share", d.share, ci=ci)

@@ -39,6 +39,7 @@ them, live in harness/report/plot_style.py.
 from __future__ import annotations
 
 import math
+import textwrap
 import re
 import warnings
 from collections import defaultdict
@@ -681,7 +682,8 @@ def head_map_figure(by_model: dict, roles: dict, *, claim: str = "", title: str 
         ax.set(title=m, xlabel="head (index)", ylabel=f"{options.get('rows', 'layer')} (index)")
     if im is not None:
         unit = options.get("unit", "relative change of mean ΔR²")
-        fig.colorbar(im, ax=axes, label=f"|1 − ablated / unablated|\n({unit})")
+        wrapped = "\n".join(textwrap.wrap(f"({unit})", 30))  # a long unit would run off the figure's edge
+        fig.colorbar(im, ax=axes, label=f"|1 − ablated / unablated|\n{wrapped}")
     if roles.get("marked"):
         axes[0].plot([], [], ls="none", label="outlined: the layer-0 head with the largest effect")
     legend(fig, axes[0], outside=True)
