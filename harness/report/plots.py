@@ -39,8 +39,8 @@ them, live in harness/report/plot_style.py.
 from __future__ import annotations
 
 import math
-import textwrap
 import re
+import textwrap
 import warnings
 from collections import defaultdict
 from pathlib import Path
