@@ -10,7 +10,9 @@
 #    that finished kept; then as much of the 8B build as the time left allows (dress-8b/); --papers names others.
 # With --synthetic "rope nope", the related paper's paper-size models (Task 1, the authors' architecture, seed 0) train
 # on the same GPU from the start, beside the GPU tier (benchmarks/synthetic_gpu.py; synthetic/ and synthetic-*.log);
-# the dress rehearsal waits for them up to three fifths of the budget, so its timings are its own where they finish.
+# the dress rehearsal waits for them up to three fifths of the budget, so its timings are its own where they finish;
+# a model not finished a minute before the budget stops after an epoch and leaves its checkpoint in synthetic/ for
+# the next machine to resume (docs/gpus.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle="" out=reports/gpu-check budget=540 synthetic="" papers="llama-3.2-1b llama-3.1-8b"
@@ -54,7 +56,7 @@ training=()
 if [ -n "$synthetic" ] && has_cuda; then
   for encoding in $synthetic; do
     "$PY" benchmarks/synthetic_gpu.py --encoding "$encoding" --task task1 --size paper --device cuda --keep-weights \
-      --out "$out/synthetic" > "$out/synthetic-$encoding.log" 2>&1 &
+      --time-limit $(( budget - 60 )) --out "$out/synthetic" > "$out/synthetic-$encoding.log" 2>&1 &
     training+=($!)
     echo "[gpu-check] $(at): training the paper-size task1-$encoding model in the background (pid $!)"
   done
