@@ -225,7 +225,10 @@ def test_build_without_figures_or_models(tmp_path):
     }
     (tmp_path / "results.json").write_text(json.dumps(res))
     md = write.build(tmp_path / "results.json").read_text()
-    assert "| — | test_eq2 |  |  |  |  | held |" in md and "data:image" not in (tmp_path / "report.html").read_text()
+    assert (
+        "| (no model) | test_eq2 |  |  |  |  | held |" in md
+        and "data:image" not in (tmp_path / "report.html").read_text()
+    )
 
 
 def _no_claim():

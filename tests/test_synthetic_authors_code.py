@@ -7,6 +7,7 @@ head ablation; the MLA recipe kept at paper size."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from torch import nn
 
 from harness.synthetic import tasks
 from harness.synthetic.model import PositionModel, Shape
-from harness.synthetic.train import SIZES, SyntheticSpec
+from harness.synthetic.train import PILOT_AUTHORS_LR, SIZES, SyntheticSpec
 
 SHAPE = Shape(32, 4, 64, 2, 24, 50)
 
@@ -142,7 +143,9 @@ def test_zeroing_an_mla_head_is_zeroing_its_value_rows(arch):
 
 
 def test_mla_keeps_the_authors_own_schedule_at_paper_size_only():
-    paper, pilot = SyntheticSpec("task1", "mla", size="paper"), SyntheticSpec("task1", "mla", size="pilot")
+    paper, pilot = SyntheticSpec("task1", "mla", size="paper"), SyntheticSpec("task1", "mla", "decoder", "pilot")
     assert (paper.recipe.epochs, paper.recipe.batch) == (150, 1024)
     assert SyntheticSpec("task1", "rope", size="paper").recipe == SIZES["paper"].recipe
     assert pilot.recipe == SIZES["pilot"].recipe
+    # the authors' architecture at pilot size: their pooling of the raw residual diverged at the pilot's 1e-3
+    assert SyntheticSpec("task1", "mla", size="pilot").recipe == replace(SIZES["pilot"].recipe, lr=PILOT_AUTHORS_LR)
