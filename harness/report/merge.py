@@ -36,15 +36,11 @@ from harness.outcome.nodeid import parse
 from harness.report.ladder import across_runs_record, judged_across_runs
 from harness.report.merge_inputs import (
     MergeError,
+    brief,
+    code_of,
     read_inputs,
     refuse_output_in_inputs,
     run_warnings,
-)
-from harness.report.merge_inputs import (
-    brief as _brief,
-)
-from harness.report.merge_inputs import (
-    code_of as _code,
 )
 from harness.report.write import build
 from harness.spec.models import LADDER_GROUPS, REGISTRY, names
@@ -130,7 +126,7 @@ def merge(
                 "path": str(r["path"]),
                 "models": r["models"],
                 **{k: v for k, v in r["results"].items() if k not in ("records", "models", "provenance", "run")},
-                "code": _code(r["results"]),
+                "code": code_of(r["results"]),
                 "machine": (r["results"].get("provenance") or {}).get("machine"),
                 "selection": (r["results"].get("provenance") or {}).get("selection"),
             }
@@ -188,7 +184,7 @@ def failed_models(jobs: list, expect, owner: dict, warnings: list[str]) -> list[
         m = _model_name(j["model"])
         if m in owner:
             warnings.append(
-                f"a job for {m} ended without results ({_brief(j.get('reason'))}), but run "
+                f"a job for {m} ended without results ({brief(j.get('reason'))}), but run "
                 f"{owner[m]['label']} has them: that run is used"
             )
             continue
@@ -196,7 +192,7 @@ def failed_models(jobs: list, expect, owner: dict, warnings: list[str]) -> list[
             {
                 "model": m,
                 "status": j.get("status") or "failed",
-                "reason": _brief(j.get("reason")) or "the job wrote no results",
+                "reason": brief(j.get("reason")) or "the job wrote no results",
                 "job": j.get("job"),
                 "source": str(j["path"]),
             }

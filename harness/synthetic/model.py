@@ -111,11 +111,31 @@ def zero_heads(heads: torch.Tensor, zeroed: list[int]) -> torch.Tensor:
     return heads * keep[None, :, None, None]
 
 
-class Attention(nn.Module):
-    def __init__(self, shape: Shape, encoding: str, arch: str):
+class Heads(nn.Module):
+    """What both attention modules share: the split into heads and back through the output projection ``o`` (made
+    by each), and in ``decoder`` the causal mask (a buffer: no weights drawn, so neither module's seeded
+    initialisation moves)."""
+
+    def __init__(self, shape: Shape, arch: str):
         super().__init__()
+        self.heads, self.dh, self.arch = shape.heads, shape.d_model // shape.heads, arch
+        if arch == "decoder":
+            mask = torch.full((shape.seq_len, shape.seq_len), float("-inf")).triu(1)
+            self.register_buffer("causal", mask, persistent=False)
+
+    def split(self, x: torch.Tensor) -> torch.Tensor:
+        b, n, _ = x.shape
+        return x.view(b, n, self.heads, self.dh).transpose(1, 2)
+
+    def merge(self, heads: torch.Tensor, zeroed: list[int], like: torch.Tensor) -> torch.Tensor:
+        """The heads' outputs [batch, heads, seq, head_dim], the ``zeroed`` ones exactly 0, through ``o``."""
+        return self.o(zero_heads(heads, zeroed).transpose(1, 2).reshape(like.shape))
+
+
+class Attention(Heads):
+    def __init__(self, shape: Shape, encoding: str, arch: str):
+        super().__init__(shape, arch)
         d, h = shape.d_model, shape.heads
-        self.heads, self.dh, self.arch, self.seq_len = h, d // h, arch, shape.seq_len
         self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
         self.n_rope = rope_heads(encoding, h)
         self.weight_dropout = shape.dropout if arch == "authors" else 0.0  # theirs drops attention weights too
@@ -126,13 +146,6 @@ class Attention(nn.Module):
         if encoding == "relative":
             self.relative = nn.Parameter(torch.randn(h, 2 * shape.seq_len - 1) * 0.02)  # the authors' N(0, 0.02)
             self.register_buffer("offset_index", offsets + shape.seq_len - 1, persistent=False)
-        if arch == "decoder":
-            mask = torch.full((shape.seq_len, shape.seq_len), float("-inf")).triu(1)
-            self.register_buffer("causal", mask, persistent=False)
-
-    def split(self, x: torch.Tensor) -> torch.Tensor:
-        b, n, _ = x.shape
-        return x.view(b, n, self.heads, self.dh).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, source: torch.Tensor, zeroed: list[int], pads=None) -> torch.Tensor:
         n = x.shape[1]
@@ -155,11 +168,10 @@ class Attention(nn.Module):
         # already below e^-|bias|
         mask = None if bias is None else bias.to(q.dtype)
         p = self.weight_dropout if self.training else 0.0
-        heads = zero_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), zeroed)
-        return self.o(heads.transpose(1, 2).reshape(x.shape))
+        return self.merge(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p), zeroed, x)
 
 
-class LatentAttention(nn.Module):
+class LatentAttention(Heads):
     """Multi-head latent attention as the authors built it (``mla.py``, ``MLAAttention``): keys and values
     up-projected per head from one compressed latent of the input (width d_model / 2: their 128 at 256), queries from
     another; a decoupled RoPE key (from the input) and query (from its latent), each one head wide and shared by every
@@ -167,20 +179,12 @@ class LatentAttention(nn.Module):
     (``authors_mla_rope``) and a padding mask on the keys; ``decoder``: a true rotation and the causal mask."""
 
     def __init__(self, shape: Shape, arch: str):
-        super().__init__()
-        d, h, c = shape.d_model, shape.heads, shape.d_model // 2
-        self.heads, self.dh, self.arch = h, d // h, arch
+        super().__init__(shape, arch)
+        d, c = shape.d_model, shape.d_model // 2
         self.down_kv, self.down_q = nn.Linear(d, c, bias=False), nn.Linear(d, c, bias=False)
         self.up_k, self.up_v, self.up_q = (nn.Linear(c, d, bias=False) for _ in range(3))
         self.key_rope, self.query_rope = nn.Linear(d, self.dh, bias=False), nn.Linear(c, self.dh, bias=False)
         self.o = nn.Linear(d, d, bias=False)
-        if arch == "decoder":
-            mask = torch.full((shape.seq_len, shape.seq_len), float("-inf")).triu(1)
-            self.register_buffer("causal", mask, persistent=False)
-
-    def split(self, x: torch.Tensor) -> torch.Tensor:
-        b, n, _ = x.shape
-        return x.view(b, n, self.heads, self.dh).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, source: torch.Tensor, zeroed: list[int], pads=None) -> torch.Tensor:
         b, n, _ = x.shape
@@ -195,8 +199,7 @@ class LatentAttention(nn.Module):
             mask = self.causal[:n, :n].to(q.dtype)
         else:  # their padding mask: no query attends to a pad
             mask = None if pads is None else ~pads[:, None, None, :]
-        heads = zero_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask), zeroed)  # scale 1/sqrt(2·dh)
-        return self.o(heads.transpose(1, 2).reshape(x.shape))
+        return self.merge(F.scaled_dot_product_attention(q, k, v, attn_mask=mask), zeroed, x)  # scale 1/sqrt(2·dh)
 
 
 class Block(nn.Module):
