@@ -215,7 +215,8 @@ CLAIMS = (
                 "the alignment lies within ±{displaced}, and its size below the absolute-only model's at that layer "
                 "(paired over the same samples): 'RoPE suppresses'; 95% intervals over evaluation samples, every "
                 "layer must hold (no correction); the input's own alignment above {displaced} (else nothing to "
-                "displace); a cosine: the table may remain, outweighed (its coefficient reported); n/a below 3 layers",
+                "displace); a cosine: the table may remain, outweighed (its coefficient reported); a set of fewer than 3 "
+                "layers trains its pair at its 3-layer sibling (the pilot: pilot3), n/a where it has none",
                 "alignment_by_layer",
                 "the related paper: 'completely displaced after Layer 2' (its measure not published)",
             ),
@@ -233,6 +234,7 @@ CLAIMS = (
             ),
             FigureSpec("largest_alignment_after_layer_2"),
             FigureSpec("evaluation_samples"),
+            FigureSpec("layers", words="the pair's depth (layers)"),
         ),
         thresholds={
             "displaced": Threshold(

@@ -18,18 +18,18 @@ from harness.stats.intervals import percentile_ci
 from harness.synthetic import tasks
 from harness.synthetic.ablation import deposit_of, head_map
 from harness.synthetic.directions import additive_alignment
-from harness.synthetic.train import SIZES, SyntheticSpec, correct, data, train
+from harness.synthetic.train import SIZES, SyntheticSpec, at_depth, correct, data, train
 
 DS1, DS2, DS3, DS4, DS5, DS6 = (claim(c) for c in ("DS1", "DS2", "DS3", "DS4", "DS5", "DS6"))
 SEEDS = DS2.threshold("seeds")
 SAMPLE = "sample"  # the unit of every interval here: a held-out evaluation sample of the model's own task
 
 
-def trained(synthetic: str, task: str, encoding: str, seed: int = 0, device: str = "cpu"):
+def trained(synthetic: str, task: str, encoding: str, seed: int = 0, device: str = "cpu", size: str | None = None):
     """The model of ``synthetic`` (synthetic-<size>-<arch>) trained on ``task`` with ``encoding`` and ``seed``, on the
-    run's device (``--device``)."""
-    size, arch = synthetic.removeprefix("synthetic-").split("-")
-    return train(SyntheticSpec(task, encoding, arch, size, seed), device=device, log=print)
+    run's device (``--device``); at ``size`` where given, in the set's architecture."""
+    own, arch = synthetic.removeprefix("synthetic-").split("-")
+    return train(SyntheticSpec(task, encoding, arch, size or own, seed), device=device, log=print)
 
 
 def held_out(model) -> np.ndarray:
@@ -178,11 +178,16 @@ def test_DS4_one_or_two_rope_heads_suffice(synthetic, run_context, figures):
 
 @pytest.mark.claim("DS5")
 def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context, figures):
-    layers = SIZES[synthetic.removeprefix("synthetic-").split("-")[0]].shape.layers
-    if layers < 3:  # decided before any model is trained
-        raise NotApplicable(f"{synthetic} has {layers} layers: no layer comes after the second")
+    # a layer after the second is what is read: a set with two layers trains the pair at its three-layer sibling
+    own = synthetic.removeprefix("synthetic-").split("-")[0]
+    size = at_depth(own, 3)
+    if size is None:  # decided before any model is trained
+        raise NotApplicable(
+            f"{synthetic} has {SIZES[own].shape.layers} layers and no deeper sibling: no layer after the second"
+        )
     device = run_context.settings.device
-    hybrid, control = (trained(synthetic, "task1", e, device=device) for e in ("rope", "absolute"))
+    hybrid, control = (trained(synthetic, "task1", e, device=device, size=size) for e in ("rope", "absolute"))
+    figures.add("layers", SIZES[size].shape.layers, note=f"size {size}" + ("" if size == own else f", {own} deepened"))
     # both read on the same held-out samples with the same bootstrap rows: their alignments are paired
     a, b = additive_alignment(hybrid), additive_alignment(control)
     cis = [percentile_ci(a.rows[:, k], n=a.samples) for k in range(len(a.values))]

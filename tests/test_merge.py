@@ -595,3 +595,35 @@ def test_a_merge_reads_seed_stability_from_the_record_as_it_stands_now(example, 
         *dirs, "--out", tmp_path / "m2", "--stability-record", tmp_path / "bad.json", capsys=capsys
     )
     assert code == 2 and len(err.strip().splitlines()) == 1 and "bad.json" in err
+
+
+def test_runs_of_synthetic_sets_are_named_by_their_sets_and_a_later_reading_is_shown_with_a_warning(tmp_path, capsys):
+    """A run of the related paper's trained sets loads no model (``models`` is empty): its report, the merge's line
+    and the merged summary name the sets; a claim measured again apart (DS5 at a deeper sibling) is shown from the
+    run given first, the other run's verdict said in a warning."""
+    source = load_results(ROOT / "reports" / "example-synthetic" / "results.json")
+    keep = ("run", "settings", "versions", "provenance", "records")
+    base = {k: copy.deepcopy(source[k]) for k in keep} | {"models": []}
+    ds5 = [r | {"verdict": "not held"} for r in source["records"] if r["claim"] == "DS5"]
+    assert ds5 and all(r["model"] is None and "[synthetic-pilot-" in r["test"] for r in ds5)
+    earlier = base | {"run": "run-earlier", "records": [r for r in source["records"] if r["claim"] != "DS5"]}
+    earlier["records"] += [r | {"verdict": "n/a"} for r in ds5]
+    later = base | {"run": "run-later", "records": ds5}
+    for name, run in (("later", later), ("earlier", earlier)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(run))
+    code, out, err = merge_cli(tmp_path / "later", tmp_path / "earlier", "--out", tmp_path / "m", capsys=capsys)
+    assert code == 0, err
+    assert out.startswith("merged 2 runs (synthetic-pilot-authors, synthetic-pilot-decoder) into ")
+    summary = (tmp_path / "m" / "summary.md").read_text()
+    assert summary.startswith(
+        "Merged from 2 runs: run-later (synthetic-pilot-authors, synthetic-pilot-decoder); "
+        "run-earlier (synthetic-pilot-authors, synthetic-pilot-decoder)"
+    )
+    assert "Models: synthetic-pilot-authors, synthetic-pilot-decoder · cpu, float32 · the synthetic sets" in summary
+    assert "16 prompts" not in summary  # the prompts' design is not theirs
+    merged = load_results(tmp_path / "m")
+    shown = {r["test"]: r["verdict"] for r in merged["records"] if r["claim"] == "DS5"}
+    assert shown == {r["test"]: r["verdict"] for r in ds5}
+    for r in ds5:
+        assert f"{parse(r['test']).test} differs between runs: not held in run-later; n/a in run-earlier" in out

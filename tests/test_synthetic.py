@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import types
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import torch
 
 from harness.synthetic import ablation, tasks
 from harness.synthetic.model import ENCODINGS, PositionModel, Shape, rope_heads, rotate
-from harness.synthetic.train import SIZES, SyntheticSpec, folder, train
+from harness.synthetic.train import PILOT_AUTHORS_LR, SIZES, SyntheticSpec, at_depth, folder, train
 
 
 @pytest.fixture
@@ -99,6 +100,25 @@ def test_zeroing_a_head_is_the_authors_ablation_its_value_rows_zeroed():
 
 def test_partial_rope_rotates_the_first_k_heads_only():
     assert [rope_heads(e, 4) for e in ENCODINGS] == [4, 0, 0, 0, 0, 1, 2, 3, 0]
+
+
+def test_a_size_too_shallow_for_a_reading_is_deepened_by_its_registered_sibling_alone(monkeypatch):
+    # the pilot's three-layer sibling differs from it in depth alone, and trains as the pilot does in each architecture
+    assert at_depth("pilot", 3) == "pilot3" and at_depth("pilot", 2) == "pilot"
+    assert at_depth("smoke", 3) == "smoke" and at_depth("paper", 3) == "paper" and at_depth("pilot", 4) is None
+    assert SIZES["pilot3"].shape.layers == 3 and SIZES["pilot3"].shape.d_model == SIZES["pilot"].shape.d_model
+    assert SyntheticSpec("task1", "rope", "authors", "pilot3").recipe.lr == PILOT_AUTHORS_LR
+    assert SyntheticSpec("task1", "rope", "decoder", "pilot3").recipe == SIZES["pilot"].recipe
+    assert SyntheticSpec("task1", "rope", size="pilot3").key() != SyntheticSpec("task1", "rope", size="pilot").key()
+    # a sibling of another width or recipe is not the same model made deeper
+    pilot = SIZES["pilot"]
+    monkeypatch.setitem(SIZES, "wide4", replace(pilot, shape=replace(pilot.shape, layers=4, d_model=96)))
+    monkeypatch.setitem(
+        SIZES, "fast4", replace(pilot, shape=replace(pilot.shape, layers=4), recipe=replace(pilot.recipe, lr=1))
+    )
+    assert at_depth("pilot", 4) is None
+    monkeypatch.setitem(SIZES, "pilot5", replace(pilot, shape=replace(pilot.shape, layers=5)))
+    assert at_depth("pilot", 4) == "pilot5"
 
 
 def test_training_is_seeded_cached_and_resumes_where_it_stopped(cache):

@@ -28,6 +28,7 @@ from harness.report.record_text import (
     is_property_check,
     model_label,
     property_checks_text,
+    synthetic_sets,
     test_name,
     test_words,
     verdict_text,
@@ -151,13 +152,17 @@ PAPER_TITLE = "Where does Absolute Position come from in decoder-only Transforme
 def run_line(results: dict) -> str:
     """The models, the device and the run's design in one line."""
     s, models = results.get("settings") or {}, results.get("models") or []
+    sets = synthetic_sets(results.get("records") or [])
     design = (
         f"{s['n_prompts']} prompts of {s['seq_len']} tokens, seed {s['seed']}"
         if all(k in s for k in ("n_prompts", "seq_len", "seed"))
         else "settings not recorded"
     )
+    if sets:  # a trained set is measured on the held-out samples of its own task, not on the prompts
+        held_out = "the synthetic sets on their own tasks' held-out samples"
+        design = f"{design}; {held_out}" if models else held_out
     where = f"{s.get('device', 'device not recorded')}, {s.get('dtype', 'dtype not recorded')}"
-    return f"Models: {', '.join(models) or 'none named'} · {where} · {design}"
+    return f"Models: {', '.join([*models, *sets]) or 'none named'} · {where} · {design}"
 
 
 def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:

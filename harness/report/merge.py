@@ -42,6 +42,7 @@ from harness.report.merge_inputs import (
     refuse_output_in_inputs,
     run_warnings,
 )
+from harness.report.record_text import synthetic_sets
 from harness.report.write import build
 from harness.spec.models import LADDER_GROUPS, REGISTRY, names
 from harness.spec.settings import Settings
@@ -125,6 +126,7 @@ def merge(
                 "run": r["label"],
                 "path": str(r["path"]),
                 "models": r["models"],
+                "sets": synthetic_sets(r["results"]["records"]),  # the synthetic sets it trained and measured
                 **{k: v for k, v in r["results"].items() if k not in ("records", "models", "provenance", "run")},
                 "code": code_of(r["results"]),
                 "machine": (r["results"].get("provenance") or {}).get("machine"),
@@ -246,8 +248,9 @@ def merged_records(runs: list, owner: dict, warnings: list[str]) -> tuple[list[d
             continue
         verdicts = {label: x.get("verdict") for label, x in kept}
         if len(set(verdicts.values())) > 1:
+            trained = synthetic_sets([kept[0][1]])  # a synthetic set is named by its test's parameter
             warnings.append(
-                f"{parse(test).test} (no model) differs between runs: "
+                f"{parse(test).test}{'' if trained else ' (no model)'} differs between runs: "
                 + "; ".join(f"{v} in {label}" for label, v in verdicts.items())
                 + f"; the report shows {kept[0][0]}'s"
             )
@@ -327,8 +330,9 @@ def merge_command(
     report = write(merged, Path(out))
     info = merged["merged"]
     failed = {f["model"] for f in info["failed"]}
+    measured = [m for m in merged["models"] if m not in failed] + synthetic_sets(merged["records"])
     lines = [
-        f"merged {len(info['runs'])} runs ({', '.join(m for m in merged['models'] if m not in failed)}) into "
+        f"merged {len(info['runs'])} runs ({', '.join(measured)}) into "
         f"{report}" + (f"; without results: {', '.join(sorted(failed))}" if failed else "")
     ]
     lines += [f"warning: {w}" for w in info["warnings"]]

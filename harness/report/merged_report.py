@@ -69,7 +69,9 @@ def summary_markdown(results: dict) -> str:
             "p",
             f"Merged from {len(info.get('runs') or [])} runs: "
             + "; ".join(
-                r["run"] if r["run"].endswith(")") else f"{r['run']} ({', '.join(r.get('models') or []) or 'no model'})"
+                r["run"]
+                if r["run"].endswith(")")
+                else f"{r['run']} ({', '.join([*(r.get('models') or []), *(r.get('sets') or [])]) or 'no model'})"
                 for r in info.get("runs") or []
             ),
         )

@@ -40,6 +40,12 @@ def model_label(r: dict) -> str:
     return f"{param} family" if param in FAMILIES else "(no model)"
 
 
+def synthetic_sets(records: list) -> list[str]:
+    """The synthetic sets (synthetic-<size>-<arch>) the records ran on, in their order: models trained here, which a
+    run's ``models`` (the models it loaded) does not list."""
+    return list(dict.fromkeys(label for r in records if (label := model_label(r)).startswith("synthetic-")))
+
+
 def verdict_text(r: dict, with_reason: bool) -> str:
     verdict = Verdict.of(r)
     v = verdict.label + (" (as recorded)" if r.get("known_outcome") else "")

@@ -56,6 +56,24 @@ SIZES = {
     "pilot": Size(Shape(64, 4, 128, 2, 64, tasks.N_CLASSES), Recipe(samples=20_000, epochs=30, batch=128, lr=1e-3)),
     "paper": Size(Shape(256, 16, 512, 6, 128, tasks.N_CLASSES), Recipe(samples=100_000, epochs=100, batch=512)),
 }
+# the pilot with a third layer, its recipe unchanged: for a measurement that reads a layer after the second, which the
+# two-layer pilot lacks (``at_depth``); not a set of its own
+SIZES["pilot3"] = Size(replace(SIZES["pilot"].shape, layers=3), SIZES["pilot"].recipe)
+
+
+def at_depth(size: str, layers: int) -> str | None:
+    """``size`` itself where it has at least ``layers`` layers, else the registered size that differs from it in
+    depth alone (same width, heads, length and recipe) with the fewest layers that suffice; None where none does."""
+    base = SIZES[size]
+    if base.shape.layers >= layers:
+        return size
+    same = [
+        (s.shape.layers, name)
+        for name, s in SIZES.items()
+        if s.recipe == base.recipe and replace(s.shape, layers=base.shape.layers) == base.shape
+    ]
+    deeper = sorted(pair for pair in same if pair[0] >= layers)
+    return deeper[0][1] if deeper else None
 
 
 # The authors' architecture pools the raw residual (no final LayerNorm): at the pilot's 1e-3 its RoPE model's
@@ -65,10 +83,10 @@ PILOT_AUTHORS_LR = 5e-4
 
 
 def recipe_of(size: str, encoding: str, arch: str) -> Recipe:
-    """The size's recipe, at pilot size in the authors' architecture with ``PILOT_AUTHORS_LR``; the authors trained
-    their MLA model for 150 epochs at batch 1024 (``mla.py``, ``Config``), kept at their size."""
+    """The size's recipe, at the pilot's (any depth) in the authors' architecture with ``PILOT_AUTHORS_LR``; the
+    authors trained their MLA model for 150 epochs at batch 1024 (``mla.py``, ``Config``), kept at their size."""
     r = SIZES[size].recipe
-    if size == "pilot" and arch == "authors":
+    if r == SIZES["pilot"].recipe and arch == "authors":
         return replace(r, lr=PILOT_AUTHORS_LR)
     return replace(r, epochs=150, batch=1024) if size == "paper" and encoding == "mla" else r
 
