@@ -235,6 +235,8 @@ CLAIMS = (
             FigureSpec("largest_alignment_after_layer_2"),
             FigureSpec("evaluation_samples"),
             FigureSpec("layers", words="the pair's depth (layers)"),
+            FigureSpec("accuracy:rope"),  # the pair's held-out Task 1 accuracies, at that depth
+            FigureSpec("accuracy:absolute"),
         ),
         thresholds={
             "displaced": Threshold(

@@ -200,8 +200,11 @@ def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context,
     figures.add("input_alignment", a.values[0], ci=cis[0], n=a.samples, unit=SAMPLE)
     later = int(np.argmax(np.abs(a.values[3:]))) + 3  # the table written back with its sign flipped is not displaced
     figures.add("largest_alignment_after_layer_2", a.values[later], ci=cis[later], note=f"layer {later}")
-    learned(hybrid, lacking="no learned position signal to trace through the layers")
-    learned(control, lacking="no absolute-only model to compare the hybrid with")
+    hits = {e: held_out(m) for e, m in (("rope", hybrid), ("absolute", control))}
+    for e, h in hits.items():
+        accuracy_figure(figures, f"accuracy:{e}", h)
+    learned(hybrid, hits["rope"], lacking="no learned position signal to trace through the layers")
+    learned(control, hits["absolute"], lacking="no absolute-only model to compare the hybrid with")
     start = at_least(a.values[0], cis[0], displaced, a.samples, unit=SAMPLE)
     if not start.held:
         raise Inconclusive(
