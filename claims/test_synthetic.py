@@ -86,6 +86,7 @@ def test_DS1_rope_learns_task1_where_nope_cannot(synthetic, run_context, figures
     judge(
         at_least(change, (lo, hi), DS1.threshold("margin"), len(labels), unit=SAMPLE),
         f"RoPE's Task 1 accuracy ({hits['rope'].mean():.3f}) is not shown above NoPE's ({hits['nope'].mean():.3f})",
+        check="test_DS1_rope_learns_task1_where_nope_cannot: RoPE above NoPE",
     )
 
 
@@ -140,7 +141,11 @@ def test_DS3_no_deposit_on_task2(synthetic, run_context, figures):
     hits = held_out(model)
     accuracy_figure(figures, "accuracy", hits, note="ignoring label 0")
     d, decision = no_deposit(model, hits, DS3.threshold("share"), figures)
-    judge(decision, f"on Task 2, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on accuracy")
+    judge(
+        decision,
+        f"on Task 2, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on accuracy",
+        check="test_DS3_no_deposit_on_task2: largest head's share",
+    )
 
 
 @pytest.mark.claim("DS6")
@@ -153,7 +158,11 @@ def test_DS6_mla_has_no_deposit(synthetic, run_context, figures):
         figures, "accuracy:task2", held_out(trained(synthetic, "task2", "mla", device=device)), "ignoring label 0"
     )
     d, decision = no_deposit(model, hits, DS6.threshold("share"), figures)
-    judge(decision, f"in MLA, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on Task 1 accuracy")
+    judge(
+        decision,
+        f"in MLA, layer 0's head {d.head} carries {d.share:.0%} of the layer's effect on Task 1 accuracy",
+        check="test_DS6_mla_has_no_deposit: largest head's share",
+    )
 
 
 @pytest.mark.claim("DS4")

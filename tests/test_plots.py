@@ -522,6 +522,15 @@ def test_summary_rows_move_each_criterion_onto_a_common_scale():
     assert summary_plot.parse_criterion("≥ 3") is None and summary_plot.parse_criterion("inside [1, 0]") is None
 
 
+def test_a_check_left_unnamed_is_labelled_by_its_tests_words_not_the_source_text_of_its_call():
+    unnamed = decision(
+        "held", 0.62, [0.61, 0.63], "> 0", "test_DS1_rope_learns_task1_where_nope_cannot: at_least(x, ci)"
+    )
+    named = decision("held", 0.62, [0.61, 0.63], "> 0", "test_DS1_other: RoPE above NoPE")
+    rows = summary_plot.summary_rows({"records": [decided("DS1", "m", d) for d in (unnamed, named)]})
+    assert {r.label for r in rows} == {"DS1 · RoPE learns task1 where nope cannot · m", "DS1 · RoPE above NoPE · m"}
+
+
 def test_a_row_a_hair_from_a_rounded_threshold_is_drawn_on_the_side_it_was_decided_on():
     """The criterion's text rounds its threshold to 4 digits; the margin says where it was."""
     d = decision("held", 0.50003, [0.4999998, 0.50009], "> 0.5")  # the threshold itself: 0.4999996, held

@@ -144,6 +144,8 @@ def check_name(check: str, record: dict) -> str:
     where, sep, what = str(check or "").partition(": ")
     if not sep:
         return where or test_name(record)
+    if "(" in what:  # a check left unnamed is the judged call's source text: the test's words read better
+        return test_words(test_name(record), record["claim"])
     return what if re.fullmatch(r"(test|check)_\w+", where) else f"{where}: {what}"
 
 
