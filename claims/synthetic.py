@@ -237,6 +237,7 @@ CLAIMS = (
             FigureSpec("layers", words="the pair's depth (layers)"),
             FigureSpec("accuracy:rope"),  # the pair's held-out Task 1 accuracies, at that depth
             FigureSpec("accuracy:absolute"),
+            FigureSpec("training_seconds"),
         ),
         thresholds={
             "displaced": Threshold(

@@ -196,7 +196,11 @@ def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context,
         )
     device = run_context.settings.device
     hybrid, control = (trained(synthetic, "task1", e, device=device, size=size) for e in ("rope", "absolute"))
-    figures.add("layers", SIZES[size].shape.layers, note=f"size {size}" + ("" if size == own else f", {own} deepened"))
+    deepened = (
+        "" if size == own else f"{size}, {own} deepened"
+    )  # said in every message: a set's verdict from its sibling
+    figures.add("layers", SIZES[size].shape.layers, note=f"size {deepened or size}")
+    figures.add("training_seconds", {"rope": hybrid.info["seconds"], "absolute": control.info["seconds"]})
     # both read on the same held-out samples with the same bootstrap rows: their alignments are paired
     a, b = additive_alignment(hybrid), additive_alignment(control)
     cis = [percentile_ci(a.rows[:, k], n=a.samples) for k in range(len(a.values))]
@@ -208,7 +212,9 @@ def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context,
     figures.add("evaluation_samples", a.samples)
     figures.add("input_alignment", a.values[0], ci=cis[0], n=a.samples, unit=SAMPLE)
     later = int(np.argmax(np.abs(a.values[3:]))) + 3  # the table written back with its sign flipped is not displaced
-    figures.add("largest_alignment_after_layer_2", a.values[later], ci=cis[later], note=f"layer {later}")
+    figures.add(
+        "largest_alignment_after_layer_2", a.values[later], ci=cis[later], note=f"layer {later} at {deepened or size}"
+    )
     hits = {e: held_out(m) for e, m in (("rope", hybrid), ("absolute", control))}
     for e, h in hits.items():
         accuracy_figure(figures, f"accuracy:{e}", h)
@@ -220,11 +226,12 @@ def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context,
             f"the input's own alignment with the added table, {a.values[0]:.3f}, is not shown above {displaced}: "
             "nothing to displace"
         )
+    at = f"at {deepened}: " if deepened else ""
     for layer in range(3, len(a.values)):
         judge(
             within(a.values[layer], cis[layer], -displaced, displaced, a.samples, unit=SAMPLE),
-            f"after block {layer}, the position-mean residual keeps an alignment of {a.values[layer]:.3f} with the "
-            f"added table (the input's {a.values[0]:.3f})",
+            f"{at}after block {layer}, the position-mean residual keeps an alignment of {a.values[layer]:.3f} with "
+            f"the added table (the input's {a.values[0]:.3f})",
             check=f"test_DS5_additive_directions_displaced_after_layer_2: layer {layer}",
         )
         # "RoPE suppresses": the hybrid keeps less of its table's direction than the absolute-only model keeps
@@ -232,7 +239,7 @@ def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context,
         gap_ci = percentile_ci(np.abs(a.rows[:, layer]) - np.abs(b.rows[:, layer]), n=a.samples)
         judge(
             at_most(gap, gap_ci, 0.0, a.samples, unit=SAMPLE),
-            f"after block {layer}, the hybrid's alignment {a.values[layer]:.3f} against the absolute-only model's "
-            f"{b.values[layer]:.3f}: RoPE is not shown to displace what the absolute model keeps",
+            f"{at}after block {layer}, the hybrid's alignment {a.values[layer]:.3f} against the absolute-only "
+            f"model's {b.values[layer]:.3f}: RoPE is not shown to displace what the absolute model keeps",
             check=f"test_DS5_additive_directions_displaced_after_layer_2: layer {layer} against absolute",
         )

@@ -144,9 +144,10 @@ def check_name(check: str, record: dict) -> str:
     where, sep, what = str(check or "").partition(": ")
     if not sep:
         return where or test_name(record)
-    if "(" in what:  # a check left unnamed is the judged call's source text: the test's words read better
+    test_named = re.fullmatch(r"(test|check)_\w+", where)
+    if test_named and re.fullmatch(r"[\w.]+\(.*\)", what):  # left unnamed: the judged call's source text
         return test_words(test_name(record), record["claim"])
-    return what if re.fullmatch(r"(test|check)_\w+", where) else f"{where}: {what}"
+    return what if test_named else f"{where}: {what}"
 
 
 def matched_figure(record: dict, estimate: float) -> str | None:
