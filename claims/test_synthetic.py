@@ -196,9 +196,8 @@ def test_DS5_additive_directions_displaced_after_layer_2(synthetic, run_context,
         )
     device = run_context.settings.device
     hybrid, control = (trained(synthetic, "task1", e, device=device, size=size) for e in ("rope", "absolute"))
-    deepened = (
-        "" if size == own else f"{size}, {own} deepened"
-    )  # said in every message: a set's verdict from its sibling
+    # said in every message and figure note: the set's verdict comes from its sibling
+    deepened = "" if size == own else f"{size}, {own} deepened"
     figures.add("layers", SIZES[size].shape.layers, note=f"size {deepened or size}")
     figures.add("training_seconds", {"rope": hybrid.info["seconds"], "absolute": control.info["seconds"]})
     # both read on the same held-out samples with the same bootstrap rows: their alignments are paired

@@ -67,13 +67,14 @@ def at_depth(size: str, layers: int) -> str | None:
     base = SIZES[size]
     if base.shape.layers >= layers:
         return size
-    same = [
+    deeper = [
         (s.shape.layers, name)
         for name, s in SIZES.items()
-        if s.recipe == base.recipe and replace(s.shape, layers=base.shape.layers) == base.shape
+        if s.shape.layers >= layers
+        and s.recipe == base.recipe
+        and replace(s.shape, layers=base.shape.layers) == base.shape
     ]
-    deeper = sorted(pair for pair in same if pair[0] >= layers)
-    return deeper[0][1] if deeper else None
+    return min(deeper)[1] if deeper else None
 
 
 # The authors' architecture pools the raw residual (no final LayerNorm): at the pilot's 1e-3 its RoPE model's
