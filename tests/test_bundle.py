@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pytest_runs import run_pytest
 
-from harness import bundle, cli
+from harness import bundle, bundle_contents, cli
 from harness.spec.models import REGISTRY
 
 OFFLINE = {  # no index, no proxy that leads anywhere, no hub: what a cluster's compute node has
@@ -58,7 +58,7 @@ def test_an_out_folder_that_holds_anything_is_refused(tmp_path, capsys):
 def test_the_pins_are_the_installed_closure_and_the_node_may_bring_torch():
     pins = dict(p.split("==") for p in bundle.requirements())
     for name in ("torch", "transformers", "numpy", "pytest", "syrupy", "ruff", "filelock"):  # ruff: dev; filelock: torch's
-        assert pins[name] == bundle.release(metadata.version(name)), name
+        assert pins[name] == bundle_contents.release(metadata.version(name)), name
     assert "+" not in pins["torch"]  # 2.13.0+cpu is pinned as 2.13.0: the same release from a CUDA index
     node = dict(p.split("==") for p in bundle.requirements("node"))
     assert "torch" not in node and node["transformers"] == pins["transformers"]
@@ -87,12 +87,12 @@ def test_the_installer_refuses_a_changed_bundle_or_another_python_and_writes_not
     (out / "wheels" / "x-1.0-py3-none-any.whl").write_bytes(b"changed in transit")
     dest = tmp_path / "dest"
     r = subprocess.run(["bash", out / "install.sh", dest], capture_output=True, text=True, env=offline_env(tmp_path))
-    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "differs from its SHA256SUMS" in r.stderr and "x-1.0-py3-none-any.whl" in r.stderr
     assert not dest.exists()
     other = fake_bundle(tmp_path / "b", "3.10")
     r = subprocess.run(["bash", other / "install.sh", dest], capture_output=True, text=True, env=offline_env(tmp_path))
-    assert r.returncode == 1 and "this bundle is for Python 3.10" in r.stderr, r.stderr
+    assert r.returncode == 4 and "this bundle is for Python 3.10" in r.stderr, r.stderr
     assert not dest.exists()
 
 
