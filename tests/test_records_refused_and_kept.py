@@ -710,22 +710,16 @@ def test_no_test_module_basename_is_shared_between_tests_and_claims():
 
 
 @pytest.mark.long  # imports every test module: ~15 s
-@pytest.mark.parametrize("args", [[], ["tests", "claims", "-m", "gpu"]], ids=["pytest", "pytest tests claims -m gpu"])
-def test_tests_and_claims_are_collected_in_one_run(args):
+@pytest.mark.parametrize(
+    "target, args", [(None, []), ("tests", ["claims", "-m", "gpu"])], ids=["pytest", "pytest tests claims -m gpu"]
+)
+def test_tests_and_claims_are_collected_in_one_run(target, args):
     """`pytest` with no arguments at the repository root (testpaths) and `pytest tests claims -m gpu` collect the
     modules of both folders without an error."""
-    import subprocess
-
-    proc = subprocess.run(
-        [PY, "-m", "pytest", *args, "--co", "-q", "-p", "no:cacheprovider"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
-    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    proc = run_pytest(*args, "--co", "-q", target=target, env=env, timeout=600)
     out = proc.stdout + proc.stderr
     last = out.strip().splitlines()[-1]
     assert proc.returncode == 0 and "import file mismatch" not in out and "error" not in last, out[-3000:]
-    if not args:
+    if target is None:
         assert "tests/test_synthetic_training.py::" in out and "claims/test_s3_mechanism.py::" in out

@@ -12,6 +12,7 @@ import secrets
 import sys
 import tempfile
 import warnings
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Callable
 
@@ -79,8 +80,9 @@ def _write_run(report_dir, run_id, records, settings, models, selection, interru
         print(f"abspos: could not write to {report_dir} ({e.strerror}); results are in {out}", file=sys.stderr)
         return out
     rebuild = f"build it with python -m harness.report build {out}"
+    token = _STOP.set(stop)  # build's checkpoints (a build of this run's report, under whatever name it is called)
     try:
-        build(out / "results.json", stop)
+        build(out / "results.json")
     except KeyboardInterrupt as e:  # a stop signal (or Ctrl-C): the results are whole, the report is not written
         print(
             f"abspos: {str(e).strip() or 'interrupted'} before the report was written: no report; the results are "
@@ -95,6 +97,8 @@ def _write_run(report_dir, run_id, records, settings, models, selection, interru
             file=sys.stderr,
         )
         return out  # `latest` stays on the last run whose report is complete
+    finally:
+        _STOP.reset(token)
     try:
         point_link(report_dir / "latest", out.name)
     except OSError:
@@ -123,12 +127,17 @@ def _provenance(models: list, selection) -> dict:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
+#: The checkpoint of the run whose report ``write_run`` is building (its ``Interrupts.check``), read by ``build``
+_STOP: ContextVar[Callable[[], None] | None] = ContextVar("abspos_report_stop", default=None)
+
+
 def build(results_path: Path, stop: Callable[[], None] | None = None) -> Path:
     """Write report.md, report.html, summary.md and figures/*.png next to results.json (given as the file or its run
     folder, checked by load_results before anything is written), with the "Merged from" section when the run was
-    merged (harness.report.merge); returns report.md's path. ``stop`` (a run's ``Interrupts.check``) is called before
-    each figure and once more before the three files are written, all or none: a stop it raises leaves no report."""
-    stop = stop or (lambda: None)
+    merged (harness.report.merge); returns report.md's path. ``stop`` (by default the checkpoint of the run
+    ``write_run`` is ending: its ``Interrupts.check``) is called before each figure and once more before the three
+    files are written, all or none: a stop it raises leaves no report."""
+    stop = stop or _STOP.get() or (lambda: None)
     results_path = results_file(results_path)
     results, base = load_results(results_path), results_path.parent
     stop()
