@@ -216,6 +216,11 @@ def stability_parser() -> argparse.ArgumentParser:
         help="runs of a few claims (with a full run among them, or not): re-take only the tests every run has, "
         "keeping the record's other entries",
     )
+    r.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace the record (or, with --merge, its entries) even with fewer seeds or fewer tests than it holds",
+    )
     m = sub.add_parser("methods", help="print METHODS.md's list of unstable verdicts from the stability record")
     for q in (r, m):
         q.add_argument(
@@ -233,15 +238,27 @@ def stability_command(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     if args.cmd == "record" and len(args.runs) < 3:
         p.error(f"record takes three or more runs of distinct seeds, got {len(args.runs)}")
+    left_out: list[str] = []
     try:
         data = (
-            stability.record(args.runs, args.stability_record, merged=args.merge)
+            stability.record(args.runs, args.stability_record, args.merge, args.replace, left_out)
             if args.cmd == "record"
             else stability.load(args.stability_record)
         )
+        text = stability.methods_list(data)
+    except stability.NothingNew as e:
+        print(f"stability: {args.stability_record}: {e}; it is unchanged")
+        return 0
     except (OSError, ValueError, KeyError) as e:
         return fail(f"stability: {e}", 2)
-    print(stability.methods_list(data), end="")
+    if left_out:
+        print(
+            f"stability: left out {len(left_out)} test × model entr{'y' if len(left_out) == 1 else 'ies'} with "
+            f"verdicts under fewer than {stability.MIN_SEEDS} seeds: {'; '.join(left_out[:3])}"
+            + ("; …" if len(left_out) > 3 else ""),
+            file=sys.stderr,
+        )
+    print(text, end="")
     return 0
 
 

@@ -23,7 +23,7 @@ from harness.outcome.results import load_results
 from harness.outcome.verdict import Verdict
 from harness.report.matrix import TOTALS
 from harness.report.record_text import claim_key, deciding, headline_cell, model_label, test_name
-from harness.report.render import to_markdown
+from harness.report.render import md_escape, to_markdown
 from harness.spec.claims import claim, claim_test
 from harness.spec.models import FAMILIES
 
@@ -126,7 +126,8 @@ IMAGE = re.compile(r"!\[((?:\\.|[^\]\\])*)\]\(([^)\s]+)\)")
 
 
 def figure_titles(report: Path | None) -> dict[str, str]:
-    """{figure file name: its title} from the report's image links (the titles the report shows them under)."""
+    """{figure file name: its title} from the report's image links (the titles the report shows them under), as text:
+    unescaped, so whatever shows it escapes it again for its own renderer (``Verdicts.show``: ``md_escape``)."""
     try:
         text = report.read_text() if report is not None else ""
     except OSError:
@@ -268,6 +269,7 @@ class Verdicts(list):
             except ImportError:  # an IPython without its display module: the paths alone
                 return paths
             titles = figure_titles(paths[0].parent.parent / "report.md")
-            for p in paths:
-                display(Markdown(f"**{titles.get(p.name, p.stem.replace('_', ' '))}**"), Image(filename=str(p)))
+            for p in paths:  # a title is text (a model's name may hold anything): escaped, as the report shows it
+                title = md_escape(titles.get(p.name, p.stem.replace("_", " ")))
+                display(Markdown(f"**{title}**"), Image(filename=str(p)))
         return paths

@@ -18,14 +18,14 @@ PY = sys.executable
 
 def pytest_argv(
     *args: str,
-    target: str | Path = "claims",
+    target: str | Path | None = "claims",
     plugin: bool = False,
     rootdir: Path | None = None,
     python: str | Path = PY,
 ) -> list[str]:
     """``python -m pytest <target> -p no:cacheprovider [-p harness.run.plugin] [--rootdir DIR] <args>``; ``python``
-    another interpreter (an installed checkout's venv)."""
-    argv = [str(python), "-m", "pytest", str(target), "-p", "no:cacheprovider"]
+    another interpreter (an installed checkout's venv); ``target`` None: none (pytest's testpaths)."""
+    argv = [str(python), "-m", "pytest", *([str(target)] if target is not None else []), "-p", "no:cacheprovider"]
     if plugin:
         argv += ["-p", "harness.run.plugin"]
     if rootdir is not None:
@@ -35,7 +35,7 @@ def pytest_argv(
 
 def run_pytest(
     *args: str,
-    target: str | Path = "claims",
+    target: str | Path | None = "claims",
     plugin: bool = False,
     rootdir: Path | None = None,
     cwd: Path = ROOT,

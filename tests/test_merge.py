@@ -571,15 +571,22 @@ def test_submit_local_jobs_merge_to_the_same_report_and_a_failed_job_shows(runs)
 
 @pytest.mark.long
 def test_a_merge_reads_seed_stability_from_the_record_as_it_stands_now(example, tmp_path, capsys):
-    """--stability-record: a decided verdict the record now says flips between seeds is shown unstable, one it no
-    longer lists loses the word, whatever each run recorded when it was made; a damaged record is one line."""
+    """--stability-record: a decided verdict the record now says flips between seeds is shown unstable, one it now
+    lists as steady loses the word, whatever each run recorded when it was made; a damaged record is one line."""
     dirs = split(example, tmp_path, ["smollm2-135m", "gemma3-270m"])
     whole = load_results(dirs[0])
     decided = next(r for r in whole["records"] if r.get("model") and r["verdict"] in ("held", "not held"))
     test = parse(decided["test"]).function
     settings = Settings(**{k: v for k, v in whole["settings"].items() if k in Settings.__dataclass_fields__})
     entry = {"verdicts": {"0": "held", "1": "not held", "2": "held"}, "unstable": True, "harness_error_seeds": []}
-    record = {"seeds": [0, 1, 2], "settings": settings.verdict_key(), "tests": {test: {decided["model"]: entry}}}
+    steady = {"verdicts": {"0": "held", "1": "held", "2": "held"}, "unstable": False, "harness_error_seeds": []}
+    tests: dict = {}
+    for d in dirs:  # every decided test of the runs: steady, but the one
+        for r in load_results(d)["records"]:
+            if r.get("model"):
+                tests.setdefault(parse(r["test"]).function, {})[r["model"]] = steady
+    tests[test][decided["model"]] = entry
+    record = {"seeds": [0, 1, 2], "settings": settings.verdict_key(), "tests": tests}
     (tmp_path / "stability.json").write_text(json.dumps(record))
     code, _, err = merge_cli(
         *dirs, "--out", tmp_path / "m", "--stability-record", tmp_path / "stability.json", capsys=capsys

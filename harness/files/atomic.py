@@ -6,9 +6,10 @@ is one line naming the file and why.
 
 Every JSON file the suite reads back (results.json, job and submission statuses, baselines, known outcomes, the
 stability record) is read by ``read_json``: a missing, unreadable, non-UTF-8, empty or invalid file, and anything but a
-regular file of at most ``MAX_JSON_BYTES`` (a FIFO, ``/dev/zero``, a device), raises a ``JSONFileError`` (a
-``ValueError``), whose message is one line naming the file and what is wrong with it; each kind of file words it through
-its own subclass. Nothing read is ever executed: JSON only.
+regular file of at most ``MAX_JSON_BYTES`` (a FIFO, ``/dev/zero``, a device), and JSON nested deeper than
+``MAX_JSON_DEPTH`` (no file the suite writes comes near it; a reader walking it would exceed Python's recursion limit)
+raises a ``JSONFileError`` (a ``ValueError``), whose message is one line naming the file and what is wrong with it; each
+kind of file words it through its own subclass. Nothing read is ever executed: JSON only.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import stat
 import tempfile
@@ -94,7 +96,8 @@ class JSONFileError(ValueError):
 
     #: How ``read_json`` words each problem after "<file>: " (``{what}``: the kind of file it was read as,
     #: ``{detail}``: the system's or the JSON parser's own words): "missing" (no such file), "folder",
-    #: "unreadable" (any other OSError), "undecodable" (not UTF-8), "empty" (whitespace only), "invalid" (not JSON).
+    #: "unreadable" (any other OSError), "undecodable" (not UTF-8), "empty" (whitespace only), "invalid" (not JSON),
+    #: "special" (not a regular file), "large" (over ``MAX_JSON_BYTES``), "deep" (nested over ``MAX_JSON_DEPTH``).
     PHRASES: ClassVar[dict[str, str]] = {
         "missing": "no such file",
         "folder": "a folder, not a {what} file",
@@ -104,6 +107,7 @@ class JSONFileError(ValueError):
         "invalid": "not valid JSON (truncated? {detail})",
         "special": "not a regular file ({detail}); give the file itself",
         "large": "{detail}, more than any {what} file the suite writes; refusing to read it",
+        "deep": "JSON nested {detail}, deeper than any {what} file the suite writes; refusing to read it",
     }
     #: What to do about the file, added ("; ADVICE") to the problems in ``ADVISED``; none by default.
     ADVICE: ClassVar[str] = ""
@@ -131,12 +135,42 @@ def read_json(path, what: str, error: type[JSONFileError] = JSONFileError) -> ob
         raise error.of(path, "undecodable", what, str(e)) from None
     except OSError as e:
         raise error.of(path, "unreadable", what, e.strerror or str(e)) from None
+    if nesting(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise error.of(path, "deep", what, f"over {MAX_JSON_DEPTH} levels deep")
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise error.of(
             path, "invalid" if text.strip() else "empty", what, f"{e.msg}: line {e.lineno} column {e.colno}"
         ) from None
+    except RecursionError:  # (``nesting`` bounds the depth first; a parser that still recurses too far is refused)
+        raise error.of(path, "deep", what, f"over {MAX_JSON_DEPTH} levels deep") from None
+
+
+#: The deepest nesting ``read_json`` parses: the suite's files are at most 8 levels deep (a record's figure holding a
+#: 3-D array); a reader that recurses (``json.dumps``, the report's cells) stays far below Python's recursion limit.
+MAX_JSON_DEPTH = 64
+
+_STRINGS = re.compile(
+    r'"[^"\\]*(?:\\.[^"\\]*)*"'
+)  # a JSON string, escapes included: its brackets are text, not nesting
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+def nesting(text: str, limit: int) -> int:
+    """How deeply the JSON ``text`` nests arrays and objects (brackets inside strings are text); stops counting past
+    ``limit`` (returns ``limit + 1`` then). Read on the text, before parsing: no parser or reader recurses that deep."""
+    brackets = _NOT_BRACKETS.sub("", _STRINGS.sub("", text))
+    depth = deepest = 0
+    for c in brackets:
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return depth
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
 
 
 #: The largest JSON file ``read_json`` reads: a results.json of the whole suite on every model is a few MB

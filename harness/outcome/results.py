@@ -83,8 +83,99 @@ def _record_problem(r) -> str | None:
         isinstance(f, dict) and isinstance(f.get("name"), str) for f in r["figures"]
     ):
         return 'has no "figures" list of objects with a "name"'
-    if not all(isinstance(r.get(k) or 0, (int, float)) for k in ("seconds", "forward_seconds", "layer_tokens")):
+    if not all(_number(r.get(k)) for k in ("seconds", "forward_seconds", "layer_tokens", "floor_layer_tokens")):
         return "has a non-numeric time"
+    if not _number(r.get("margin")):
+        return '"margin" is not a number'
+    for k in ("check", "unstable", "crashed", "run", "merged"):
+        if r.get(k) is not None and not isinstance(r[k], str):
+            return f'"{k}" is not a string'
+    for k in ("baseline", "shape"):
+        if r.get(k) is not None and not isinstance(r[k], dict):
+            return f'"{k}" is not an object'
+    decisions = r.get("decisions")
+    if decisions is not None and not isinstance(decisions, list):
+        return '"decisions" is not a list'
+    for i, d in enumerate(decisions or ()):
+        if problem := _decision_problem(d):
+            return f"decision {i} {problem}"
+    return None
+
+
+def _number(x) -> bool:
+    """A number (NaN and infinities as JSON's NaN/Infinity parse), or nothing (None)."""
+    return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+
+
+def _decision_problem(d) -> str | None:
+    """What keeps one of a record's "decisions" (``harness.spec.decision``) from being shown (None if nothing): the keys
+    the reports and the notebook read."""
+    if not isinstance(d, dict):
+        return "is not an object"
+    for k in ("check", "verdict"):
+        if d.get(k) is not None and not isinstance(d[k], str):
+            return f'has a "{k}" that is not a string'
+    for k in ("estimate", "margin", "prompts_to_decide"):
+        if not _number(d.get(k)):
+            return f'has a "{k}" that is not a number'
+    interval = d.get("interval")
+    if interval is not None and not (isinstance(interval, list) and len(interval) == 2 and all(map(_number, interval))):
+        return 'has an "interval" that is not [low, high]'
+    return None
+
+
+#: The shape of what the reports read of a model's provenance (harness.report.provenance, the weights fingerprint)
+_MODEL = {"weights_sha256": str, "config_sha256": str, "weights": {"*": str}, "derived": {}}
+_CODE = {"commit": str, "commits": [str]}
+_MACHINE = {"gpus": [str]}
+#: The shape of each top-level section a report reads (``shape_problem``'s grammar); every key may be absent or null
+SECTIONS: dict[str, Any] = {
+    "run": str,
+    "provenance": {
+        "code": _CODE,
+        "machine": _MACHINE,
+        "selection": [str],
+        "models": {"*": _MODEL},
+        "per_model": {
+            "*": {"run": str, "also_from": [str], "code": _CODE, "machine": _MACHINE, "versions": {}, "weights": _MODEL}
+        },
+    },
+    "merged": {
+        "runs": [{"run!": str, "models": [str], "sets": [str]}],
+        "failed": [{"model!": str, "status!": str, "reason!": str}],
+        "warnings": [str],
+        "notes": [str],
+    },
+}
+
+
+def shape_problem(value, shape, where: str) -> str | None:
+    """What keeps ``value`` from having ``shape`` (None if nothing; an absent or null key fits): a type (str: a string;
+    ``object``: anything), ``[shape]`` a list of that shape (no nulls in it), ``{key: shape}`` an object whose listed
+    keys have their shapes (``"*"``: every value; ``"key!"``: a key it must have; other keys anything). The problem
+    names the place: '"merged".runs[0] is not an object'."""
+    if value is None or shape is object:
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return f"{where} is not a list"
+        items = ((x, f"{where}[{i}]") for i, x in enumerate(value))
+        return next(
+            (p for x, at in items if (p := f"{at} is null" if x is None else shape_problem(x, shape[0], at))), None
+        )
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return f"{where} is not an object"
+        for key, sub in shape.items():
+            name = key.removesuffix("!")
+            if key.endswith("!") and value.get(name) is None:
+                return f'{where} has no "{name}"'
+            for k, x in value.items() if key == "*" else [(name, value.get(name))]:
+                if problem := shape_problem(x, sub, f"{where}.{k}"):
+                    return problem
+        return None
+    if not isinstance(value, shape) or isinstance(value, bool) and shape is not bool:
+        return f"{where} is not a {'string' if shape is str else shape.__name__}"
     return None
 
 
@@ -100,6 +191,9 @@ def schema_problem(results) -> str | None:
     info = results.get("interrupted")  # a partial run: {"by": "SIGTERM", "not_run": [node ids]} (harness.run.records)
     if info is not None and not (isinstance(info, dict) and isinstance(info.get("not_run", []), list)):
         return '"interrupted" is not an object with a "not_run" list'
+    for key, shape in SECTIONS.items():
+        if problem := shape_problem(results.get(key), shape, f'"{key}"'):
+            return problem
     for i, r in enumerate(results["records"]):
         if problem := _record_problem(r):
             name = f", {r['test']}," if isinstance(r, dict) and isinstance(r.get("test"), str) else ""

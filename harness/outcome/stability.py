@@ -29,10 +29,16 @@ def _scalars(record: Record) -> dict[str, float]:
     }
 
 
-def combine(runs: list[dict[str, Any]], complete_only: bool = False) -> dict[str, Any]:
+#: The fewest seeds a (test, model) entry is recorded under: fewer cannot tell a stable verdict from luck
+MIN_SEEDS = 3
+
+
+def combine(runs: list[dict[str, Any]], complete_only: bool = False, left_out: list | None = None) -> dict[str, Any]:
     """{"settings", "seeds", "tests": {test: {model: {"verdicts": {seed: verdict}, "unstable", "ranges"}}}}.
-    The runs must share every setting but the seed, and have at least three distinct seeds. ``complete_only``: only
-    the (test, model) pairs with a verdict in every run (runs of a few claims beside a full one)."""
+    The runs must share every setting but the seed, and have at least three distinct seeds; so must each (test,
+    model) entry: one with verdicts under fewer seeds is left out (appended to ``left_out`` as "test on model (seeds
+    0, 1)"), and runs that leave no entry raise ValueError ("nothing to record"). ``complete_only``: only the (test,
+    model) pairs with a verdict in every run (runs of a few claims beside a full one)."""
     from harness.spec.settings import Settings
 
     settings = [Settings.from_dict(r.get("settings") or {}) for r in runs]
@@ -41,7 +47,7 @@ def combine(runs: list[dict[str, Any]], complete_only: bool = False) -> dict[str
             "the runs differ in more than the seed: " + "; ".join(s.describe(s.verdict_key()) for s in settings)
         )
     seeds = [s.seed for s in settings]
-    if len(set(seeds)) < 3 or len(set(seeds)) != len(seeds):
+    if len(set(seeds)) < MIN_SEEDS or len(set(seeds)) != len(seeds):
         raise ValueError(f"need at least three runs with distinct seeds, got seeds {seeds}")
     tests: dict = {}
     for seed, run in zip(seeds, runs):
@@ -54,12 +60,21 @@ def combine(runs: list[dict[str, Any]], complete_only: bool = False) -> dict[str
                 e["verdicts"][str(seed)] = Verdict.HELD.value if r["verdict"] == Verdict.STALE else r["verdict"]
                 for name, v in _scalars(r).items():
                     e["figures"].setdefault(name, []).append(v)
-    if complete_only:
-        tests = {
-            t: kept
-            for t, per in tests.items()
-            if (kept := {m: e for m, e in per.items() if len(e["verdicts"]) == len(runs)})
-        }
+    least = len(runs) if complete_only else MIN_SEEDS
+    short = [(t, m, e) for t, per in tests.items() for m, e in per.items() if len(e["verdicts"]) < least]
+    if not complete_only and left_out is not None:
+        left_out += [
+            f"{t} on {m} (seed{'s' * (len(e['verdicts']) > 1)} {', '.join(e['verdicts'])})" for t, m, e in short
+        ]
+    tests = {
+        t: kept for t, per in tests.items() if (kept := {m: e for m, e in per.items() if len(e["verdicts"]) >= least})
+    }
+    if not tests:
+        raise ValueError(
+            "no test has a verdict in every run: nothing to record"
+            if complete_only
+            else f"no test has verdicts under {MIN_SEEDS} or more seeds (each run holds other tests): nothing to record"
+        )
     for per_model in tests.values():
         for e in per_model.values():
             e["unstable"] = len({v for v in e["verdicts"].values() if v in DECIDED}) > 1
@@ -81,20 +96,30 @@ class StabilityError(JSONFileError):
     ADVICE = "re-record it: abspos-claims stability record RUN RUN RUN"
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _entry_problem(e) -> str | None:
+    """What keeps one (test, model) entry from being read (None if nothing): every key the readers use
+    (``describe``, ``methods_list``, ``unstable``, ``merge``)."""
     if not isinstance(e, dict):
         return "is not an object"
-    if not isinstance(e.get("verdicts"), dict) or not all(isinstance(v, str) for v in e["verdicts"].values()):
+    verdicts = e.get("verdicts")
+    if not isinstance(verdicts, dict) or not all(isinstance(v, str) for v in verdicts.values()):
         return 'has no "verdicts" object of seed: verdict'
-    if not isinstance(e.get("unstable", False), bool):
-        return '"unstable" is not true or false'
+    if not all(k.isdigit() for k in verdicts) or not all(v in set(Verdict) for v in verdicts.values()):
+        return 'has "verdicts" that are not of whole-number seeds and known verdicts'
+    if not isinstance(e.get("unstable"), bool):
+        return 'has no "unstable" true or false'
     ranges = e.get("ranges", {})
     if not isinstance(ranges, dict) or not all(
-        isinstance(r, list) and len(r) == 2 and all(isinstance(x, (int, float)) for x in r) for r in ranges.values()
+        isinstance(r, list) and len(r) == 2 and all(map(_number, r)) for r in ranges.values()
     ):
         return '"ranges" is not an object of [low, high] pairs'
-    if not isinstance(e.get("harness_error_seeds", []), list):
-        return '"harness_error_seeds" is not a list'
+    errors = e.get("harness_error_seeds", [])
+    if not isinstance(errors, list) or not all(isinstance(x, str) and x in verdicts for x in errors):
+        return '"harness_error_seeds" is not a list of its seeds (as strings, "0")'
     return None
 
 
@@ -106,8 +131,10 @@ def problem(data) -> str | None:
         return None
     if not isinstance(data.get("settings"), dict):
         return 'no "settings" object'
-    if not isinstance(data.get("seeds"), list):
-        return 'no "seeds" list'
+    if not isinstance(data.get("seeds"), list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) for x in data["seeds"]
+    ):
+        return 'no "seeds" list of whole numbers'
     if not isinstance(data.get("tests"), dict):
         return 'no "tests" object'
     for test, per in data["tests"].items():
@@ -175,25 +202,75 @@ def methods_list(data: dict) -> str:
     return head + ("\n".join(rows) if rows else "- none: every verdict is the same under every seed") + "\n"
 
 
-def merge(old: dict, new: dict) -> dict:
+class NothingNew(ValueError):
+    """``record --merge`` of runs whose entries the record already holds as they are: nothing is written."""
+
+
+def _entries(data: dict) -> dict[tuple[str, str], dict]:
+    return {(t, m): e for t, per in (data.get("tests") or {}).items() for m, e in per.items()}
+
+
+def _seeds(seeds) -> str:
+    return ", ".join(map(str, seeds)) or "none"
+
+
+def merge(old: dict, new: dict, replace: bool = False) -> dict:
     """The record ``old`` with each (test, model) entry of ``new`` in place of its own, the rest kept: a few tests
-    re-taken under more seeds without re-running every claim. Both must be of the same verdict settings."""
+    re-taken under more seeds without re-running every claim. Both must be of the same verdict settings; an entry of
+    ``new`` under fewer seeds than the one it would replace is refused (ValueError) unless ``replace``; a ``new``
+    that changes nothing raises ``NothingNew``."""
     if old and old.get("settings") != new["settings"]:
         raise ValueError("the runs are of other settings than the stability record: re-record it whole")
+    before = _entries(old)
+    fewer = [
+        (k, e) for k, e in _entries(new).items() if k in before and len(e["verdicts"]) < len(before[k]["verdicts"])
+    ]
+    if fewer and not replace:
+        (t, m), e = fewer[0]
+        raise ValueError(
+            f"these runs would replace {len(fewer)} entr{'y' if len(fewer) == 1 else 'ies'} of the record with fewer "
+            f"seeds (e.g. {t} on {m}: seeds {_seeds(before[(t, m)]['verdicts'])} there, {_seeds(e['verdicts'])} here): "
+            "add runs of its seeds, or pass --replace to replace them"
+        )
     tests = {t: dict(per) for t, per in (old.get("tests") or {}).items()}
     for t, per in new["tests"].items():
         tests.setdefault(t, {}).update(per)
-    return {"settings": new["settings"], "seeds": sorted({*old.get("seeds", []), *new["seeds"]}), "tests": tests}
+    merged = {"settings": new["settings"], "seeds": sorted({*old.get("seeds", []), *new["seeds"]}), "tests": tests}
+    if old and merged == old:
+        raise NothingNew(f"nothing new: the record already holds these {len(_entries(new))} entries as they are")
+    return merged
 
 
-def record(runs: list, path: Path = STABILITY, merged: bool = False) -> dict:
+def less_than(old: dict, new: dict) -> str | None:
+    """What a whole new record ``new`` would lose of ``old`` (fewer seeds, or any of its (test, model) entries), in a
+    few words; None when it loses nothing."""
+    if not old:
+        return None
+    lost = [k for k in _entries(old) if k not in _entries(new)]
+    if len(new["seeds"]) >= len(old["seeds"]) and not lost:
+        return None
+    n_old, n_new = len(_entries(old)), len(_entries(new))
+    return (
+        f"it holds {n_old} test × model entr{'y' if n_old == 1 else 'ies'} under seeds {_seeds(old['seeds'])}, these "
+        f"runs {n_new} under seeds {_seeds(new['seeds'])}"
+        + (f", without {len(lost)} of its entries (e.g. {lost[0][0]} on {lost[0][1]})" if lost else "")
+    )
+
+
+def record(runs: list, path: Path = STABILITY, merged: bool = False, replace: bool = False, left_out=None) -> dict:
     """Combine the runs (results.json files or run folders, one per seed) and write the record to ``path``
     (atomically); returns it. ``merged``: only the (test, model) pairs every run has, merged into the record at
-    ``path`` (``merge``). An unreadable run, or runs that cannot be combined, raise ValueError or OSError (one line)
-    before anything is written."""
-    data = combine([load_results(p) for p in runs], complete_only=merged)
+    ``path`` (``merge``). A record with fewer seeds or fewer entries than the one at ``path`` is refused unless
+    ``replace``. An unreadable run, runs that cannot be combined, or a refused replacement raise ValueError or OSError
+    (one line) before anything is written; ``left_out`` (a list) gets the entries of too few seeds (``combine``)."""
+    data = combine([load_results(p) for p in runs], complete_only=merged, left_out=left_out)
     if merged:
-        data = merge(load(path), data)
+        data = merge(load(path), data, replace)
+    elif not replace and (loss := less_than(load(path), data)):
+        raise ValueError(
+            f"{path}: refusing to replace the record with less: {loss} (--merge adds these runs' tests to it; "
+            "--replace replaces it)"
+        )
     write_text(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
     return data
 
@@ -205,12 +282,36 @@ def unstable_text(data: dict, nodeid: str, model: str | None, verdict: str, key:
     return describe(entry) if entry else None
 
 
-def restabilise(records: list[dict], data: dict, key: dict) -> None:
-    """Each record's "unstable" as the stability record ``data`` has it for the design ``key`` (a run made before its
-    model's seeds were re-taken shows what the seeds say now; ``harness.report.merge``)."""
+def not_covering(data: dict, key: dict) -> str | None:
+    """Why the stability record ``data`` says nothing of runs at the design ``key`` (it is empty, or of other
+    settings: which differ), in a few words; None when it is of these settings."""
+    if not data:
+        return "it is empty"
+    if data.get("settings") != key:
+        theirs = data["settings"]
+        differ = [k for k in dict.fromkeys([*key, *theirs]) if key.get(k) != theirs.get(k)]
+        return (
+            "it is of other settings ("
+            + ", ".join(f"{k} {theirs.get(k, '(unset)')} there, {key.get(k, '(unset)')} here" for k in differ)
+            + ")"
+        )
+    return None
+
+
+def restabilise(records: list[dict], data: dict, key: dict) -> list[dict]:
+    """Each record's "unstable" as the stability record ``data`` (of the design ``key``: ``not_covering`` says None)
+    has it (a run made before its model's seeds were re-taken shows what the seeds say now; ``harness.report.merge``).
+    A decided record the record has no entry for keeps its run's mark; returns those records."""
+    uncovered = []
     for r in records:
-        text = unstable_text(data, r["test"], r.get("model"), r.get("verdict", ""), key)
+        model, verdict = r.get("model"), r.get("verdict", "")
+        entry = (data.get("tests") or {}).get(test_function(r["test"]), {}).get(model) if model else None
+        if entry is None and model and verdict in DECIDED:
+            uncovered.append(r)
+            continue
+        text = unstable_text(data, r["test"], model, verdict, key)
         if text:
             r["unstable"] = text
         else:
             r.pop("unstable", None)
+    return uncovered

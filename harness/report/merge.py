@@ -23,6 +23,7 @@ A claim over a family's sizes (its declaration's ``AcrossRuns``) is judged over 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -35,11 +36,13 @@ from harness.outcome import stability
 from harness.outcome.nodeid import parse
 from harness.report.ladder import across_runs_record, judged_across_runs
 from harness.report.merge_inputs import (
+    MERGE_MARK,
     MergeError,
     brief,
     code_of,
     read_inputs,
     refuse_output_in_inputs,
+    refuse_output_over_a_run,
     run_warnings,
 )
 from harness.report.record_text import synthetic_sets
@@ -116,10 +119,7 @@ def merge(
     }
     merged["records"] = sorted(records, key=lambda x: (x["claim"], x.get("model") or "", x["test"]))
     if stability_record is not None:
-        key = Settings(**{k: v for k, v in merged["settings"].items() if k in Settings.__dataclass_fields__})
-        stability.restabilise(
-            merged["records"], stability.load(Path(stability_record), required=True), key.verdict_key()
-        )
+        warnings += restabilised(merged, Path(stability_record))
     merged["merged"] = {
         "runs": [
             {
@@ -141,6 +141,24 @@ def merge(
         **({"stability_record": str(stability_record)} if stability_record is not None else {}),
     }
     return merged
+
+
+def restabilised(merged: dict, path: Path) -> list[str]:
+    """Each record's seed stability read from the stability record at ``path`` as it stands now; a record that says
+    nothing of these runs (empty, of other settings) or of some of their tests leaves those with their runs' marks,
+    said in one warning line (returned)."""
+    data = stability.load(path, required=True)
+    key = Settings(**{k: v for k, v in merged["settings"].items() if k in Settings.__dataclass_fields__})
+    if reason := stability.not_covering(data, key.verdict_key()):
+        return [f"the stability record {path} does not cover these runs ({reason}): each verdict keeps its run's mark"]
+    uncovered = stability.restabilise(merged["records"], data, key.verdict_key())
+    if not uncovered:
+        return []
+    r = uncovered[0]
+    return [
+        f"the stability record {path} has no entry for {len(uncovered)} of the runs' decided tests (e.g. "
+        f"{parse(r['test']).function} on {r['model']}): they keep their runs' marks"
+    ]
 
 
 def model_owners(runs: list) -> dict[str, dict]:
@@ -313,10 +331,13 @@ def _merged_provenance(runs: list, owner: dict) -> dict:
 
 
 def write(merged: dict, out: Path) -> Path:
-    """results.json into ``out`` (made if missing), then its report; returns report.md's path."""
+    """results.json into ``out`` (made if missing), marked as a merge's (``MERGE_MARK``), then its report; returns
+    report.md's path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    write_text(out / "results.json", json.dumps(merged, indent=1, allow_nan=True))
+    text = json.dumps(merged, indent=1, allow_nan=True)
+    write_text(out / MERGE_MARK, json.dumps({"results_sha256": hashlib.sha256(text.encode()).hexdigest()}) + "\n")
+    write_text(out / "results.json", text)
     return build(out / "results.json")
 
 
@@ -325,6 +346,7 @@ def merge_command(
 ) -> tuple[str, int]:
     """(what to print, exit code): 0 merged, 1 merged with a model failed or missing; MergeError/ResultsFileError
     propagate (the CLI prints their one line, exit 2)."""
+    refuse_output_over_a_run(Path(out))
     merged = merge(runs, allow_mixed, expect, run_id, stability_record)
     refuse_output_in_inputs(runs, Path(out))
     report = write(merged, Path(out))

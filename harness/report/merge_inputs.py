@@ -5,7 +5,9 @@ between the runs (settings, commits, versions) is refused or warned of here too 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 
 from harness.files.atomic import read_json
@@ -102,6 +104,39 @@ def refuse_output_in_inputs(inputs, out: Path) -> None:
                     f"--out {out}: {'is' if target == folder else 'lies inside'} the input {arg}'s folder "
                     f"{folder}; the merge would write over it: choose another --out"
                 )
+
+
+#: The file a merge writes beside its results.json ({"results_sha256"}): a folder holding it, with that results.json
+#: unchanged, is a merge's own earlier output, which a merge may write over
+MERGE_MARK = ".abspos-merge.json"
+#: What a run's folder holds (a run, a report, a job's status): a merge never writes over them
+RUN_FILES = ("results.json", "report.md", "report.html", "summary.md", JOB_FILE, "submit.json", "figures")
+
+
+def merge_output(folder: Path) -> bool:
+    """Whether ``folder`` is a merge's own earlier output: it holds the mark, and the results.json beside it is the one
+    the mark names (its sha256) or, if a merge was stopped between the two, a merged run's (its "merged" section)."""
+    try:
+        mark = read_json(folder / MERGE_MARK, "merge mark", ResultsFileError)
+        if not (folder / "results.json").exists():
+            return True
+        digest = hashlib.sha256((folder / "results.json").read_bytes()).hexdigest()
+        if isinstance(mark, dict) and mark.get("results_sha256") == digest:
+            return True
+        return "merged" in load_results(folder / "results.json")
+    except (ResultsFileError, OSError):
+        return False
+
+
+def refuse_output_over_a_run(out: Path) -> None:
+    """MergeError (one line) when ``out`` holds a run, a report or a job's status (``RUN_FILES``, or a ``latest``
+    run) that no merge wrote there: the merge would write over that run's results and report."""
+    held = [name for name in (*RUN_FILES, "latest") if os.path.lexists(out / name)]
+    if held and not (merge_output(out) and "latest" not in held):
+        raise MergeError(
+            f"--out {out}: holds {', '.join(held)} of a run that is not this merge's earlier output; the merge would "
+            "write over it: choose another --out (an empty or new folder)"
+        )
 
 
 # ---- what differs between the runs -----------------------------------------------------------------------

@@ -1212,15 +1212,18 @@ SUMMARY_TITLE = (
 )
 
 
-def make_all(results: dict, fig_dir: Path) -> list[Plot]:
+def make_all(results: dict, fig_dir: Path, stop=None) -> list[Plot]:
     """Every plot the run's figures support, written into fig_dir (stale PNGs there are removed), the summary of
-    every decision first. A figure draws no title of its own: the report captions it with the Plot's title."""
+    every decision first. A figure draws no title of its own: the report captions it with the Plot's title. ``stop``
+    (a run's ``Interrupts.check``) is called before each plot: a stop signal ends the drawing there, between figures."""
     by_claim = figures_by_claim(results)
     for stale in Path(fig_dir).glob("*.png"):
         stale.unlink()
     plots: list[Plot] = []
 
     def add(cid, model, caption, fn, *args, **kw) -> bool:
+        if stop is not None:
+            stop()  # (raises KeyboardInterrupt, which the handler below lets through)
         try:
             path = fn(*args, **kw)
         except Exception as e:  # a malformed figure must never cost the rest of the report

@@ -52,7 +52,7 @@ def _text(cell) -> str:
 # ---- Markdown ---------------------------------------------------------------------------------------
 
 
-def md_escape(text) -> str:
+def md_escape(text, alt: bool = False) -> str:
     """Text from a name, note, reason or setting, safe in Markdown that renders HTML (GitHub, a CI job summary): it
     shows as written and never becomes markup that fetches or links anything.
 
@@ -60,13 +60,18 @@ def md_escape(text) -> str:
     ``]`` of ``](`` and ``][``, the ``[`` of ``![`` and the ``]`` that closes a label at a line's start before ``:``
     backslash-escaped, so no link, image or link definition forms (an interval "[0.3, 0.5]" and "B13 [llama]: …" stay
     as written); the ``:`` of ``://`` and the ``.`` of ``www.`` as
-    entities, so no bare address becomes a link (GitHub's autolinks). A ``>`` opens nothing without a ``<``: it stays
-    as it is, so "A -> B" and ">= 0.87" read the same in the raw file. The suite's own links are ``Link`` cells and
-    image blocks, never escaped text."""
+    entities, so no bare address becomes a link (GitHub's autolinks); an ``@`` before a name followed by an empty
+    ``<wbr>`` (a word-break opportunity, which shows nothing), so no e-mail address (``name@host.tld``, ``mailto:``,
+    ``xmpp:``) or ``@mention`` becomes a link: GitHub's renderer (cmark-gfm) decodes entities and escapes before it
+    looks for addresses, so only markup between the ``@`` and the host stops it. ``alt``: the text of an image's
+    alt (a figure's title), which renders as plain text, links nothing, and would show the ``<wbr>``: left out there.
+    A ``>`` opens nothing without a ``<``: it stays as it is, so "A -> B" and ">= 0.87" read the same in the raw
+    file. The suite's own links are ``Link`` cells and image blocks, never escaped text."""
     text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace("\\", "\\\\")
     text = _LINK_BRACKET.sub(r"\\]", text).replace("![", "!\\[")
     text = _DEFINITION.sub(lambda m: m.group(1) + "\\]:", text)
-    return _NO_AUTOLINK.sub(lambda m: m.group(0).replace(":", "&#58;").replace(".", "&#46;"), text)
+    text = _NO_AUTOLINK.sub(lambda m: m.group(0).replace(":", "&#58;").replace(".", "&#46;"), text)
+    return text if alt else _AT_NAME.sub("@<wbr>", text)
 
 
 #: the ``]`` that closes a link's text before its ``(url)`` or ``[ref]``
@@ -75,6 +80,8 @@ _LINK_BRACKET = re.compile(r"\](?=[(\[])")
 _DEFINITION = re.compile(r"^( {0,3}\[[^\]]*)\]:", re.MULTILINE)
 #: the starts of what GitHub's Markdown links without brackets: ``scheme://`` and ``www.``
 _NO_AUTOLINK = re.compile(r"://|(?i:\bwww)\.")
+#: an ``@`` that starts a host or a user name: what GitHub links as an e-mail address or a mention
+_AT_NAME = re.compile(r"@(?=[\w.+-])")
 
 
 def _md_href(href: str) -> str:
@@ -103,7 +110,7 @@ def to_markdown(blocks: list, base: Path) -> str:
             out += ["| " + " | ".join(cell(c) for c in b[1]) + " |", "|" + "---|" * len(b[1])]
             out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in b[2]] + [""]
         elif kind == "img":
-            out += [f"![{md_escape(b[1])}]({_md_href(b[2].relative_to(base).as_posix())})", ""]
+            out += [f"![{md_escape(b[1], alt=True)}]({_md_href(b[2].relative_to(base).as_posix())})", ""]
         elif kind == "details":
             out += [f"<details><summary>{html.escape(b[1])}</summary>", "", to_markdown(b[2], base), "</details>", ""]
         elif kind == "toc":

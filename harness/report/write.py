@@ -12,7 +12,9 @@ import secrets
 import sys
 import tempfile
 import warnings
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Callable
 
 from harness.files.atomic import point_link, write_text
 from harness.outcome.results import load_results, results_file
@@ -35,11 +37,18 @@ def write_run(
     back to a temporary one, said in one line), then the reports built from it; every file is written atomically
     (harness.files.atomic), and ``latest`` is moved to the run, atomically, only once both are complete. ``interrupted``
     ({"by", "not_run"}) marks a run that ended before every selected test ran. ``stops`` (``harness.run.signals.
-    Interrupts``, or None) is how a stop signal reaches this: results.json is written inside its ``deferred()`` block,
-    so a stop never cuts it short; a stop that came once the run's end had begun (``deferred_by``), or one that arrives
-    while the report is built, leaves the report unbuilt and says so in one line naming the kept results (a stop that
-    ended the tests early does not: that run is reported as interrupted). Returns the run's folder (None: the results could
-    be written nowhere, said in one line)."""
+    Interrupts``, or None) is how a stop signal reaches this: all of it runs inside its ``deferred()`` block, so a stop
+    never raises in the middle of it; one that came once the run's end had begun (``deferred_by``) is acted on at the
+    next checkpoint (``Interrupts.check``: before the report, before each figure, before its files are written) and
+    leaves the report unbuilt, said in one line naming the kept results (a stop that ended the tests early does not:
+    that run is reported as interrupted). Returns the run's folder (None: the results could be written nowhere, said in
+    one line)."""
+    with stops.deferred() if stops is not None else contextlib.nullcontext():
+        stop = stops.check if stops is not None else None
+        return _write_run(report_dir, run_id, records, settings, models, selection, interrupted, stop)
+
+
+def _write_run(report_dir, run_id, records, settings, models, selection, interrupted, stop) -> Path | None:
     results = {
         "run": run_id,
         "settings": settings.as_dict(),
@@ -51,10 +60,9 @@ def write_run(
     }
     out = None
     try:
-        with stops.deferred() if stops is not None else contextlib.nullcontext():
-            out = run_folder(report_dir, run_id)
-            results["run"] = out.name
-            write_text(out / "results.json", json.dumps(results, indent=1, allow_nan=True))
+        out = run_folder(report_dir, run_id)
+        results["run"] = out.name
+        write_text(out / "results.json", json.dumps(results, indent=1, allow_nan=True))
     except OSError as e:
         if out is not None:
             with contextlib.suppress(OSError):
@@ -72,9 +80,8 @@ def write_run(
         print(f"abspos: could not write to {report_dir} ({e.strerror}); results are in {out}", file=sys.stderr)
         return out
     rebuild = f"build it with python -m harness.report build {out}"
+    token = _STOP.set(stop)  # build's checkpoints (a build of this run's report, under whatever name it is called)
     try:
-        if stops is not None and stops.deferred_by:
-            raise KeyboardInterrupt(f"interrupted by {stops.deferred_by}")
         build(out / "results.json")
     except KeyboardInterrupt as e:  # a stop signal (or Ctrl-C): the results are whole, the report is not written
         print(
@@ -90,6 +97,8 @@ def write_run(
             file=sys.stderr,
         )
         return out  # `latest` stays on the last run whose report is complete
+    finally:
+        _STOP.reset(token)
     try:
         point_link(report_dir / "latest", out.name)
     except OSError:
@@ -118,21 +127,31 @@ def _provenance(models: list, selection) -> dict:
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def build(results_path: Path) -> Path:
+#: The checkpoint of the run whose report ``write_run`` is building (its ``Interrupts.check``), read by ``build``
+_STOP: ContextVar[Callable[[], None] | None] = ContextVar("abspos_report_stop", default=None)
+
+
+def build(results_path: Path, stop: Callable[[], None] | None = None) -> Path:
     """Write report.md, report.html, summary.md and figures/*.png next to results.json (given as the file or its run
     folder, checked by load_results before anything is written), with the "Merged from" section when the run was
-    merged (harness.report.merge); returns report.md's path."""
+    merged (harness.report.merge); returns report.md's path. ``stop`` (by default the checkpoint of the run
+    ``write_run`` is ending: its ``Interrupts.check``) is called before each figure and once more before the three
+    files are written, all or none: a stop it raises leaves no report."""
+    stop = stop or _STOP.get() or (lambda: None)
     results_path = results_file(results_path)
     results, base = load_results(results_path), results_path.parent
+    stop()
     try:
         from harness.report.plots import make_all  # matplotlib: loaded only to draw
 
-        plots = make_all(results, base / "figures")
+        plots = make_all(results, base / "figures", stop)
     except ImportError as e:  # no matplotlib: the tables alone
         warnings.warn(f"report figures skipped: {e}", stacklevel=2)
         plots = []
     report = merged_report if "merged" in results else document
     blocks = report.document(results, plots, base)
-    write_text(base / "report.html", to_html(blocks))  # each atomically: a full disk leaves no truncated report
-    write_text(base / "summary.md", report.summary_markdown(results))
-    return write_text(base / "report.md", to_markdown(blocks, base))
+    html, summary, markdown = to_html(blocks), report.summary_markdown(results), to_markdown(blocks, base)
+    stop()
+    write_text(base / "report.html", html)  # each atomically: a full disk leaves no truncated report
+    write_text(base / "summary.md", summary)
+    return write_text(base / "report.md", markdown)

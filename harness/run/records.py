@@ -250,12 +250,13 @@ class RecordCollector:
 
     @pytest.hookimpl(tryfirst=True)  # before xdist tears its workers down: the results are written first
     def pytest_sessionfinish(self, session, exitstatus):
-        """Write what finished. A stop signal from here on never cuts results.json short (``write_run`` writes it in
-        ``Interrupts.deferred``); one that arrives while the report is built leaves the report unwritten, said in one
-        line; either way the run ends as an interrupted one (exit 2)."""
+        """Write what finished. From here to the run's last line (results.json, the report and its figures, the
+        terminal summary; ``pytest_unconfigure`` ends it) a stop signal is deferred: noted, never raised in the middle
+        of anything. One that came before the report is built, or while it is, leaves the report unwritten at the next
+        checkpoint (``write_run``), said in one line; either way the run ends as an interrupted one (exit 2)."""
+        self.interrupts.deferring = True  # for the rest of the run: unconfigure restores the handlers
         try:
-            with self.interrupts.deferred():
-                self.interrupted = self.interruption(session, exitstatus)
+            self.interrupted = self.interruption(session, exitstatus)
             if self.run.report_dir is not None and self.records:
                 self.report_path = write_run(
                     self.run.report_dir,
@@ -268,7 +269,6 @@ class RecordCollector:
                     stops=self.interrupts,
                 )
         finally:
-            self.interrupts.deferring = True  # the summary that follows is printed whole; unconfigure restores
             self.stopped_by = self.interrupts.by
             if self.interrupts.by and session.exitstatus != pytest.ExitCode.USAGE_ERROR:
                 session.exitstatus = pytest.ExitCode.INTERRUPTED  # whenever the stop came, the run was stopped

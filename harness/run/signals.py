@@ -5,8 +5,10 @@ those signals into a ``KeyboardInterrupt``: pytest then ends the session as for 
 still runs, and what finished is written, marked as interrupted by that signal (harness.run.records). A second delivery of
 the same stop within ``REPEAT_WINDOW`` seconds is the same request (a terminal's Ctrl-C reaches the whole process
 group, and a parent that forwards it sends it again) and is ignored; a later one interrupts again (whatever is being
-written then is abandoned, never left half-written: harness.files.atomic). A signal this process ignored when it started
-(``nohup``, a background job's SIGINT) stays ignored.
+written then is abandoned, never left half-written: harness.files.atomic). The run's end (results.json, the report,
+the summary) is one ``deferred()`` block: a stop there is noted and acted on at the block's checkpoints (``check``),
+never raised in the middle of a write. A signal this process ignored when it started (``nohup``, a background job's
+SIGINT) stays ignored.
 
 ``abspos-claims run`` and ``verify()`` start pytest as a child: ``forwarding`` passes those signals on to it, and the
 caller waits for it to write what finished; ``stop`` ends a child the caller no longer waits for (SIGINT, then
@@ -57,6 +59,12 @@ class Interrupts:
         finally:
             self.deferring = before
 
+    def check(self) -> None:
+        """A checkpoint of a deferred block (``harness.report.write.build``): raises the KeyboardInterrupt of a stop
+        that came while deferring, here, at a line of the caller's choosing, never in the middle of a write."""
+        if self.deferred_by is not None:
+            raise KeyboardInterrupt(f"interrupted by {self.deferred_by}")
+
     def install(self) -> "Interrupts":
         if not _main_thread():  # signal handlers belong to the main thread (pytest run inside a thread: left alone)
             return self
@@ -78,20 +86,20 @@ class Interrupts:
     def _handle(self, signum, frame):
         name = signal.Signals(signum).name
         now = time.monotonic()
-        if self.deferring and self.deferred_by is None:
-            self.deferred_by = name
         if self.by is None:
             self.by, self.at = name, now
             if self.on_first is not None:
                 self.on_first(name)
             if self.deferring:
+                self.deferred_by = name
                 return
             raise KeyboardInterrupt(f"interrupted by {name}")
-        if self.deferring:
-            return
         if now - self.at < REPEAT_WINDOW:
             return  # the same stop, delivered twice
         self.at = now
+        if self.deferring:
+            self.deferred_by = self.deferred_by or name
+            return
         raise KeyboardInterrupt(f"interrupted again by {name}")
 
 
