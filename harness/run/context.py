@@ -31,6 +31,7 @@ from harness.run.selection import (
     selected_models,
     synthetic_targets,
 )
+from harness.spec.claims import catalogue_problem
 from harness.spec.models import REGISTRY
 from harness.spec.settings import Settings
 
@@ -107,6 +108,9 @@ class RunContext:
         """The run's context from pytest's options; a bad option or input file is a UsageError (one line), which the
         plugin raises as pytest's usage error, before anything is collected."""
         o = config.getoption
+        why = catalogue_problem()  # $ABSPOS_CLAIMS_DIR: before any claim module is collected
+        if why:
+            raise UsageError(why)
         requested = Settings(
             n_prompts=o("--n-prompts"),
             seq_len=o("--seq-len"),
