@@ -21,7 +21,7 @@ import torch
 
 from harness.model import cache, devices
 from harness.model.cache import cache_root
-from harness.model.checkpoint_checks import check_finite, check_tokenizer, check_weights
+from harness.model.checkpoint_checks import check_finite, check_tokenizer, check_trained_model, check_weights
 from harness.model.gguf_files import bundled_gguf, check_sha256, package_dir
 from harness.model.rehearsal_mark import check_not_rehearsal, rehearsals_root
 from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
@@ -364,7 +364,8 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
     if "device_map" not in kwargs:
         model = model.to(device)
     check_finite(spec, model, folder)  # on its device: a pass over the weights in memory
-    return model.eval(), tok
+    check_trained_model(spec, folder, model.eval(), tok, log)  # once per weights: its next-token loss on text
+    return model, tok
 
 
 def check_folder_tokenizer(spec: ModelSpec, folder: Path) -> None:

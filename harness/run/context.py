@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.files.paths import BASELINES, KNOWN_OUTCOMES, STABILITY
 from harness.model import devices
+from harness.model.availability import measure_on
 from harness.outcome import known_outcomes, stability
 from harness.outcome.snapshots import Baselines
 from harness.run.selection import (
@@ -132,6 +133,7 @@ class RunContext:
         why = cache_problem()  # before a reference is converted or a rehearsal built into it
         if why:
             raise UsageError(why)
+        measure_on(device, requested.dtype)  # where a model is loaded at selection to check that it is trained
         synthetic, rest = synthetic_targets(o("--models") or "")
         models = (selected_models(rest) if rest else ()) if synthetic else selected_models(o("--models"))
         report_dir = None if o("--no-report") else Path(o("--report-dir"))
