@@ -12,6 +12,7 @@ P2, only the model named is measured
       initialisation passes; three that the weights' statistics let through, the real tokenizer)
       test_an_untrained_user_model_is_refused_before_any_work (path:, at selection, through pytest and `models`)
       test_trained_weights_pass_and_their_figure_is_kept (SmolLM2: the check refuses only what it should)
+      test_the_bound_and_a_loss_that_is_not_finite (the declared margin; an overflowing dtype never reads as trained)
       test_a_rehearsal_build_is_never_judged (its mark, not its loss, says what it is)
 - B21 (held) an inf behind the cached "ok" ........ test_a_weight_check_record_holds_only_for_the_same_bytes[edited …]
 P3, a bad input is one line before any work
