@@ -7,20 +7,29 @@ from __future__ import annotations
 
 import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from harness.model import devices, rehearsal, weights
 from harness.model.checkpoint_checks import loss_is_kept
 from harness.spec.models import ModelSpec, WrongWeights
 
-#: where ``check_trained`` loads a model: the run's device and dtype (``measure_on``); outside a run the CPU, in the
-#: checkpoint's bfloat16 when it is stored so (a paper model's 8B is then 16 GB, not 32), else float32
-_ON: dict[str, str | None] = {"device": "cpu", "dtype": None}
+#: where ``check_trained`` loads a model: the run's device and dtype, while a run selects its models
+#: (``measured_on``); outside a run (``abspos-claims models``) the CPU, in the checkpoint's bfloat16 when it is stored
+#: so (a paper model's 8B is then 16 GB, not 32), else float32
+_ON: ContextVar[tuple[str, str] | None] = ContextVar("abspos_measured_on", default=None)
 
 
-def measure_on(device: str, dtype: str | None) -> None:
-    """Make ``check_trained`` load models on ``device`` in ``dtype`` (the run's, set once its settings are read)."""
-    _ON.update(device=device, dtype=dtype)
+@contextmanager
+def measured_on(device: str, dtype: str) -> Iterator[None]:
+    """``check_trained`` loads models on ``device`` in ``dtype`` in this block (a run's selection)."""
+    token = _ON.set((device, dtype))
+    try:
+        yield
+    finally:
+        _ON.reset(token)
 
 
 def ensure_available(spec: ModelSpec) -> None:
@@ -58,15 +67,18 @@ def check_trained(spec: ModelSpec, log=print) -> None:
     """WrongWeights (one line naming the figure) when ``spec``'s weights are above the next-token loss bound
     (``harness.model.next_token_loss``): a figure kept for the same weights was judged by ``check_weights`` already;
     otherwise the model is loaded once (``weights.load_pretrained``, which measures, keeps and judges the figure) and
-    freed. A rehearsal's random weights are not judged; the bundled models are judged where they are loaded."""
+    freed. A rehearsal's random weights are not judged; the bundled models are judged where they are loaded, and a
+    GGUF given by reference where a run selects it (a listing never converts one)."""
     if spec.rehearsal or spec.group in ("tiny", "bundled", "extra"):
         return
-    folder = _folder(spec)
+    folder, run = _folder(spec), _ON.get()
+    if folder is None and run is None:  # a GGUF not converted yet: converted by a run, never by a listing
+        return
     if folder is not None and loss_is_kept(spec, folder):
         return
     import torch
 
-    device, dtype = _ON["device"] or "cpu", _ON["dtype"] or _dtype(folder)
+    device, dtype = run or ("cpu", _dtype(folder))
     log(f"[abspos] {spec.name}: measuring its next-token loss once ({dtype} on {device}), to tell trained weights ...")
     try:
         model, _ = weights.load_pretrained(spec, dtype, device, log)

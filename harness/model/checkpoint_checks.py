@@ -327,7 +327,8 @@ def file_hashes(folder: Path, found: dict[str, Any], log=print, what: str = "") 
                     h.update(block)
             digests[path.name] = h.hexdigest()
         found["sha256"] = digests
-        _store(found)
+        if "key" in found:  # a scan's record (not a bare dict of a caller's)
+            _store(found)
     return found["sha256"]
 
 

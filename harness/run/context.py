@@ -20,7 +20,7 @@ from pathlib import Path
 
 from harness.files.paths import BASELINES, KNOWN_OUTCOMES, STABILITY
 from harness.model import devices
-from harness.model.availability import measure_on
+from harness.model.availability import measured_on
 from harness.outcome import known_outcomes, stability
 from harness.outcome.snapshots import Baselines
 from harness.run.selection import (
@@ -133,19 +133,19 @@ class RunContext:
         why = cache_problem()  # before a reference is converted or a rehearsal built into it
         if why:
             raise UsageError(why)
-        measure_on(device, requested.dtype)  # where a model is loaded at selection to check that it is trained
-        synthetic, rest = synthetic_targets(o("--models") or "")
-        models = (selected_models(rest) if rest else ()) if synthetic else selected_models(o("--models"))
-        report_dir = None if o("--no-report") else Path(o("--report-dir"))
-        if not hasattr(config, "workerinput"):  # once, on the controller: xdist workers get the same options
-            specs = [REGISTRY[m] for m in models]
-            for problem in requested.context_problems(specs) + corpus_problems(requested, specs):
-                raise UsageError(problem)
-            named = set() if o("--skip-absent") else named_models(o("--models") or "")
-            for problem in model_problems(specs, named):  # a folder not the model named, or a named one absent
-                raise UsageError(problem)
-            if report_dir is not None:
-                check_writable(report_dir, "--report-dir")
+        with measured_on(device, requested.dtype):  # where a model is loaded at selection to check it is trained
+            synthetic, rest = synthetic_targets(o("--models") or "")
+            models = (selected_models(rest) if rest else ()) if synthetic else selected_models(o("--models"))
+            report_dir = None if o("--no-report") else Path(o("--report-dir"))
+            if not hasattr(config, "workerinput"):  # once, on the controller: xdist workers get the same options
+                specs = [REGISTRY[m] for m in models]
+                for problem in requested.context_problems(specs) + corpus_problems(requested, specs):
+                    raise UsageError(problem)
+                named = set() if o("--skip-absent") else named_models(o("--models") or "")
+                for problem in model_problems(specs, named):  # a folder not the model named, or a named one absent
+                    raise UsageError(problem)
+                if report_dir is not None:
+                    check_writable(report_dir, "--report-dir")
         key = requested.numbers_key()
         at_defaults = key == Settings().numbers_key() and (device.split(":")[0], requested.dtype) == ("cpu", "float32")
         baselines = Baselines(Path(o("--baseline-dir")), key, requested.device, requested.dtype)
