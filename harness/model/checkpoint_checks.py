@@ -13,9 +13,10 @@ in one line naming what differs:
 - ``abspos_rehearsal`` in a safetensors header: written into every rehearsal build's weights
   (harness.model.rehearsal), so a build is recognised from its weights, not only from ``REHEARSAL.json``.
 
-The scan's per-tensor summary is cached under ``$ABSPOS_CACHE/weight-checks``, keyed by the folder and, for each
-weights file, its name, size, mtime, device and inode numbers, change time (which no ``touch`` sets back) and a sha256
-of its first and last MiB: an edit, a copy or a swapped file changes the key, and the file is read again. A record
+The scan's per-tensor summary is cached under ``$ABSPOS_CACHE/weight-checks``, keyed by each weights file's name,
+size, mtime, device and inode numbers, change time (which no ``touch`` sets back) and a sha256 of its first and last
+MiB: an edit, a copy or a swapped file changes the key, and the file is read again (a folder of links to the same
+files shares the record: they are the same bytes). A record
 of another layout (damaged, hand-edited) is read again too, never trusted: every field a reader uses is checked when
 the record is loaded. What the summary is judged against comes from the spec each time.
 
@@ -25,9 +26,7 @@ drawn at random, scaled copies) their behaviour does: trained weights predict te
 weights (the figure is kept in the scan's record, valid for the same key and the same config and tokenizer files);
 ``check_weights`` refuses a folder whose kept figure is above the bound without loading anything.
 
-``check_tokenizer`` compares a loaded tokenizer with its spec: every id it can give has an embedding row, and it
-prepends the BOS token the spec names (or none); for the paper's models (and their rehearsals) also its size and the
-ids of a probe sentence as the published tokenizer gives them (``harness.spec.paper_configs.PUBLISHED``).
+The tokenizer beside the weights is checked by ``harness.model.tokenizer_checks``.
 """
 
 from __future__ import annotations
@@ -124,8 +123,8 @@ def _edges(path: Path, size: int) -> str:
 
 
 def _key(folder: Path) -> dict[str, Any]:
-    """What a record is valid for: the folder, and each weights file's bytes as far as a stat and its two ends tell
-    (an edit or a swap changes the change time, a copy the inode, and ``touch -r`` sets back only the mtime)."""
+    """What a record is valid for: each weights file's bytes, as far as a stat and its two ends tell (an edit or a
+    swap changes the change time, a copy the inode, and ``touch -r`` sets back only the mtime)."""
     files = {}
     for p in weight_files(folder):
         st = p.stat()
@@ -347,43 +346,6 @@ def hashes_problem(hashes: dict[str, str], published: dict[str, str]) -> str | N
                 f"{published[name][:12]}…)"
             )
     return None
-
-
-# ---- the tokenizer ----------------------------------------------------------------------------------------------
-
-
-def tokenizer_problem(spec: ModelSpec, tok, vocab_size: int | None) -> str | None:
-    """Why a loaded tokenizer is not the one ``spec`` describes (None when it is), as a phrase after "its tokenizer"."""
-    size = len(tok)
-    if vocab_size and size > vocab_size:
-        return (
-            f"has {size:,} tokens and its embedding {vocab_size:,} rows (ids past {vocab_size - 1:,} would index "
-            f"no embedding): another model's tokenizer"
-        )
-    ids = list(tok("x")["input_ids"])
-    adds = bool(ids) and tok.bos_token_id is not None and ids[0] == tok.bos_token_id and len(ids) > 1
-    if spec.adds_bos and not adds:
-        return f"does not prepend the BOS token {spec.bos_token_id} its model expects"
-    if spec.adds_bos and tok.bos_token_id != spec.bos_token_id:
-        return f"prepends BOS id {tok.bos_token_id}, not {spec.bos_token_id}"
-    if not spec.adds_bos and adds and spec.group != "local":
-        return f"prepends a BOS token ({tok.bos_token_id}), which its model's tokenizer does not"
-    published = PUBLISHED.get(spec.rehearses or (spec.name if spec.group == "paper" else ""))
-    if published:
-        if size != published["tokenizer_size"]:
-            return f"has {size:,} tokens, not the {published['tokenizer_size']:,} of the published tokenizer"
-        text, want = published["tokenizer_probe"]
-        got = list(tok(text)["input_ids"])
-        if got != want:
-            return f"encodes {text!r} as {got[:8]}…, not as the published tokenizer does ({want[:8]}…)"
-    return None
-
-
-def check_tokenizer(spec: ModelSpec, tok, vocab_size: int | None, folder: Path | str) -> None:
-    """WrongWeights (one line) when ``tok`` (loaded from ``folder``) is not the tokenizer ``spec`` describes."""
-    why = tokenizer_problem(spec, tok, vocab_size)
-    if why:
-        raise WrongWeights(f"{spec.name}: the tokenizer in {folder} {why}; refusing to measure it")
 
 
 def check_finite(spec: ModelSpec, model, folder: Path) -> None:

@@ -21,9 +21,10 @@ import torch
 
 from harness.model import cache, devices
 from harness.model.cache import cache_root
-from harness.model.checkpoint_checks import check_finite, check_tokenizer, check_trained_model, check_weights
+from harness.model.checkpoint_checks import check_finite, check_trained_model, check_weights
 from harness.model.gguf_files import bundled_gguf, check_sha256, package_dir
 from harness.model.rehearsal_mark import check_not_rehearsal, rehearsals_root
+from harness.model.tokenizer_checks import check_tokenizer
 from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
 
 
