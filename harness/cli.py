@@ -33,7 +33,8 @@ from harness.report.cli import main as report_main
 from harness.run import selection
 from harness.run_command import PROG, fail, run_command
 from harness.spec.applies import Applies, Target, family_sizes
-from harness.spec.claims import CLAIMS
+from harness.spec.catalogue import CatalogueError
+from harness.spec.claims import CLAIMS, catalogue_problem
 from harness.spec.methods_text import methods_decisions, methods_table
 from harness.spec.models import REGISTRY, WeightsUnavailable, WrongWeights
 from harness.spec.settings import Settings
@@ -147,6 +148,8 @@ def models_command(argv: Sequence[str]) -> int:
     seq_len = Settings().seq_len if args.seq_len is None else args.seq_len
     if problem := next((p for p in Settings(seq_len=seq_len).problems() if p.startswith("--seq-len")), None):
         return fail(problem)  # a length no run accepts, before any model is looked at
+    if problem := catalogue_problem() or selection.cache_problem():  # what every run would stop on, said here too
+        return fail(problem)
     try:
         names = selection.selected_models(",".join(args.models) if args.models else "bundled,paper")
     except selection.UsageError as e:
@@ -282,6 +285,8 @@ def claims_list() -> str:
 
 def claims_command(argv: Sequence[str]) -> int:
     cmd = claims_parser().parse_args(argv).cmd
+    if problem := catalogue_problem():  # $ABSPOS_CLAIMS_DIR missing, a file, or a folder without claims
+        return fail(problem)
     print({"list": claims_list, "table": methods_table, "decisions": methods_decisions}[cmd]())
     return 0
 
@@ -358,6 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[argv[0]][1](argv[1:])
     except SystemExit as e:  # argparse's --help (0) and usage errors (2)
         return exit_code(e)
+    except CatalogueError as e:  # any other command that reads the claims: $ABSPOS_CLAIMS_DIR unusable
+        return fail(str(e))
 
 
 if __name__ == "__main__":

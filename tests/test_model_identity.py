@@ -130,10 +130,20 @@ def test_a_real_folder_with_a_layer_more_is_refused_by_the_claims(tmp_path, smol
     assert not list((tmp_path / "baselines").rglob("*.json")), out[-3000:]
 
 
+@pytest.fixture
+def untrained_accepted(monkeypatch):
+    """The next-token loss bound lifted (harness.model.next_token_loss): a tiny random model tests loading, and
+    random weights are untrained by what they do, however they look (tests/test_trusted_weights_and_settings.py)."""
+    from harness.model import next_token_loss
+
+    monkeypatch.setattr(next_token_loss, "MARGIN", -math.inf)
+
+
 def tiny_folder(tmp_path: Path, name: str, smol: Path) -> Path:
     """A tiny model saved as a folder, with SmolLM2's tokenizer beside it (and an embedding row for each of its
     tokens): random weights made to look trained (norm scales that vary, matrices of differing spread), since a
-    fresh initialisation is refused as untrained (harness.model.checkpoint_checks)."""
+    fresh initialisation is refused as untrained (harness.model.checkpoint_checks); registered only with the loss
+    bound lifted (``untrained_accepted``)."""
     folder = tmp_path / name
     spec = get_spec(name)
     spec = dataclasses.replace(spec, config={**spec.config, "vocab_size": 49152})
@@ -151,7 +161,7 @@ def tiny_folder(tmp_path: Path, name: str, smol: Path) -> Path:
     return folder
 
 
-def test_real_and_tiny_models_still_load_clean(tmp_path, smol):
+def test_real_and_tiny_models_still_load_clean(tmp_path, smol, untrained_accepted):
     """Tied embeddings (lm_head absent from the file) and non-persistent buffers are not missing weights."""
     model, _ = weights.load_pretrained(get_spec("smollm2-135m"), "float32", "cpu", log=lambda *a: None)
     assert model.config.tie_word_embeddings and model.config.num_hidden_layers == 30
@@ -318,7 +328,7 @@ def test_a_config_that_needs_custom_code_is_refused_without_asking_or_running_it
     assert not asked and not marker.exists()
 
 
-def test_every_config_tokenizer_and_model_load_refuses_remote_code(tmp_path, smol, monkeypatch):
+def test_every_config_tokenizer_and_model_load_refuses_remote_code(tmp_path, smol, monkeypatch, untrained_accepted):
     """Resolving a reference and loading it: every from_pretrained says trust_remote_code=False."""
     import transformers
 

@@ -13,13 +13,20 @@ in one line naming what differs:
 - ``abspos_rehearsal`` in a safetensors header: written into every rehearsal build's weights
   (harness.model.rehearsal), so a build is recognised from its weights, not only from ``REHEARSAL.json``.
 
-The scan's per-tensor summary is cached under ``$ABSPOS_CACHE/weight-checks``, keyed by the folder and each file's
-name, size and mtime (as the conversion manifest is), so a folder is read once however many runs, workers and
-commands check it; a changed file is read again. What the summary is judged against comes from the spec each time.
+The scan's per-tensor summary is cached under ``$ABSPOS_CACHE/weight-checks``, keyed by each weights file's name,
+size, mtime, device and inode numbers, change time (which no ``touch`` sets back) and a sha256 of its first and last
+MiB: an edit, a copy or a swapped file changes the key, and the file is read again (a folder of links to the same
+files shares the record: they are the same bytes). A record
+of another layout (damaged, hand-edited) is read again too, never trusted: every field a reader uses is checked when
+the record is loaded. What the summary is judged against comes from the spec each time.
 
-``check_tokenizer`` compares a loaded tokenizer with its spec: every id it can give has an embedding row, and it
-prepends the BOS token the spec names (or none); for the paper's models (and their rehearsals) also its size and the
-ids of a probe sentence as the published tokenizer gives them (``harness.spec.paper_configs.PUBLISHED``).
+What no statistic of the weights can show (an initialisation other than transformers' own: any other spread, norms
+drawn at random, scaled copies) their behaviour does: trained weights predict text far better than chance.
+``check_trained_model`` holds every model but a rehearsal to ``harness.model.next_token_loss``'s bound, once per
+weights (the figure is kept in the scan's record, valid for the same key and the same config and tokenizer files);
+``check_weights`` refuses a folder whose kept figure is above the bound without loading anything.
+
+The tokenizer beside the weights is checked by ``harness.model.tokenizer_checks``.
 """
 
 from __future__ import annotations
@@ -32,17 +39,19 @@ from pathlib import Path
 from typing import Any
 
 from harness.files.atomic import write_text
+from harness.model import next_token_loss
 from harness.model.cache import cache_root
 from harness.spec.models import ModelSpec, WrongWeights
 from harness.spec.paper_configs import PUBLISHED
 
-FORMAT = 1  # the summary's layout: bump to scan every folder again
+FORMAT = 2  # the record's layout and key: bump to scan every folder again
 WEIGHT_GLOBS = ("*.safetensors", "pytorch_model*.bin")
 REHEARSAL_KEY = "abspos_rehearsal"  # the safetensors metadata key every rehearsal build's weights carry
 #: a matrix's standard deviation within this fraction of ``initializer_range`` reads as drawn by the initialiser
 INIT_STD_TOLERANCE = 0.05
 #: matrices whose spread says nothing of training: the embedding and the output head (often tied to it)
 MATRIX_EXEMPT = ("embed", "lm_head", "wte", "output.weight")
+EDGE = 1 << 20  # bytes hashed at each end of a weights file for the record's key
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -103,29 +112,76 @@ def _marks(path: Path) -> dict[str, str]:
         return dict(f.metadata() or {})
 
 
+def _edges(path: Path, size: int) -> str:
+    """sha256 of a file's first and last ``EDGE`` bytes (a safetensors header and the last tensors' values)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        h.update(f.read(EDGE))
+        f.seek(max(0, size - EDGE))
+        h.update(f.read(EDGE))
+    return h.hexdigest()
+
+
 def _key(folder: Path) -> dict[str, Any]:
+    """What a record is valid for: each weights file's bytes, as far as a stat and its two ends tell (an edit or a
+    swap changes the change time, a copy the inode, and ``touch -r`` sets back only the mtime)."""
     files = {}
     for p in weight_files(folder):
         st = p.stat()
-        files[p.name] = [st.st_size, st.st_mtime_ns]
-    return {"format": FORMAT, "folder": str(folder.resolve()), "files": files}
+        files[p.name] = [st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino, st.st_ctime_ns, _edges(p, st.st_size)]
+    return {"format": FORMAT, "files": files}
 
 
-def _record_path(folder: Path) -> Path:
-    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:20]
+SUMMARY = {"ndim": int, "n": int, "nonfinite": int, "zero": bool, "constant": bool, "std": float}
+
+
+def _is(value: Any, kind: type) -> bool:
+    """``value`` is a ``kind`` as JSON gives it (an int for a float; never a bool for a number)."""
+    if kind is bool:
+        return isinstance(value, bool)
+    return isinstance(value, (int, float) if kind is float else kind) and not isinstance(value, bool)
+
+
+def _valid(record: Any, key: dict[str, Any]) -> bool:
+    """Whether a loaded record is one this module wrote for ``key``: every field a reader uses, of its type."""
+    if not (isinstance(record, dict) and record.get("key") == key):
+        return False
+    tensors, marks = record.get("tensors"), record.get("marks")
+    if not (isinstance(tensors, dict) and isinstance(marks, dict) and set(marks) == set(key["files"])):
+        return False
+    for summary in tensors.values():
+        if not (isinstance(summary, dict) and all(_is(summary.get(k), t) for k, t in SUMMARY.items())):
+            return False
+        if summary.get("value") is not None and not _is(summary["value"], float):
+            return False
+    if not all(isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in marks.values()):
+        return False
+    digests = record.get("sha256", {})
+    if not (isinstance(digests, dict) and set(digests) <= set(key["files"])):
+        return False
+    if not all(isinstance(d, str) and len(d) == 64 for d in digests.values()):
+        return False
+    figures = record.get("next_token_loss", {})
+    return isinstance(figures, dict) and all(next_token_loss.valid(f) and f["inputs"] == k for k, f in figures.items())
+
+
+def _record_path(key: dict[str, Any]) -> Path:
+    """A record's file, named by its key: the same weights files (a folder of links to them included) share one."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
     return cache_root() / "weight-checks" / f"{digest}.json"
 
 
 def scan(folder: Path, log=print, what: str = "") -> dict[str, Any]:
     """{"tensors": {name: summary}, "marks": {file: metadata}} of every weights file in ``folder``: from the cache when
-    no file changed since it was read (name, size, mtime), else read now (said in one line) and cached."""
+    its record is valid for the same bytes (``_key``, ``_valid``), else read now (said in one line) and cached."""
     folder = Path(folder)
-    key, record = _key(folder), _record_path(folder)
+    key = _key(folder)
+    record = _record_path(key)
     try:
         cached = json.loads(record.read_text())
-        if isinstance(cached, dict) and cached.get("key") == key:
+        if _valid(cached, key):
             return cached
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         pass
     size = sum(v[0] for v in key["files"].values())
     if size > 1 << 28:
@@ -136,11 +192,7 @@ def scan(folder: Path, log=print, what: str = "") -> dict[str, Any]:
         for name, tensor in _tensors(path):
             tensors[name] = _summary(name, tensor)
     out = {"key": key, "tensors": tensors, "marks": marks}
-    try:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        write_text(record, json.dumps(out))
-    except OSError:
-        pass  # an unwritable cache: checked again next time, never skipped
+    _store(out)
     return out
 
 
@@ -213,8 +265,53 @@ def check_weights(spec: ModelSpec, folder: Path | str, log=print) -> None:
             raise WrongWeights(f"{spec.name}: {folder} holds {why}; refusing to measure it")
         return
     why = weights_problem(found, config, trained=not spec.rehearsal)
+    if not why and not spec.rehearsal and (figure := kept_loss(folder, found)) is not None:
+        why = next_token_loss.problem(figure)  # measured before: judged without loading anything
     if why:
         raise WrongWeights(f"{spec.name}: {folder} holds {why}; refusing to measure it")
+
+
+def kept_loss(folder: Path, found: dict[str, Any]) -> dict[str, Any] | None:
+    """The next-token loss kept in ``folder``'s scan record, if measured with its config and tokenizer files as they
+    are now (None otherwise: measured again)."""
+    return found.get("next_token_loss", {}).get(next_token_loss.inputs_digest(folder))
+
+
+def loss_is_kept(spec: ModelSpec, folder: Path | str) -> bool:
+    """Whether the weights in ``folder`` have their next-token loss kept (then ``check_weights`` judged it)."""
+    try:
+        return kept_loss(Path(folder), scan(Path(folder), lambda *a: None, spec.name)) is not None
+    except Exception:  # unreadable weights: check_weights says why
+        return False
+
+
+def check_trained_model(spec: ModelSpec, folder: Path | str, model, tok, log=print) -> None:
+    """WrongWeights (one line naming the figure) unless the loaded ``model`` predicts the corpus slice far better than
+    chance (``harness.model.next_token_loss``): measured once per weights, on the model's device, and kept in the
+    folder's scan record; a rehearsal's random weights, and published hashes that matched, are not judged."""
+    if spec.rehearsal or PUBLISHED.get(spec.name, {}).get("weights_sha256"):
+        return
+    folder = Path(folder)
+    found = scan(folder, log, spec.name)
+    figure = kept_loss(folder, found)
+    if figure is None:
+        figure = next_token_loss.measure(model, tok, folder)
+        log(f"[abspos] {spec.name}: next-token loss {figure['loss']:.2f} nats on {next_token_loss.SLICE}, once")
+        if next_token_loss.valid(figure):  # a loss that is not finite is not kept: another dtype may give one
+            kept = dict(list(found.get("next_token_loss", {}).items())[-7:])  # a few configs of the same weights
+            _store({**found, "next_token_loss": {**kept, figure["inputs"]: figure}})
+    why = next_token_loss.problem(figure)
+    if why:
+        raise WrongWeights(f"{spec.name}: {folder} holds {why}; refusing to measure it")
+
+
+def _store(record: dict[str, Any]) -> None:
+    try:
+        path = _record_path(record["key"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, json.dumps(record))
+    except OSError:
+        pass  # an unwritable cache: checked again next time, never skipped
 
 
 def file_hashes(folder: Path, found: dict[str, Any], log=print, what: str = "") -> dict[str, str]:
@@ -229,10 +326,8 @@ def file_hashes(folder: Path, found: dict[str, Any], log=print, what: str = "") 
                     h.update(block)
             digests[path.name] = h.hexdigest()
         found["sha256"] = digests
-        try:
-            write_text(_record_path(folder), json.dumps(found))
-        except OSError:
-            pass
+        if "key" in found:  # a scan's record (not a bare dict of a caller's)
+            _store(found)
     return found["sha256"]
 
 
@@ -251,43 +346,6 @@ def hashes_problem(hashes: dict[str, str], published: dict[str, str]) -> str | N
                 f"{published[name][:12]}…)"
             )
     return None
-
-
-# ---- the tokenizer ----------------------------------------------------------------------------------------------
-
-
-def tokenizer_problem(spec: ModelSpec, tok, vocab_size: int | None) -> str | None:
-    """Why a loaded tokenizer is not the one ``spec`` describes (None when it is), as a phrase after "its tokenizer"."""
-    size = len(tok)
-    if vocab_size and size > vocab_size:
-        return (
-            f"has {size:,} tokens and its embedding {vocab_size:,} rows (ids past {vocab_size - 1:,} would index "
-            f"no embedding): another model's tokenizer"
-        )
-    ids = list(tok("x")["input_ids"])
-    adds = bool(ids) and tok.bos_token_id is not None and ids[0] == tok.bos_token_id and len(ids) > 1
-    if spec.adds_bos and not adds:
-        return f"does not prepend the BOS token {spec.bos_token_id} its model expects"
-    if spec.adds_bos and tok.bos_token_id != spec.bos_token_id:
-        return f"prepends BOS id {tok.bos_token_id}, not {spec.bos_token_id}"
-    if not spec.adds_bos and adds and spec.group != "local":
-        return f"prepends a BOS token ({tok.bos_token_id}), which its model's tokenizer does not"
-    published = PUBLISHED.get(spec.rehearses or (spec.name if spec.group == "paper" else ""))
-    if published:
-        if size != published["tokenizer_size"]:
-            return f"has {size:,} tokens, not the {published['tokenizer_size']:,} of the published tokenizer"
-        text, want = published["tokenizer_probe"]
-        got = list(tok(text)["input_ids"])
-        if got != want:
-            return f"encodes {text!r} as {got[:8]}…, not as the published tokenizer does ({want[:8]}…)"
-    return None
-
-
-def check_tokenizer(spec: ModelSpec, tok, vocab_size: int | None, folder: Path | str) -> None:
-    """WrongWeights (one line) when ``tok`` (loaded from ``folder``) is not the tokenizer ``spec`` describes."""
-    why = tokenizer_problem(spec, tok, vocab_size)
-    if why:
-        raise WrongWeights(f"{spec.name}: the tokenizer in {folder} {why}; refusing to measure it")
 
 
 def check_finite(spec: ModelSpec, model, folder: Path) -> None:

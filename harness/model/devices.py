@@ -14,6 +14,7 @@ CPU threads per process are the run's business: ``harness.run.threads``.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -153,20 +154,40 @@ def needs_device_map(param_bytes: int, free_bytes: int, n_gpus: int, headroom: f
 #: GiB of each GPU a model may use (``$ABSPOS_GPU_MEMORY_GIB``): on a shared GPU, or to force accelerate's split of a
 #: model that would fit (the GPU tier's check that a split model gives the figures of an unsplit one).
 MEMORY_CAP_ENV = "ABSPOS_GPU_MEMORY_GIB"
+#: the smallest cap taken (GiB): below it no layer of a registry model fits beside the CUDA context, which takes
+#: 0.3-0.5 GiB of a GPU outside any cap, so a smaller value is a slip (a unit, a typo), not a placement; the GPU
+#: tier's split check uses 0.2
+MIN_MEMORY_CAP_GIB = 0.1
 
 
 def memory_cap() -> int | None:
-    """Bytes of each GPU a model may use, from ``$ABSPOS_GPU_MEMORY_GIB`` (None: unset, the GPU's free memory)."""
+    """Bytes of each GPU a model may use, from ``$ABSPOS_GPU_MEMORY_GIB`` (None: unset, the GPU's free memory);
+    DeviceError (one line) for anything but a finite number of GiB of at least ``MIN_MEMORY_CAP_GIB``."""
     raw = os.environ.get(MEMORY_CAP_ENV, "").strip()
     if not raw:
         return None
     try:
         gib = float(raw)
     except ValueError:
-        gib = -1.0
-    if not gib > 0:
-        raise DeviceError(f"${MEMORY_CAP_ENV}={raw!r}: GiB of each GPU a model may use, a number above 0")
+        gib = math.nan
+    if not (math.isfinite(gib) and gib >= MIN_MEMORY_CAP_GIB):
+        raise DeviceError(
+            f"${MEMORY_CAP_ENV}={raw!r}: GiB of each GPU a model may use, a finite number of at least "
+            f"{MIN_MEMORY_CAP_GIB:g}; unset it for the GPU's free memory"
+        )
     return int(gib * 2**30)
+
+
+def placement_note(size: int, free: int, cap: int | None, placed: dict, n_gpus: int, device: str) -> str:
+    """What a load on a GPU says of its placement: the weights, the free memory, the cap where one is set (whether or
+    not it splits the model), and how the model is loaded."""
+    room = f"{free / 2**30:.1f} GiB free" + (f", {cap / 2**30:.2f} GiB allowed (${MEMORY_CAP_ENV})" if cap else "")
+    how = (
+        f"with device_map='auto' over {n_gpus} GPU(s)" + (" and the CPU" if cap else "")
+        if placed
+        else "whole (it fits)"
+    )
+    return f"{size / 2**30:.1f} GiB of weights, {room} on {device}: loading {how}"
 
 
 def placement(param_bytes: int, free: int, n_gpus: int, cap: int | None) -> dict:

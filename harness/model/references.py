@@ -34,10 +34,10 @@ def register(token: str, log=print) -> str | None:
         return None
     alias = paper_alias(ref)
     if alias is not None and not ref.revision:
-        from harness.model.weights import checked_paper_folder
+        from harness.model.availability import ensure_available
 
         try:
-            checked_paper_folder(alias)  # a folder holding another model is refused now (WrongWeights), not at load
+            ensure_available(alias)  # a folder holding another model, or untrained weights: refused now, not at load
         except WeightsUnavailable:
             pass  # absent: its tests skip with the one-line reason, like the paper model's
         return alias.name
@@ -51,11 +51,14 @@ def register(token: str, log=print) -> str | None:
 
         check_identity(alias, folder)
     spec = derive_spec(ref, folder)
-    if spec.folder:  # weights that are not finite, zeros or untrained: one line now, never a verdict
+    if spec.gguf or spec.folder:  # weights that are not finite, zeros or untrained: one line now, never a verdict
+        from harness.model.availability import check_trained
         from harness.model.checkpoint_checks import check_weights, weight_files
 
-        if weight_files(folder):  # none: its tests skip at load, naming what is missing
-            check_weights(spec, folder, log)
+        if spec.gguf or weight_files(folder):  # none: its tests skip at load, naming what is missing
+            if spec.folder:
+                check_weights(spec, folder, log)
+            check_trained(spec, log)  # its next-token loss, once per weights (a GGUF converted for it)
     known = REGISTRY.get(spec.name)
     if known is not None and known.source != spec.source:
         raise ReferenceError(

@@ -21,9 +21,10 @@ import torch
 
 from harness.model import cache, devices
 from harness.model.cache import cache_root
-from harness.model.checkpoint_checks import check_finite, check_tokenizer, check_weights
+from harness.model.checkpoint_checks import check_finite, check_trained_model, check_weights
 from harness.model.gguf_files import bundled_gguf, check_sha256, package_dir
 from harness.model.rehearsal_mark import check_not_rehearsal, rehearsals_root
+from harness.model.tokenizer_checks import check_tokenizer
 from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, WeightsUnavailable, WrongWeights
 
 
@@ -342,13 +343,9 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
         size = devices.estimate_param_bytes(AutoConfig.from_pretrained(folder, trust_remote_code=False), dtype)
         free, cap = devices.free_bytes(device), devices.memory_cap()
         placed = devices.placement(size, free, n_gpus, cap)  # accelerate spreads a model too large for one GPU
-        if placed:
-            kwargs |= placed
-            room = f"{free / 2**30:.1f} GiB free" + (f", {cap / 2**30:.2f} GiB allowed" if cap else "")
-            log(
-                f"[abspos] {spec.name}: {size / 2**30:.1f} GiB of weights, {room} on {device}: loading with "
-                f"device_map='auto' over {n_gpus} GPU(s)" + (" and the CPU" if cap else "")
-            )
+        kwargs |= placed
+        if placed or cap is not None:  # a cap set is always said, whether it splits the model or not
+            log(f"[abspos] {spec.name}: {devices.placement_note(size, free, cap, placed, n_gpus, device)}")
     try:  # nothing from the folder is executed; a checkpoint that is not the model its config describes is refused
         with _no_load_report():
             model, info = AutoModelForCausalLM.from_pretrained(
@@ -368,7 +365,8 @@ def load_pretrained(spec: ModelSpec, dtype: torch.dtype | str, device: str, log=
     if "device_map" not in kwargs:
         model = model.to(device)
     check_finite(spec, model, folder)  # on its device: a pass over the weights in memory
-    return model.eval(), tok
+    check_trained_model(spec, folder, model.eval(), tok, log)  # once per weights: its next-token loss on text
+    return model, tok
 
 
 def check_folder_tokenizer(spec: ModelSpec, folder: Path) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness.files.paths import BASELINES, KNOWN_OUTCOMES, STABILITY
 from harness.model import devices
+from harness.model.availability import measured_on
 from harness.outcome import known_outcomes, stability
 from harness.outcome.snapshots import Baselines
 from harness.run.selection import (
@@ -31,6 +32,7 @@ from harness.run.selection import (
     selected_models,
     synthetic_targets,
 )
+from harness.spec.claims import catalogue_problem
 from harness.spec.models import REGISTRY
 from harness.spec.settings import Settings
 
@@ -107,6 +109,9 @@ class RunContext:
         """The run's context from pytest's options; a bad option or input file is a UsageError (one line), which the
         plugin raises as pytest's usage error, before anything is collected."""
         o = config.getoption
+        why = catalogue_problem()  # $ABSPOS_CLAIMS_DIR: before any claim module is collected
+        if why:
+            raise UsageError(why)
         requested = Settings(
             n_prompts=o("--n-prompts"),
             seq_len=o("--seq-len"),
@@ -128,18 +133,19 @@ class RunContext:
         why = cache_problem()  # before a reference is converted or a rehearsal built into it
         if why:
             raise UsageError(why)
-        synthetic, rest = synthetic_targets(o("--models") or "")
-        models = (selected_models(rest) if rest else ()) if synthetic else selected_models(o("--models"))
-        report_dir = None if o("--no-report") else Path(o("--report-dir"))
-        if not hasattr(config, "workerinput"):  # once, on the controller: xdist workers get the same options
-            specs = [REGISTRY[m] for m in models]
-            for problem in requested.context_problems(specs) + corpus_problems(requested, specs):
-                raise UsageError(problem)
-            named = set() if o("--skip-absent") else named_models(o("--models") or "")
-            for problem in model_problems(specs, named):  # a folder not the model named, or a named one absent
-                raise UsageError(problem)
-            if report_dir is not None:
-                check_writable(report_dir, "--report-dir")
+        with measured_on(device, requested.dtype):  # where a model is loaded at selection to check it is trained
+            synthetic, rest = synthetic_targets(o("--models") or "")
+            models = (selected_models(rest) if rest else ()) if synthetic else selected_models(o("--models"))
+            report_dir = None if o("--no-report") else Path(o("--report-dir"))
+            if not hasattr(config, "workerinput"):  # once, on the controller: xdist workers get the same options
+                specs = [REGISTRY[m] for m in models]
+                for problem in requested.context_problems(specs) + corpus_problems(requested, specs):
+                    raise UsageError(problem)
+                named = set() if o("--skip-absent") else named_models(o("--models") or "")
+                for problem in model_problems(specs, named):  # a folder not the model named, or a named one absent
+                    raise UsageError(problem)
+                if report_dir is not None:
+                    check_writable(report_dir, "--report-dir")
         key = requested.numbers_key()
         at_defaults = key == Settings().numbers_key() and (device.split(":")[0], requested.dtype) == ("cpu", "float32")
         baselines = Baselines(Path(o("--baseline-dir")), key, requested.device, requested.dtype)

@@ -13,6 +13,7 @@ claim's applicability is a predicate over the model, its thresholds are derived 
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import sys
@@ -33,12 +34,46 @@ def folder() -> Path:
 
 
 def declaration_files(directory: Path | None = None) -> list[Path]:
-    """The declaration modules of a folder: every ``*.py`` but the tests, conftest and __init__, in name order."""
+    """The declaration modules of a folder: every ``*.py`` but the tests, conftest and __init__, in name order.
+    CatalogueError (one line) for a folder that is missing, a file, or holds no declaration, and for a module that
+    sets no ``CLAIMS``: read from the files' text, before any of them is imported (a folder of other Python, such as
+    ``tests``, is never run)."""
     d = folder() if directory is None else directory
+    named = os.environ.get("ABSPOS_CLAIMS_DIR") if directory is None else None
+    where = f"ABSPOS_CLAIMS_DIR={named}" if named else str(d)
+    hint = f"point ABSPOS_CLAIMS_DIR at a folder of claim declarations, or unset it for {DEFAULT_DIR}"
+    if not d.exists():
+        raise CatalogueError(f"{where}: no such folder; {hint}")
     if not d.is_dir():
-        raise CatalogueError(f"no claims catalogue at {d} (set ABSPOS_CLAIMS_DIR to the claims/ folder)")
+        raise CatalogueError(f"{where}: a file, not a folder of claim declarations; {hint}")
     skip = ("test_", "conftest", "__init__")
-    return sorted(p for p in d.glob("*.py") if not p.name.startswith(skip))
+    files = sorted(p for p in d.glob("*.py") if not p.name.startswith(skip))
+    declares = {p: _sets_claims(p) for p in files}
+    if not any(declares.values()):
+        raise CatalogueError(
+            f"{where}: no claims in it (no <section>.py setting CLAIMS beside its test_<section>.py); {hint}"
+        )
+    for p, sets in declares.items():
+        if not sets:
+            raise CatalogueError(f"{p}: a declaration module sets CLAIMS to a tuple of ClaimSpec")
+    return files
+
+
+def _sets_claims(path: Path) -> bool:
+    """Whether a module's text assigns ``CLAIMS`` at its top level (read with ``ast``, nothing run)."""
+    try:
+        tree = ast.parse(path.read_text(errors="replace"), str(path))
+    except SyntaxError as e:
+        raise CatalogueError(f"{path}: not Python ({e.msg}, line {e.lineno})") from None
+    except (OSError, ValueError, RecursionError) as e:
+        raise CatalogueError(f"{path}: unreadable ({type(e).__name__})") from None
+    for node in tree.body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "CLAIMS" for t in targets):
+            return True
+    return False
 
 
 def load(directory: Path | None = None) -> list[tuple[str, tuple[Any, ...]]]:

@@ -286,11 +286,15 @@ class Registry(Mapping[str, ClaimSpec]):
     def _load(self) -> dict[str, ClaimSpec]:
         if not self._loaded:
             self._loaded = True
-            for source, entries in catalogue.load():
-                for spec in entries:
-                    if not isinstance(spec, ClaimSpec):
-                        raise ClaimRegistrationError(f"{source}: CLAIMS holds {spec!r}, not a ClaimSpec")
-                    self.register(dataclasses.replace(spec, source=source))
+            try:
+                for source, entries in catalogue.load():
+                    for spec in entries:
+                        if not isinstance(spec, ClaimSpec):
+                            raise ClaimRegistrationError(f"{source}: CLAIMS holds {spec!r}, not a ClaimSpec")
+                        self.register(dataclasses.replace(spec, source=source))
+            except BaseException:  # never half a catalogue: the next use reads the folder again
+                self._claims, self._loaded = {}, False
+                raise
         return self._claims
 
     def __getitem__(self, claim_id: str) -> ClaimSpec:
@@ -356,6 +360,16 @@ class Registry(Mapping[str, ClaimSpec]):
 
 
 CLAIMS = Registry()  # claim id -> its declaration
+
+
+def catalogue_problem() -> str | None:
+    """Why the claims catalogue (``$ABSPOS_CLAIMS_DIR`` or claims/) cannot be read, in one line (None when it can):
+    checked before any work by the commands that read claims and by the pytest plugin."""
+    try:
+        len(CLAIMS)
+    except (catalogue.CatalogueError, ClaimRegistrationError) as e:
+        return str(e)
+    return None
 
 
 def register_claim(spec: ClaimSpec) -> ClaimSpec:
