@@ -33,8 +33,8 @@ FLOORS = (
     Floor(
         "transformers",
         "5.18.0",
-        "5.17 and older convert the bundled Gemma-3's GGUF tokenizer to other token ids, so every figure of that model "
-        "differs",
+        "5.17 and older convert the bundled Gemma-3's GGUF tokenizer to other token ids: its prompts, and so its "
+        "figures, differ",
     ),
     Floor("torch", "2.6.0", "transformers 5 disables PyTorch below 2.6, so no model loads"),
 )
