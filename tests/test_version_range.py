@@ -95,10 +95,11 @@ def test_the_committed_record_measured_the_floor_and_the_newest_release():
     runs = {leg["leg"]: leg for leg in measured["legs"]}
     assert runs["floor"]["versions"]["transformers"] == FLOOR["transformers"]
     assert runs["newest"]["versions"]["transformers"] == versions.NEWEST_MEASURED["transformers"]
-    for leg in runs.values():  # every bundled model measured on each leg, against the committed example
-        assert leg["models"] == ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]
-        assert leg["verdict_changes"] == 0 and leg["harness_errors"] == 0, leg["leg"]
-    for name in ("compare-floor.txt", "compare-newest.txt", "side-by-side-floor.md", "README.md"):
+    assert runs["floor"]["models"] == ["smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b"]  # every bundled model
+    assert runs["floor"]["numbers_vs_newest"]["differ"] == 0  # the floor's figures are the newest release's
+    for leg in runs.values():  # against the committed example
+        assert leg["verdict_changes"] == 0 and leg["harness_errors"] == 0 and leg["compare_exit"] == 0, leg["leg"]
+    for name in ("compare-floor.txt", "compare-newest.txt", "side-by-side-floor.md", "conversions.txt", "README.md"):
         assert (record / name).is_file(), name
 
 
