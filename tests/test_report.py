@@ -305,13 +305,14 @@ def test_compare_says_when_settings_or_models_differ(tmp_path, capsys):
     (tmp_path / "new.json").write_text(json.dumps(new))
     assert report_cli.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 0  # nothing moved
     lines = capsys.readouterr().out.splitlines()
-    assert "0 change(s)" in lines[0] and lines[1].startswith("settings differ: n_prompts 8 -> 16, seed (unset) -> 3 (")
+    assert "0 change(s)" in lines[0] and lines[1].startswith("versions: transformers ")  # the versions first
+    assert lines[2].startswith("settings differ: n_prompts 8 -> 16, seed (unset) -> 3 (")
     new["models"], new["records"] = MODELS[:1], [r for r in new["records"] if r["model"] == MODELS[0]]
     (tmp_path / "new.json").write_text(json.dumps(new))
     assert report_cli.main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].startswith("settings differ: n_prompts 8 -> 16, seed (unset) -> 3")
-    assert lines[2].startswith("models differ: smollm2-135m, qwen-tiny -> smollm2-135m (")
+    assert lines[2].startswith("settings differ: n_prompts 8 -> 16, seed (unset) -> 3")
+    assert lines[3].startswith("models differ: smollm2-135m, qwen-tiny -> smollm2-135m (")
     assert "test only in old" in "\n".join(lines[3:])
 
 

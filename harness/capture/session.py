@@ -33,6 +33,24 @@ class ModelLoadFailed(RuntimeError):
     """A model whose load already failed once in this session (the message carries the first error)."""
 
 
+#: The attribute a model's load error carries: the model's name (every test of that model fails its setup on it;
+#: harness.run.setup_failures says so in one line and keeps its snapshots).
+SETUP_OF = "abspos_setup_of"
+
+
+def setup_of(error: BaseException | None) -> str | None:
+    """The model whose load raised ``error`` (``Session.model``), or None for any other error."""
+    return getattr(error, SETUP_OF, None) if error is not None else None
+
+
+def _marked(error: Exception, name: str) -> Exception:
+    try:
+        setattr(error, SETUP_OF, name)
+    except (AttributeError, TypeError):  # an exception type that takes no attributes: left unmarked
+        pass
+    return error
+
+
 @dataclass
 class PlannedPasses:
     """One model's planned passes in a session: the prompt keys of the root sets whose pass ran, and whether one
@@ -70,9 +88,12 @@ class Session:
             first = self._failed[name]
             if isinstance(first, WeightsUnavailable):
                 raise first
-            raise ModelLoadFailed(
-                f"{name} failed to load earlier in this run, not retried: "
-                f"{type(first).__name__}: {(str(first).strip().splitlines() or [''])[0]}"
+            raise _marked(
+                ModelLoadFailed(
+                    f"{name} failed to load earlier in this run, not retried: "
+                    f"{type(first).__name__}: {(str(first).strip().splitlines() or [''])[0]}"
+                ),
+                name,
             )
         if name not in self._models:
             spec = get_spec(name)
@@ -86,7 +107,7 @@ class Session:
                         ensure_built(spec, log=self.notice)
                     hf, tok = load_pretrained(spec, devices.parse_dtype(s.dtype), s.device, log=self.notice)
             except Exception as e:
-                self._failed[name] = e
+                self._failed[name] = _marked(e, name)
                 raise
             self._models[name] = HookedModel(hf, spec, tok)
             self.workload.load_seconds += time.perf_counter() - t0

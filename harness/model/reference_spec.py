@@ -11,6 +11,7 @@ import os
 import re
 from pathlib import Path
 
+from harness.model import gguf_bos
 from harness.model.reference_parse import Reference, ReferenceError
 from harness.spec.models import ModelSpec
 
@@ -271,6 +272,8 @@ def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
             f"{ref}: no usable tokenizer in {folder} ({type(e).__name__}){custom}; the claims' "
             f"prompts are tokenized text"
         ) from None
+    if ref.kind == "gguf":  # as its conversion will (harness.model.gguf_bos): the BOS token the GGUF declares
+        gguf_bos.give_declared_bos(tokenizer, folder / Path(ref.target).name)
     adds_bos, bos_id = bos_policy(tokenizer, ref)
     rope, theta = rope_of(config)
     text = getattr(config, "text_config", None) or config

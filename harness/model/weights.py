@@ -19,7 +19,7 @@ from unittest import mock
 
 import torch
 
-from harness.model import cache, devices
+from harness.model import cache, devices, gguf_bos
 from harness.model.cache import cache_root
 from harness.model.checkpoint_checks import check_finite, check_trained_model, check_weights
 from harness.model.gguf_files import bundled_gguf, check_sha256, package_dir
@@ -29,13 +29,14 @@ from harness.spec.models import BUNDLED, ModelSpec, UnsupportedModelError, Weigh
 
 
 def _fingerprint(path: Path, spec: ModelSpec | None = None) -> str:
-    """Identifies a conversion's source: the GGUF, and the transformers version that converts it (a folder
+    """Identifies a conversion's source: the GGUF, the transformers version that converts it (a folder
     written by 5.x stores ``rope_parameters``, which 4.x silently ignores for its default ``rope_theta``;
-    GGUF tokenizer conversion also differs between versions), so a version change converts afresh."""
+    GGUF tokenizer conversion also differs between versions) and the harness's own step on its tokenizer
+    (``gguf_bos.RECIPE``), so a change of either converts afresh."""
     import transformers
 
     st = path.stat()
-    key = f"{path.name}:{st.st_size}:{transformers.__version__}"
+    key = f"{path.name}:{st.st_size}:{transformers.__version__}:{gguf_bos.RECIPE}"
     if spec is not None and spec.gguf.get("kind") == "path":  # a user's file: checkpoints of one run often share a
         key += f":{path.resolve()}:{st.st_mtime_ns}"  # name and size, and a file may be replaced in place
     return hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -49,7 +50,7 @@ def conversion_path(spec: ModelSpec, gguf: Path | None = None) -> Path:
         (b for b in BUNDLED if spec.gguf.get("kind") == "path" and _bundled_file(b) == gguf.resolve()), None
     )  # a bundled model's GGUF given by reference shares its conversion
     if bundled is not None:
-        return cache_root() / "converted" / f"{bundled.name}-{_fingerprint(gguf)}"
+        return cache_root() / "converted" / f"{bundled.name}-{_fingerprint(gguf, bundled)}"
     return cache_root() / "converted" / f"{spec.name}-{_fingerprint(gguf, spec)}"
 
 
@@ -81,12 +82,11 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
         t0 = time.time()
         check_sha256(spec, gguf)  # the joined file is what the registry recorded, whatever made it
         log(f"[abspos] converting {spec.name} from {gguf.name} (one-time, cached in {folder}) ...")
-        with mock.patch.dict(os.environ, {"TQDM_DISABLE": "1"}):  # transformers' GGUF bar (tqdm.auto): the two
-            tok = AutoTokenizer.from_pretrained(
-                gguf.parent,
-                gguf_file=gguf.name,  # lines here say it instead
-                trust_remote_code=False,
-            )
+        with mock.patch.dict(os.environ, {"TQDM_DISABLE": "1"}):  # transformers' GGUF bar: these log lines say it
+            tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
+            if bos := gguf_bos.give_declared_bos(tok, gguf):  # 5.18-5.22 leave out the BOS a Gemma GGUF declares
+                log(f"[abspos] {spec.name}: {bos}")
+                note["tokenizer"] = bos
             with _no_load_report():
                 model, info = AutoModelForCausalLM.from_pretrained(
                     gguf.parent,
@@ -103,7 +103,8 @@ def converted_folder(spec: ModelSpec, log=print) -> Path:
         tok.save_pretrained(into)
         log(f"[abspos] converted {spec.name} in {time.time() - t0:.0f}s")
 
-    return cache.ensure(folder, fingerprint, convert, log, what=spec.name, note={"gguf": str(gguf)})
+    note = {"gguf": str(gguf)}  # convert() adds what it changed (the marker is written after it)
+    return cache.ensure(folder, fingerprint, convert, log, what=spec.name, note=note)
 
 
 def ensure_available(spec: ModelSpec) -> None:

@@ -1,14 +1,15 @@
 """The report tools' command line: ``python -m harness.report`` (also ``abspos-claims report``).
 
 ``python -m harness.report build reports/<run>/results.json`` rebuilds the reports (and figures/*.png) from the
-JSON alone (harness.report.write); ``python -m harness.report compare OLD NEW [--rtol R --atol A]`` lists what moved
-between two runs (and says first when their settings or models differ; harness.report.compare);
+JSON alone (harness.report.write); ``python -m harness.report compare OLD NEW [--rtol R --atol A] [--models M] [--claims IDS]``
+lists what moved between two runs, or between the tests of the models and claims selected (first the two runs'
+versions, and when their settings or models differ; harness.report.compare);
 ``python -m harness.report side-by-side RUN[#MODEL] RUN[#MODEL]`` compares two models claim by claim
 (harness.report.side_by_side); ``python -m harness.report merge RUN... --out DIR`` merges runs made apart, one model
 each, into one run and report (harness.report.merge). Each takes a results.json or its run folder.
 Exit codes: 0 nothing moved (or the report was built), 1 figures or verdicts moved, 2 unreadable input (a missing,
 empty or invalid JSON file, or not a claims results.json: one line on stderr says which file and why; nothing is
-written) or a usage error.
+written), a --models or --claims that neither run has, or a usage error.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from harness.outcome.results import ResultsFileError
 from harness.outcome.stability import StabilityError
-from harness.report.compare import compare, tolerance
+from harness.report.compare import SelectionError, compare, names, tolerance
 from harness.report.merge import merge_command
 from harness.report.side_by_side import side_by_side
 from harness.report.write import build
@@ -39,6 +40,16 @@ def parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--atol", type=tolerance, default=None, help="absolute tolerance (default: harness.outcome.snapshots.ATOL)"
+    )
+    c.add_argument(
+        "--models",
+        type=names,
+        default=None,
+        metavar="M",
+        help="comma list of models: compare only their tests, in both runs (a one-model run against the example)",
+    )
+    c.add_argument(
+        "--claims", type=names, default=None, metavar="IDS", help="comma list of claim ids: only their tests"
     )
     s = sub.add_parser("side-by-side", help="two models claim by claim: side_by_side.md/.html (RUN[#MODEL] each)")
     s.add_argument("a")
@@ -80,7 +91,7 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
         return merge_command(args.runs, args.out, args.allow_mixed, args.expect, args.run_id, args.stability_record)
     if args.cmd == "side-by-side":
         return str(side_by_side(args.a, args.b, args.out)), 0
-    return compare(args.old, args.new, args.rtol, args.atol)
+    return compare(args.old, args.new, args.rtol, args.atol, args.models, args.claims)
 
 
 def main(argv: list[str]) -> int:
@@ -89,7 +100,8 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         text, code = run(args)
-    except (ResultsFileError, StabilityError) as e:  # an unreadable run, or the stability record named
+    except (ResultsFileError, StabilityError, SelectionError) as e:  # an unreadable run, the stability record
+        # named, or a --models / --claims neither run has
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # a report or merge into a folder this user cannot write (read-only, full): one line

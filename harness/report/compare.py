@@ -1,8 +1,13 @@
-"""Compare two runs' results.json: the figures and verdicts that moved beyond tolerance, after a line for any
-settings or models that differ (``python -m harness.report compare OLD NEW``; exit 1 when something moved)."""
+"""Compare two runs' results.json: the figures and verdicts that moved beyond tolerance, after the two runs' library
+versions and a line for any settings or models that differ (``python -m harness.report compare OLD NEW [--models M]
+[--claims C]``; exit 0 when the selection agrees within tolerance, 1 when something moved). Made for the check after a
+transformers update (docs/running.md): the versions come first, each moved figure is shown with its relative size, and
+one line says how many numbers differ at all and by how much at most, within tolerance or not.
+"""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -35,8 +40,107 @@ def figures_by_name(r: dict) -> dict:
     return out
 
 
+def names(text: str) -> list[str]:
+    """``--models`` / ``--claims``: a comma list of names (argparse's type; none is its one-line usage error)."""
+    import argparse
+
+    out = [n.strip() for n in text.split(",") if n.strip()]
+    if not out:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing")
+    return list(dict.fromkeys(out))
+
+
+class SelectionError(ValueError):
+    """``--models`` or ``--claims`` naming what neither run has; the message is one line."""
+
+
+def select(run: dict, models: list[str] | None, claims: list[str] | None) -> dict:
+    """``run`` with only the records of ``models`` (tests without a model left out) and of ``claims``."""
+    keep = [
+        r
+        for r in run.get("records") or []
+        if (models is None or r.get("model") in models) and (claims is None or r.get("claim") in claims)
+    ]
+    return {**run, "records": keep, "models": [m for m in run.get("models") or [] if models is None or m in models]}
+
+
+def _check_selection(old: dict, new: dict, models: list[str] | None, claims: list[str] | None) -> None:
+    for option, wanted, key in (("--models", models, "model"), ("--claims", claims, "claim")):
+        have = {r.get(key) for run in (old, new) for r in run.get("records") or []} - {None}
+        unknown = [w for w in wanted or [] if w not in have]
+        if unknown:
+            raise SelectionError(
+                f"compare {option} {','.join(wanted or [])}: neither run has {', '.join(unknown)} (they have "
+                f"{', '.join(sorted(have)) or 'none'})"
+            )
+
+
+def relative(a, b) -> str:
+    """The relative size of a move from ``a`` to ``b`` ("+0.32%", "-6.3e-05"), "" where either is not a number."""
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)):
+        return ""
+    if math.isnan(a) or math.isnan(b):
+        return "" if math.isnan(a) and math.isnan(b) else "nan"
+    if a == 0:
+        return "from 0" if b else ""
+    rel = (b - a) / abs(a)
+    return f"{rel:+.2%}" if abs(rel) >= 1e-3 else f"{rel:+.1e}"
+
+
+def _shown(x, other) -> str:
+    """A value in a moved row: 4 significant digits, or 8 where 4 would read the same as the other side's."""
+    if isinstance(x, float) and isinstance(other, (int, float)) and x != other and fmt(x) == fmt(other):
+        return f"{x:.8g}"
+    return fmt(x)
+
+
+def versions_line(old: dict, new: dict) -> str:
+    """The two runs' transformers, torch and tokenizers (and any other library whose version differs)."""
+    a, b = old.get("versions") or {}, new.get("versions") or {}
+    parts = []
+    for pkg in dict.fromkeys(["transformers", "torch", "tokenizers", *a, *b]):
+        va, vb = a.get(pkg), b.get(pkg)
+        if pkg in ("transformers", "torch", "tokenizers"):
+            parts.append(
+                f"{pkg} {va or '(not recorded)'}" + (f" → {vb or '(not recorded)'}" if va != vb else " (both)")
+            )
+        elif va != vb:
+            parts.append(f"{pkg} {va or '(not recorded)'} → {vb or '(not recorded)'}")
+    return "versions: " + ", ".join(parts)
+
+
+def agreement_line(old: dict, new: dict, rtol: float, atol: float) -> str:
+    """How many numbers both runs recorded, how many differ at all, and the largest relative difference (where)."""
+    from harness.outcome.snapshots import leaves
+
+    recs = [{(r.get("model") or "", r["test"]): r for r in run["records"]} for run in (old, new)]
+    n = differ = 0
+    worst: tuple[float, str] = (0.0, "")
+    for key in recs[0].keys() & recs[1].keys():
+        fa, fb = figures_by_name(recs[0][key]), figures_by_name(recs[1][key])
+        for name in fa.keys() & fb.keys():
+            la, lb = dict(leaves(fa[name])), dict(leaves(fb[name]))
+            for idx in la.keys() & lb.keys():
+                x, y = la[idx], lb[idx]
+                if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y)):
+                    continue
+                n += 1
+                if x == y or (math.isnan(x) and math.isnan(y)):
+                    continue
+                differ += 1
+                size = abs(y - x) / abs(x) if x and not (math.isnan(x) or math.isnan(y)) else math.inf
+                if size > worst[0] or not worst[1]:
+                    worst = (size, f"{key[0] or '(no model)'} {key[1].split('::')[-1].split('[')[0]} {name}{idx}")
+    most = f", the most {worst[0]:.2g} relative ({worst[1]})" if differ else ""
+    return (
+        f"figures: {n:,} numbers recorded by both runs, {differ:,} differ{most}; tolerance rtol {rtol:g}, "
+        f"atol {atol:g} (and two steps of a discrete figure)"
+    )
+
+
 def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = None) -> list[list[str]]:
-    """Rows (model, test, figure, index, old, new, change) for everything that differs beyond tolerance."""
+    """Rows (model, test, figure, index, old, new, change, relative size) for everything that differs beyond
+    tolerance."""
     from harness.outcome.snapshots import ATOL, RTOL, close, figure_atol, leaves
 
     rtol, atol = RTOL if rtol is None else rtol, ATOL if atol is None else atol
@@ -55,11 +159,12 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
                     "" if a is None else Verdict.of(a),
                     "" if b is None else Verdict.of(b),
                     "test only in " + ("new" if a is None else "old"),
+                    "",
                 ]
             )
             continue
         if Verdict.of(a) != Verdict.of(b):
-            rows.append([*key, "", "", Verdict.of(a), Verdict.of(b), "verdict changed"])
+            rows.append([*key, "", "", Verdict.of(a), Verdict.of(b), "verdict changed", ""])
         fa, fb = figures_by_name(a), figures_by_name(b)
         for name in dict.fromkeys([*fa, *fb]):
             if name not in fa or name not in fb:
@@ -71,6 +176,7 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
                         fmt(fa.get(name)),
                         fmt(fb.get(name)),
                         "figure only in " + ("new" if name not in fa else "old"),
+                        "",
                     ]
                 )
                 continue
@@ -83,11 +189,12 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
                             *key,
                             name,
                             idx,
-                            fmt(la.get(idx)) if idx in la else "—",
-                            fmt(lb.get(idx)) if idx in lb else "—",
+                            _shown(la.get(idx), lb.get(idx)) if idx in la else "—",
+                            _shown(lb.get(idx), la.get(idx)) if idx in lb else "—",
                             "moved"
                             if idx in la and idx in lb
                             else "element only in " + ("new" if idx not in la else "old"),
+                            relative(la.get(idx), lb.get(idx)) if idx in la and idx in lb else "",
                         ]
                     )
     return rows
@@ -114,14 +221,37 @@ def run_differences(old: dict, new: dict) -> list[str]:
     return lines
 
 
-def compare(old_path, new_path, rtol: float | None = None, atol: float | None = None) -> tuple[str, int]:
-    """Markdown table of what moved between two results.json files, after a line for any settings or models
-    that differ, and the exit code (1 if anything moved; ResultsFileError if either file is unreadable)."""
+def compare(
+    old_path,
+    new_path,
+    rtol: float | None = None,
+    atol: float | None = None,
+    models: list[str] | None = None,
+    claims: list[str] | None = None,
+) -> tuple[str, int]:
+    """Markdown table of what moved between two results.json files, after their versions, a line for any settings or
+    (selected) models that differ and how far the figures agree; and the exit code (1 if anything moved). ``models``
+    and ``claims`` restrict both runs to those records (a model's tests only: those without a model are left out).
+    ResultsFileError if either file is unreadable; SelectionError when a name selected is in neither run."""
+    from harness.outcome.snapshots import ATOL, RTOL
+
     old, new = load_results(old_path), load_results(new_path)
-    rows = diff(old, new, rtol, atol)
-    head = f"Compare {old.get('run')} → {new.get('run')}: {len(rows)} change(s)"
-    notes = "".join(line + "\n" for line in run_differences(old, new))
+    _check_selection(old, new, models, claims)
+    picked = models is not None or claims is not None
+    old_s, new_s = (select(r, models, claims) for r in (old, new)) if picked else (old, new)
+    rows = diff(old_s, new_s, rtol, atol)
+    scope = (
+        " ("
+        + "; ".join(f"{what} {', '.join(names)}" for what, names in (("models", models), ("claims", claims)) if names)
+        + ")"
+        if picked
+        else ""
+    )
+    head = f"Compare {old.get('run')} → {new.get('run')}{scope}: {len(rows)} change(s)"
+    lines = [versions_line(old, new), *run_differences(old_s, new_s)]
+    lines.append(agreement_line(old_s, new_s, RTOL if rtol is None else rtol, ATOL if atol is None else atol))
+    notes = "".join(line + "\n" for line in lines)
     if not rows:
         return head + " (all figures within tolerance, outcomes unchanged)\n" + notes, 0
-    blocks = [("table", ["model", "test", "figure", "index", "old", "new", "change"], rows)]
+    blocks = [("table", ["model", "test", "figure", "index", "old", "new", "change", "relative"], rows)]
     return head + "\n" + notes + "\n" + to_markdown(blocks, Path(".")), 1

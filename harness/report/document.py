@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.files.paths import METHODS
 from harness.outcome.verdict import Verdict
-from harness.report.matrix import totals_line, verdict_strip
+from harness.report.matrix import setup_failure_lines, totals_line, verdict_strip
 from harness.report.record_text import (
     claim_key,
     claim_texts,
@@ -35,6 +35,7 @@ from harness.report.record_text import (
 )
 from harness.report.render import Link, fmt, to_markdown
 from harness.report.timing import time_accounting
+from harness.spec import versions
 from harness.spec.claims import CLAIMS, claim_test, figure_words, glossary_terms, paper_numbers
 from harness.spec.models import names
 
@@ -162,7 +163,9 @@ def run_line(results: dict) -> str:
         held_out = "the synthetic sets on their own tasks' held-out samples"
         design = f"{design}; {held_out}" if models else held_out
     where = f"{s.get('device', 'device not recorded')}, {s.get('dtype', 'dtype not recorded')}"
-    return f"Models: {', '.join([*models, *sets]) or 'none named'} · {where} · {design}"
+    outside = versions.untested(results.get("versions") or {})  # only with --allow-untested-versions (or older runs)
+    flag = f" · **untested versions** (run with --allow-untested-versions): {'; '.join(outside)}" if outside else ""
+    return f"Models: {', '.join([*models, *sets]) or 'none named'} · {where} · {design}{flag}"
 
 
 def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
@@ -245,7 +248,8 @@ def matrix(results: dict) -> list:
         + '; — = no such test on that model. "<family> family": a test over a model family; "(no model)": a '
         "property tested without a model."
     )
-    return [("table", ["claim", "test", *columns], rows), ("p", legend)]
+    failed = [("p", f"**Setup failed** — {line}") for line in setup_failure_lines(records)]
+    return [("table", ["claim", "test", *columns], rows), ("p", legend), *failed]
 
 
 def provenance_blocks(results: dict) -> list:

@@ -57,6 +57,20 @@ def totals_line(records: list) -> str:
     return f"**{tests} on {on}: {' · '.join(shown)}**"
 
 
+def setup_failure_lines(records: list) -> list[str]:
+    """One line per model whose setup failed (harness.run.setup_failures): the tests it ended, and why (its first
+    test's line: a later one may only say that the load failed earlier)."""
+    by_model: dict[str, list[str]] = defaultdict(list)
+    for r in records:
+        if r.get("setup_failed"):
+            by_model[model_label(r)].append(r["setup_failed"].split(": setup failed: ", 1)[-1])
+    return [
+        f"{model}: setup failed, so its {len(why)} claim test{'s' * (len(why) != 1)} ended as harness errors (its "
+        f"committed snapshots are kept, not compared): {why[0]}"
+        for model, why in by_model.items()
+    ]
+
+
 def verdict_strip(records: list) -> str:
     """Under a claim's heading: its tests' verdicts per model, e.g. "smollm2-135m: 1 held, 1 inconclusive"."""
     by_model: dict[str, Counter] = defaultdict(Counter)

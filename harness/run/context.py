@@ -13,6 +13,7 @@ import dataclasses
 import os
 import re
 import secrets
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from harness.run.selection import (
     selected_models,
     synthetic_targets,
 )
+from harness.spec import versions
 from harness.spec.claims import catalogue_problem
 from harness.spec.models import REGISTRY
 from harness.spec.settings import Settings
@@ -47,6 +49,17 @@ def check_writable(folder: Path, option: str) -> None:
         raise UsageError(
             f"{option} {folder}: not writable ({e.strerror or e}); choose a writable folder, or --no-report"
         ) from None
+
+
+def check_versions(allowed: bool) -> None:
+    """A usage error when transformers or torch is older than the oldest release the suite measures with
+    (harness.spec.versions); with ``allowed`` (--allow-untested-versions) one line on stderr instead, and the run goes
+    on (its report flags it from the versions it records)."""
+    outside = versions.untested()
+    if outside and not allowed:
+        raise UsageError(versions.refusal(outside))
+    if outside:
+        print(f"abspos: --allow-untested-versions: {'; '.join(outside)}; the report flags this run", file=sys.stderr)
 
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # what --run-id accepts: a plain folder name
@@ -109,6 +122,8 @@ class RunContext:
         """The run's context from pytest's options; a bad option or input file is a UsageError (one line), which the
         plugin raises as pytest's usage error, before anything is collected."""
         o = config.getoption
+        if not hasattr(config, "workerinput"):  # a release below the supported range: one line, before anything else
+            check_versions(o("--allow-untested-versions"))
         why = catalogue_problem()  # $ABSPOS_CLAIMS_DIR: before any claim module is collected
         if why:
             raise UsageError(why)

@@ -108,6 +108,12 @@ def pytest_addoption(parser):
     g.addoption(
         "--run-slow", action="store_true", help="also run the slow variants (16-length scaling, many random draws)"
     )
+    g.addoption(
+        "--allow-untested-versions",
+        action="store_true",
+        help="run under a transformers or torch release older than the oldest this suite measures with "
+        "(harness/spec/versions.py) instead of ending with a usage error (exit 4); the report flags the run",
+    )
 
 
 # ---- the same options for `abspos-claims run --help` and its did-you-mean ----------------------------------------

@@ -40,6 +40,7 @@ from harness.run.context import RunContext
 from harness.run.options import pytest_addoption  # noqa: F401  (the hook, on this plugin)
 from harness.run.records import RecordCollector
 from harness.run.selection import UsageError
+from harness.run.setup_failures import SetupFailures
 from harness.run.terminal import terminal_writer
 from harness.spec.applies import Target, family_sizes
 from harness.spec.claims import claim
@@ -74,6 +75,7 @@ def pytest_configure(config):
         raise pytest.UsageError(str(e)) from None
     config.stash[PROGRESS], config.stash[WORKLOAD] = Progress(enabled=not run.quiet), Workload()
     signals.guard_orphans(worker=hasattr(config, "workerinput"))  # never outlive the run's controller or caller
+    config.pluginmanager.register(SetupFailures(config), "abspos-setup-failures")  # a model that never loaded
     threads.configure(config)  # known outcomes: validated with the other inputs (RunContext.from_config)
     if getattr(config.option, "update_snapshots", False):
         if not run.at_defaults:
@@ -238,11 +240,7 @@ def _notice(progress: Progress):
     """Lines the user must see (a conversion, a cache repair), each on a line of its own past pytest's capture."""
 
     def notice(*args) -> None:
-        text = " ".join(str(a) for a in args) + "\n"
-        if progress.write is not None:
-            progress.write(text)
-        else:
-            sys.stderr.write(text)
+        (progress.write or sys.stderr.write)(" ".join(str(a) for a in args) + "\n")
 
     return notice
 

@@ -15,7 +15,7 @@ from harness.outcome import stability
 from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
-from harness.report.matrix import totals_line, verdict_matrix
+from harness.report.matrix import setup_failure_lines, totals_line, verdict_matrix
 from harness.report.record_text import (
     claim_key,
     deciding_text,
@@ -27,6 +27,7 @@ from harness.report.record_text import (
 from harness.report.write import write_run
 from harness.run import signals
 from harness.run.context import RunContext
+from harness.run.setup_failures import setup_failed
 from harness.spec.claims import CLAIMS
 from harness.spec.models import REGISTRY
 
@@ -120,14 +121,15 @@ class RecordCollector:
                 f"{result.reason} ({crash}; this is its re-run)" if result.reason else f"{crash}; this is its re-run"
             )
             result = replace(result, reason=reason)
-        self.records.append(
-            result.record(
-                "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
-                report.duration + self.setup_seconds.pop(report.nodeid, 0.0),
-                unstable=unstable,
-                crashed=crash,
-            )
+        record = result.record(
+            "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
+            report.duration + self.setup_seconds.pop(report.nodeid, 0.0),
+            unstable=unstable,
+            crashed=crash,
         )
+        if setup_failed(report):  # its model never loaded: said once per model at the end (setup_failure_lines)
+            record["setup_failed"] = setup_failed(report)
+        self.records.append(record)
 
     def crashed(self, report) -> None:
         """A claim test whose xdist worker died while running it: a harness error record naming the crash, replaced
@@ -196,6 +198,8 @@ class RecordCollector:
         seen = {r["verdict"] for r in self.records}
         tr.write_line("verdicts: " + "; ".join(f"{v}: {v.meaning}" for v in Verdict if v in seen))
         for line in self.baseline_lines():
+            tr.write_line(line)
+        for line in setup_failure_lines(self.records):
             tr.write_line(line)
         self.report_lines(tr)
 
@@ -278,6 +282,8 @@ class RecordCollector:
         tr = config.pluginmanager.getplugin("terminalreporter")
         if self.records and tr is not None:
             tr.write_line("abspos total: " + totals_line(self.records).strip("*"))
+            for line in setup_failure_lines(self.records):  # the run's last lines say why a model has no verdicts
+                tr.write_line(f"abspos: {line}")
         self.interrupts.restore()
         late = self.interrupts.by if self.session is not None and not self.stopped_by else None
         if late and self.session.exitstatus != pytest.ExitCode.USAGE_ERROR:  # while the summary was printed
