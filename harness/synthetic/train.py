@@ -1,5 +1,7 @@
 """Training the related paper's synthetic models: the authors' recipe, seeded, checkpointed every epoch and cached by a
-hash of (task, encoding, architecture, size, recipe, seed), resumable, with a progress line.
+hash of (task, encoding, architecture, size, recipe, seed), resumable, with a progress line. Checkpoints and final
+models hold tensors and plain values only, read without unpickling, and record which model they are: a damaged file or
+another model's is removed with one line naming it and the model trained again, never resumed from it.
 
 Sizes (``SIZES``): ``smoke`` (seconds: the machinery in CI, never a verdict), ``pilot`` (a size that learns Task 1
 on 2 CPU cores within about half an hour per model), ``paper`` (the authors' d_model 256, 16 heads, MLP 512, 6 layers,
@@ -154,6 +156,58 @@ def folder(spec: SyntheticSpec, device: str = "cpu") -> Path:
     return cache_root() / "synthetic" / f"{spec.name}-{spec.key(device)}"
 
 
+def identity(spec: SyntheticSpec, device: str = "cpu") -> str:
+    """What a checkpoint or final model is, written into it: the model's name and cache key and what the key hashes
+    (task, encoding, architecture, size, seed, shape, recipe, format), so that a file of another model is never read
+    as this one's."""
+    what = {"name": spec.name, "key": spec.key(device), "spec": asdict(spec), "format": FORMAT[spec.arch]}
+    what |= {"shape": asdict(SIZES[spec.size].shape), "recipe": asdict(spec.recipe)}
+    return json.dumps(what, sort_keys=True)
+
+
+def _load(path: Path, spec: SyntheticSpec, device: str, log: Callable[[str], None]) -> dict | None:
+    """The checkpoint or final model at ``path`` when it is this spec's: read without unpickling anything (tensors and
+    plain values only). A damaged file, one holding anything else, or another model's is removed with one line
+    naming it, and the model is trained again from its start; None then, and where there is no file."""
+    if not path.is_file():
+        return None
+    try:
+        saved = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # cut, overwritten, or holding objects a plain load refuses: never executed
+        why = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        _discard(path, spec, f"unreadable ({why})", log)
+        return None
+    if not isinstance(saved, dict) or saved.get("identity") != identity(spec, device):
+        try:
+            other = json.loads(saved["identity"])["name"] if isinstance(saved, dict) else None
+        except (KeyError, TypeError, ValueError):
+            other = None
+        what = f"holds {other}" if other else "records no identity of the model it holds"
+        _discard(path, spec, f"{what}, not {spec.name} of key {spec.key(device)}", log)
+        return None
+    return saved
+
+
+def _into(model: nn.Module, saved: dict, path: Path, spec: SyntheticSpec, log: Callable[[str], None]) -> bool:
+    """``saved``'s weights loaded into ``model``; False (the file removed, with its line, the model untouched) where
+    they are not exactly the model's tensors: the same names and shapes."""
+    state, own = saved.get("model"), model.state_dict()
+    if not isinstance(state, dict) or state.keys() != own.keys():
+        state = None
+    if state is None or not all(
+        isinstance(state[k], torch.Tensor) and state[k].shape == v.shape for k, v in own.items()
+    ):
+        _discard(path, spec, "weights that are not the model's tensors", log)
+        return False
+    model.load_state_dict(state)
+    return True
+
+
+def _discard(path: Path, spec: SyntheticSpec, why: str, log: Callable[[str], None]) -> None:
+    path.unlink(missing_ok=True)
+    log(f"[synthetic] {path}: {why}; removed, {spec.name} is trained again from its start")
+
+
 def _save(obj, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     torch.save(obj, tmp)
@@ -190,11 +244,11 @@ def train(
     a GPU lease too short for the whole schedule leaves a checkpoint that the next one resumes."""
     size, where = SIZES[spec.size], folder(spec, device)
     final = where / "final.pt"
-    if final.is_file():
-        saved = torch.load(final, map_location=device, weights_only=False)
+    saved = _load(final, spec, device, log)
+    if saved is not None:
         model = PositionModel(size.shape, spec.encoding, spec.arch).to(device)
-        model.load_state_dict(saved["model"])
-        return Trained(spec, model.eval(), saved["info"])
+        if _into(model, saved, final, spec, log):
+            return Trained(spec, model.eval(), saved["info"])
     where.mkdir(parents=True, exist_ok=True)
     split = data(spec)
     ids, labels = (torch.as_tensor(x, device=device) for x in split["train"])  # the whole split on the device once
@@ -210,9 +264,8 @@ def train(
     loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignored is None else ignored)
     start_epoch, seconds, losses = 0, 0.0, []
     checkpoint = where / "checkpoint.pt"
-    if checkpoint.is_file():  # resume: weights, optimiser, schedule and the epochs done
-        c = torch.load(checkpoint, map_location=device, weights_only=False)
-        model.load_state_dict(c["model"])
+    c = _load(checkpoint, spec, device, log)  # resume: weights, optimiser, schedule and the epochs done
+    if c is not None and _into(model, c, checkpoint, spec, log):
         opt.load_state_dict(c["opt"])
         sched.load_state_dict(c["sched"])
         start_epoch, seconds, losses = c["epoch"], c["seconds"], c["losses"]
@@ -237,7 +290,7 @@ def train(
         seconds += took
         _save(
             {"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(), "epoch": epoch + 1}
-            | {"seconds": seconds, "losses": losses, "rng": torch.get_rng_state()},
+            | {"seconds": seconds, "losses": losses, "rng": torch.get_rng_state(), "identity": identity(spec, device)},
             checkpoint,
         )
         log(
@@ -249,6 +302,6 @@ def train(
     accuracy = float(correct(model, *split["test"], spec.task).mean())
     info = {"epochs": r.epochs, "seconds": round(seconds, 2), "losses": losses, "test_accuracy": accuracy}
     info |= {"samples": len(ids), "device": device, "threads": torch.get_num_threads()}
-    _save({"model": model.state_dict(), "info": info}, final)
+    _save({"model": model.state_dict(), "info": info, "identity": identity(spec, device)}, final)
     checkpoint.unlink(missing_ok=True)
     return Trained(spec, model.eval(), info)
