@@ -18,6 +18,7 @@ from harness.stats.intervals import percentile_ci
 from harness.synthetic import tasks
 from harness.synthetic.ablation import deposit_of, head_map
 from harness.synthetic.directions import additive_alignment
+from harness.synthetic.sets import listed
 from harness.synthetic.train import SIZES, SyntheticSpec, at_depth, correct, data, train
 
 DS1, DS2, DS3, DS4, DS5, DS6 = (claim(c) for c in ("DS1", "DS2", "DS3", "DS4", "DS5", "DS6"))
@@ -29,7 +30,8 @@ def trained(synthetic: str, task: str, encoding: str, seed: int = 0, device: str
     """The model of ``synthetic`` (synthetic-<size>-<arch>) trained on ``task`` with ``encoding`` and ``seed``, on the
     run's device (``--device``); at ``size`` where given, in the set's architecture."""
     own, arch = synthetic.removeprefix("synthetic-").split("-")
-    return train(SyntheticSpec(task, encoding, arch, size or own, seed), device=device, log=print)
+    spec = listed(SyntheticSpec(task, encoding, arch, size or own, seed), own)  # a set's models are one list
+    return train(spec, device=device, log=print)
 
 
 def held_out(model) -> np.ndarray:
