@@ -3,11 +3,7 @@ hash of (task, encoding, architecture, size, recipe, seed), resumable, with a pr
 models hold tensors and plain values only, read without unpickling, and record which model they are: a damaged file or
 another model's is removed with one line naming it and the model trained again, never resumed from it.
 
-Sizes (``SIZES``): ``smoke`` (seconds: the machinery in CI, never a verdict), ``pilot`` (a size that learns Task 1
-on 2 CPU cores within about half an hour per model), ``paper`` (the authors' d_model 256, 16 heads, MLP 512, 6 layers,
-128 tokens, 100,000 / 50,000 samples, 100 epochs, batch 512; for a GPU). The recipe (``Recipe``) is the authors':
-AdamW, learning rate 1e-4, weight decay 1e-5, betas (0.98, 0.9), cosine schedule with 6% warm-up, a 70/30 split; the
-smaller sizes raise the learning rate (their few steps would not move at 1e-4), stated in METHODS.md.
+The sizes and recipes (``SIZES``, ``recipe_of``) are in ``harness.synthetic.sizes``.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -28,79 +24,12 @@ from torch import nn
 
 from harness.model.cache import cache_root
 from harness.synthetic import tasks
-from harness.synthetic.model import PositionModel, Shape
+from harness.synthetic.model import PositionModel
+from harness.synthetic.sizes import PILOT_AUTHORS_LR, SIZES, Recipe, at_depth, recipe_of  # noqa: F401
 
 # bump an architecture's when a change of this code changes what its cached models hold (authors 2: their added RoPE
 # table concatenated, dropout on the attention weights, no final LayerNorm, as their code has them)
 FORMAT = {"authors": 2, "decoder": 1}
-
-
-@dataclass(frozen=True)
-class Recipe:
-    samples: int  # generated (before the 70/30 split); Task 2 uses half, as the authors' 50,000 to 100,000
-    epochs: int
-    batch: int
-    lr: float = 1e-4
-    weight_decay: float = 1e-5
-    betas: tuple[float, float] = (0.98, 0.9)
-    warmup: float = 0.06
-
-
-@dataclass(frozen=True)
-class Size:
-    shape: Shape
-    recipe: Recipe
-
-
-SIZES = {
-    # three layers: the smallest depth with a layer after the second (the hybrid claim reads layers after layer 2)
-    "smoke": Size(Shape(32, 4, 64, 3, 32, tasks.N_CLASSES), Recipe(samples=1200, epochs=6, batch=64, lr=3e-3)),
-    "pilot": Size(Shape(64, 4, 128, 2, 64, tasks.N_CLASSES), Recipe(samples=20_000, epochs=30, batch=128, lr=1e-3)),
-    "paper": Size(Shape(256, 16, 512, 6, 128, tasks.N_CLASSES), Recipe(samples=100_000, epochs=100, batch=512)),
-}
-# the pilot with a third layer, its recipe unchanged: for a measurement that reads a layer after the second, which the
-# two-layer pilot lacks (``at_depth``); not a set of its own
-SIZES["pilot3"] = Size(replace(SIZES["pilot"].shape, layers=3), SIZES["pilot"].recipe)
-
-
-def at_depth(size: str, layers: int) -> str | None:
-    """``size`` itself where it has at least ``layers`` layers, else the registered size that differs from it in
-    depth alone (same width, heads, length and recipe) with the fewest layers that suffice; None where none does."""
-    base = SIZES[size]
-    if base.shape.layers >= layers:
-        return size
-    deeper = [
-        (s.shape.layers, name)
-        for name, s in SIZES.items()
-        if s.shape.layers >= layers
-        and s.recipe == base.recipe
-        and replace(s.shape, layers=base.shape.layers) == base.shape
-    ]
-    return min(deeper)[1] if deeper else None
-
-
-# The authors' architecture pools the raw residual (no final LayerNorm): at the pilot's 1e-3 its RoPE model's
-# training diverged (seed 0: loss 2.52 at epoch 4, then 9.1, 141); of the two rates then tried, 5e-4 and 3e-4, the
-# larger, whose loss followed the earlier pilot's through epoch 8 (METHODS.md, the threshold log, 2026-11-28)
-PILOT_AUTHORS_LR = 5e-4
-
-
-# The authors trained their MLA model 1.5 times as many epochs as the others at twice the batch, at the same learning
-# rate (``mla.py``'s ``Config``: 150 epochs, batch 1024, against ``trans.py``'s 100 and 512): kept at every size, as a
-# scaling of the size's own recipe (the pilot's MLA: 45 epochs at batch 256)
-MLA_EPOCHS, MLA_BATCH = 1.5, 2
-
-
-def recipe_of(size: str, encoding: str, arch: str) -> Recipe:
-    """The size's recipe, at the pilot's (any depth) in the authors' architecture with ``PILOT_AUTHORS_LR``; MLA's
-    with the authors' MLA schedule scaled to the size (``MLA_EPOCHS`` times the epochs, ``MLA_BATCH`` times the
-    batch)."""
-    r = SIZES[size].recipe
-    if r == SIZES["pilot"].recipe and arch == "authors":
-        r = replace(r, lr=PILOT_AUTHORS_LR)
-    if encoding == "mla":
-        r = replace(r, epochs=round(MLA_EPOCHS * r.epochs), batch=MLA_BATCH * r.batch)
-    return r
 
 
 @dataclass(frozen=True)
