@@ -441,7 +441,7 @@ def test_a_report_of_synthetic_sets_alone_speaks_of_the_related_paper_and_each_s
     assert text.count("at pilot size, 4 heads: held") >= 2  # and the lead table
     paper = {"records": [ds("not held", "synthetic-paper-authors")], "models": [], "settings": settings}
     text = to_markdown(document.document(paper, []), paths.ROOT)
-    assert "at paper size" not in text and "| not held |" in text
+    assert "at paper size, 16 heads" not in text and "| not held |" in text
     assert "synthetic-paper-authors (paper size: d_model 256, 16 heads, 6 layers, 128 tokens" in text
     mixed = pilot | {"models": ["smollm2-135m"]}
     assert document.title(mixed) == f"Claims report: {document.PAPER_TITLE}"
