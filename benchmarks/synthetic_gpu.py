@@ -10,7 +10,7 @@ evaluation samples, the deposit share and gap with theirs; the GPU and versions)
 a table. ``--keep-weights`` copies the trained ``final.pt`` beside them; ``--time-limit S`` stops after the epoch in which S
 seconds have passed and keeps its checkpoint in DIR, for the next machine to resume (a lease shorter than the
 schedule). ``benchmarks/gpu_check.sh --synthetic``
-runs one per encoding, beside the GPU tier. The claims DS1-DS4 at paper size need every encoding and three seeds
+runs one per encoding, beside the GPU tier. The claims DS1-DS7 at paper size need every encoding on both tasks and three seeds
 (``pytest claims --models synthetic-paper --device cuda``); this is the part of them that fits a short GPU lease.
 """
 
