@@ -164,7 +164,7 @@ def presence(synthetic: str, device: str, figures):
     m, d, j = deposit_judged(rope)
     figures.add("rope_task1_deposit_share", d.share, ci=j.share.interval, n=m.units, unit=SAMPLE)
     if not j.held and not smoke:
-        why = j.effect if not j.effect.held else j.share
+        why = min((j.effect, j.share), key=lambda c: ("not held", "inconclusive", "held").index(c.reading))
         raise NotApplicable(
             f"DS2's RoPE Task-1 model (seed 0) shows no deposit (head {d.head}: effect {d.effect:.3f}, share "
             f"{d.share:.3f} against {j.bound:.3f}; {why.describe()}): no presence for the absence to contrast with"
