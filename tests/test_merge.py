@@ -627,7 +627,10 @@ def test_runs_of_synthetic_sets_are_named_by_their_sets_and_a_later_reading_is_s
         "Merged from 2 runs: run-later (synthetic-pilot-authors, synthetic-pilot-decoder); "
         "run-earlier (synthetic-pilot-authors, synthetic-pilot-decoder)"
     )
-    assert "Models: synthetic-pilot-authors, synthetic-pilot-decoder · cpu, float32 · the synthetic sets" in summary
+    shape = "pilot size: d_model 64, 4 heads, 2 layers, 64 tokens"  # each set named with its size and shape
+    sets = f"synthetic-pilot-authors ({shape}"
+    assert f"Models: {sets}" in summary and f"synthetic-pilot-decoder ({shape}" in summary
+    assert "· cpu, float32 · the synthetic sets" in summary
     assert "16 prompts" not in summary  # the prompts' design is not theirs
     merged = load_results(tmp_path / "m")
     shown = {r["test"]: r["verdict"] for r in merged["records"] if r["claim"] == "DS5"}
