@@ -10,7 +10,7 @@ on the paired bootstrap CI of their ratio.
 import numpy as np
 import pytest
 
-from harness import at_least, claim, holds, judge, within
+from harness import at_least, claim, judge, within
 from harness.capture.leakage_view import Leakage, prompt_ci
 from harness.model.edits import Bidirectional
 from harness.stats.leakage import causal_mask_share
@@ -55,10 +55,13 @@ def test_T7_leakage_concentrates_in_first_query_bin(model, session, figures):
     figures.add("first_bin_over_second", causal[0] / causal[1])
     share_ci = prompt_ci(session, first_bin_share(causal_b))
     figures.add("first_bin_share_of_causal_profile", share, ci=share_ci)
-    holds(
-        np.argmax(causal) == 0,
-        f"the largest causal bin is [{edges[np.argmax(causal)]}, "
-        f"{edges[np.argmax(causal) + 1]}), not the first ({np.round(causal, 4).tolist()})",
+    lead, lead_ci = causal[0] - causal[1:].max(), prompt_ci(session, causal_b[:, 0] - causal_b[:, 1:].max(axis=1))
+    judge(
+        at_least(lead, lead_ci, 0.0, session.settings.n_prompts),
+        f"the first causal bin is not shown the largest: its lead over the largest later bin, "
+        f"[{edges[1 + np.argmax(causal[1:])]}, {edges[2 + np.argmax(causal[1:])]}) ({np.round(causal, 4).tolist()}; "
+        f"the paired difference, each resample's largest later bin)",
+        check="test_T7_leakage_concentrates_in_first_query_bin: first bin largest",
     )
     judge(
         at_least(share, share_ci, FIRST_BIN_SHARE, session.settings.n_prompts),

@@ -408,3 +408,18 @@ def test_no_reader_facing_text_speaks_pytest(built, which):
         text = (folder / name).read_text().lower()
         for word in ("xfail", "claimnotheld", "known outcome"):
             assert word not in text, f"{name} says {word!r}"
+
+
+def test_an_na_implied_by_another_check_says_so_in_the_matrix():
+    """T1a where every highest-sink cell is at position 0: its cell reads "implied by EQ7", the words its n/a reason
+    opens with, not "not applicable" (which says the prediction is for other models); other n/a cells are unchanged."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sinks_claims", paths.ROOT / "claims" / "test_s5_1_sinks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    implied = {"verdict": "n/a", "outcome": "skipped", "reason": mod.IMPLIED_BY_EQ7}
+    other = {"verdict": "n/a", "outcome": "skipped", "reason": "not applicable: a BOS model"}
+    assert record_text.verdict_label(implied) == "implied by EQ7"
+    assert record_text.verdict_label(other) == "not applicable"
+    assert record_text.verdict_text(implied, False) == "implied by EQ7"
