@@ -33,6 +33,7 @@ CLAIMS = (
                 "and holds ≥ {first_bin_share} of the summed causal profile",
                 "first_bin_share_of_causal_profile",
                 "Table 7: 0.66–0.68",
+                paper_values=(),  # its first bin's paper value is T7b's (each figure judged once)
             ),
             "test_T7_bidirectional_far_below_causal_in_first_bin": ClaimTest(
                 EVERY_MODEL,

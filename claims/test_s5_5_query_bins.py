@@ -75,10 +75,12 @@ def test_T7_bidirectional_far_below_causal_in_first_bin(model, session, figures)
     edges, causal, bi, causal_b, bi_b = profiles(session, model)
     gap_ci = prompt_ci(session, causal_b - bi_b)[0]
     share = causal_mask_share(causal[0], bi[0])
-    figures.add("first_bin_causal", causal[0], ci=prompt_ci(session, causal_b)[0], seq_len=int(edges[-1]))
-    figures.add("first_bin_bidirectional", bi[0], ci=prompt_ci(session, bi_b)[0], seq_len=int(edges[-1]))
-    share_ci = prompt_ci(session, 1 - bi_b[:, :1] / causal_b[:, :1])[0]
-    figures.add("first_bin_causal_mask_share", share, ci=share_ci, seq_len=int(edges[-1]))
+    length = int(edges[-1])
+    figures.add("first_bin_causal", causal[0], ci=prompt_ci(session, causal_b)[0], seq_len=length, rows=causal_b[:, 0])
+    figures.add("first_bin_bidirectional", bi[0], ci=prompt_ci(session, bi_b)[0], seq_len=length, rows=bi_b[:, 0])
+    share_rows = 1 - bi_b[:, 0] / causal_b[:, 0]
+    share_ci = prompt_ci(session, share_rows)
+    figures.add("first_bin_causal_mask_share", share, ci=share_ci, seq_len=length, rows=share_rows)
     figures.add("first_bin_gap_ci", gap_ci)
     judge(
         at_least(causal[0] - bi[0], gap_ci, 0.0, session.settings.n_prompts),
