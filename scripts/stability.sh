@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Stability of every verdict on the bundled models under three seeds (prompts, pairs, sign flips and
-# permutations, bootstrap resamples all redrawn): three full runs (~15-20 min each on 2 cores), then
-# fixtures/stability.json and the list METHODS.md keeps ("Unstable verdicts"). Extra seeds: SEEDS="0 1 2 3".
+# Stability of every verdict on the bundled models under five seeds (prompts, pairs, sign flips and
+# permutations, bootstrap resamples all redrawn): five full runs (~15-20 min each on 2 cores), then
+# fixtures/stability.json and the list METHODS.md keeps ("Unstable verdicts"). Other seeds: SEEDS="0 1 2 3 4 5".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 out=${STABILITY_DIR:-reports/stability}
 runs=()
-for seed in ${SEEDS:-0 1 2}; do
+for seed in ${SEEDS:-0 1 2 3 4}; do
   # a claim that does not hold is a verdict here (pytest exit 1), not an error of this script; anything else
   # (an interrupted or broken run) stops it, so an older run's results are never read instead
   rm -rf "$out/seed-$seed"

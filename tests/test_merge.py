@@ -639,3 +639,32 @@ def test_runs_of_synthetic_sets_are_named_by_their_sets_and_a_later_reading_is_s
     assert shown == {r["test"]: r["verdict"] for r in ds5}
     for r in ds5:
         assert f"{parse(r['test']).test} differs between runs: not held in run-later; n/a in run-earlier" in out
+
+
+def test_a_merge_reads_known_outcomes_as_they_stand_now(tmp_path, capsys):
+    """--known-outcomes (as --stability-record for seeds): a run's "stale" against a known outcome removed since reads
+    held (reports/example-ladder's 1.5B T1b, fidelity-4 N5); a held record whose test is now recorded as not holding
+    reads stale; a not-held one is "as recorded" only where the entry names its check and verdict."""
+    from harness.outcome import known_outcomes
+
+    key = Settings().verdict_key()
+    t1b, t8, t6 = (
+        "test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller",
+        "test_T8_layer_ratio_is_flat_with_depth",
+        "test_T6_bidirectional_attention_reduces_leakage",
+    )
+    records = [
+        {"test": f"claims/x.py::{t1b}[m]", "model": "m", "verdict": "stale", "outcome": "failed", "reason": "r"},
+        {"test": f"claims/x.py::{t6}[m]", "model": "m", "verdict": "held", "outcome": "passed", "reason": ""},
+        {"test": f"claims/x.py::{t8}[m]", "model": "m", "verdict": "not held", "check": f"{t8}: flat", "reason": "x"},
+    ]
+    known = {t6: {"m": [{"settings": key, "check": f"{t6}: reduced", "measured": "0.5"}]}}
+    known[t8] = {"m": [{"settings": key, "check": f"{t8}: flat", "measured": "1.09"}]}
+    path = tmp_path / "known.json"
+    path.write_text(json.dumps(known))
+    known_outcomes.table.cache_clear()
+    changes = known_outcomes.reread(records, key, path)
+    assert [r["verdict"] for r in records] == ["held", "stale", "not held"]
+    assert records[0]["known_outcome"] is False and records[0]["reason"] == ""
+    assert "re-take the record" in records[1]["reason"] and records[2]["known_outcome"] is True
+    assert len(changes) == 3
