@@ -33,9 +33,9 @@ REPEATS = 8  # prompts per token at position 0, each with a different suffix (8 
 
 
 def identities(n_probe_prompts: int) -> int:
-    """The distinct tokens at position 0: one per ``REPEATS`` probe prompts (8 at the default 64, 32 at the nightly's
-    256), so that the identity count, what T4's power rests on, grows with the design."""
-    return max(2, n_probe_prompts // REPEATS)
+    """The distinct tokens at position 0: one per ``REPEATS`` probe prompts and never fewer than 8 (8 at the default
+    64, 32 at the nightly's 256), so that the identity count, what T4's power rests on, grows with the design."""
+    return max(8, n_probe_prompts // REPEATS)
 
 
 Z_LAST = At(point="attn.hook_z", positions=(-1,))  # each head's output at the last query (it reads every key)
