@@ -446,3 +446,18 @@ def test_a_report_of_synthetic_sets_alone_speaks_of_the_related_paper_and_each_s
     assert "synthetic-paper-authors (paper size: d_model 256, 16 heads, 6 layers, 128 tokens" in text
     mixed = pilot | {"models": ["smollm2-135m"]}
     assert document.title(mixed) == f"Claims report: {document.PAPER_TITLE}"
+
+
+def test_an_na_implied_by_another_check_says_so_in_the_matrix():
+    """T1a where every highest-sink cell is at position 0: its cell reads "implied by EQ7", the words its n/a reason
+    opens with, not "not applicable" (which says the prediction is for other models); other n/a cells are unchanged."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sinks_claims", paths.ROOT / "claims" / "test_s5_1_sinks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    implied = {"verdict": "n/a", "outcome": "skipped", "reason": mod.IMPLIED_BY_EQ7}
+    other = {"verdict": "n/a", "outcome": "skipped", "reason": "not applicable: a BOS model"}
+    assert record_text.verdict_label(implied) == "implied by EQ7"
+    assert record_text.verdict_label(other) == "not applicable"
+    assert record_text.verdict_text(implied, False) == "implied by EQ7"

@@ -30,10 +30,10 @@ from harness.report.record_text import (
     property_checks_text,
     set_shape,
     set_size,
-    size_note,
     synthetic_sets,
     test_name,
     test_words,
+    verdict_label,
     verdict_text,
 )
 from harness.report.render import Link, fmt, to_markdown
@@ -253,10 +253,7 @@ def matrix(results: dict) -> list:
     for r in shown:
         by_test.setdefault((r["claim"], test_name(r)), {})[model_label(r)] = r
     for (claim, test), at in sorted(by_test.items(), key=lambda kv: (claim_key(kv[0][0]), kv[0][1])):
-        cells = [
-            (size_note(at[m]) + Verdict.of(at[m]).label, Verdict.of(at[m]).css) if m in at else ("—", "")
-            for m in columns
-        ]
+        cells = [(verdict_label(at[m]), Verdict.of(at[m]).css) if m in at else ("—", "") for m in columns]
         rows.append([claim, test_words(test, claim), *cells])
     seen = {Verdict.of(r) for r in records}
     legend = (

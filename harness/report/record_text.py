@@ -74,9 +74,25 @@ def size_note(r: dict) -> str:
     return f"at {size} size, {SIZES[size].shape.heads} heads: "
 
 
+#: An n/a whose reason opens with these words is a prediction another check already makes true (a claim whose every
+#: tested cell is fixed by an equation): its cell reads the reason up to its colon ("implied by" and the check), not
+#: "not applicable", which would say the paper's prediction is for other models.
+IMPLIED = "implied by "
+
+
+def verdict_label(r: dict) -> str:
+    """The verdict's label in a cell: its ``Verdict.label`` (after ``size_note``'s words on a synthetic set at another
+    size than the paper's), or for an n/a implied by another check, the words that say by which (the reason up to its
+    colon)."""
+    verdict, reason = Verdict.of(r), str(r.get("reason") or "")
+    if verdict == Verdict.NOT_APPLICABLE and reason.startswith(IMPLIED) and ":" in reason:
+        return reason.split(":", 1)[0]
+    return size_note(r) + verdict.label
+
+
 def verdict_text(r: dict, with_reason: bool) -> str:
     verdict = Verdict.of(r)
-    v = size_note(r) + verdict.label + (" (as recorded)" if r.get("known_outcome") else "")
+    v = verdict_label(r) + (" (as recorded)" if r.get("known_outcome") else "")
     reason = " ".join(str(r.get("reason") or "").split())
     if verdict == Verdict.UNSTABLE:
         reason = f"{r['unstable']}; this run: {r['verdict']}" + (f": {reason}" if reason else "")
