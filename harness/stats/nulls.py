@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.stats.leakage import BLOCK_ELEMS, as_target_3d, centred, delta_r2
+from harness.stats.leakage import BLOCK_ELEMS, as_target_3d, delta_r2, flat
 from harness.stats.pairs import PairSet, row_groups
 from harness.stats.shuffles import group_layout, shuffle_within_blocks
 
@@ -16,6 +16,11 @@ __all__ = [
     "signflip_pvalues",
     "benjamini_hochberg",
 ]
+
+
+#: Shuffled ĩ values per matrix product of the permutation null (128 MB): at many prompts a chunk of draws is one
+#: permutation (``BLOCK_ELEMS`` // rows), and a product per permutation would read y once per permutation.
+GEMM_ELEMS = 4 * BLOCK_ELEMS
 
 
 def _inverse_perms(perms: np.ndarray) -> np.ndarray:
@@ -46,11 +51,10 @@ def permutation_null(
     ``group_layout`` so that no permutation array is built.
     """
     Y3 = as_target_3d(pairs, Y)
-    P, N, H = Y3.shape
+    P, N = Y3.shape[:2]
     fit = delta_r2(pairs, Y3)
+    H = fit.delta.size
     n_rows = P * N
-    yr = centred(Y3).reshape(n_rows, H)
-    i_rows = np.tile(pairs.i_tilde, P)
     groups = row_groups(pairs, P)
     ssi = P * pairs.i_tilde_sq
     const_head = fit.sst <= 0  # constant heads: every R² is defined as 0
@@ -66,23 +70,42 @@ def permutation_null(
     if ssi <= 0 or n_perm == 0:
         return out
     step = max(1, BLOCK_ELEMS // n_rows)
+    centre = Y3.mean(axis=(0, 1)).reshape(H)  # ``centred``'s constant, subtracted from one copy of y's rows only
     if perms is None:
-        # Shuffle ĩ within its groups directly, in block layout (rows of one group contiguous), with y's rows
-        # put in the same layout once: the same draws as ``within_group_permutations(groups, ·, rng)`` chunk by
-        # chunk, used as idx (a uniform within-group permutation and its inverse have the same law), without
-        # the scatter to row order or the gather i_rows[idx].
-        rng = np.random.default_rng(seed)
-        lay = group_layout(groups)
-        i_lay, y_lay = i_rows[lay.layout], yr[lay.layout]
-        for s in range(0, n_perm, step):
-            num = shuffle_within_blocks(i_lay, lay, min(step, n_perm - s), rng) @ y_lay
-            out[s : s + num.shape[0]] = num * num / denom
+        _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed)
     else:
+        yr = flat(Y3).reshape(n_rows, H) - centre
+        i_rows = np.tile(pairs.i_tilde, P)
         for s in range(0, n_perm, step):
             num = i_rows[_inverse_perms(perms[s : s + step])] @ yr
             out[s : s + num.shape[0]] = num * num / denom
     out[:, const_head] = 0.0
     return out
+
+
+def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
+    """``permutation_null``'s drawn permutations, written into ``out`` [n_perm, H]. ĩ is shuffled within its groups
+    directly, in block layout (rows of one group contiguous), with y's rows put in the same layout once: the same
+    draws as ``within_group_permutations(groups, ·, rng)`` chunk by chunk, used as idx (a uniform within-group
+    permutation and its inverse have the same law), without the scatter to row order or the gather i_rows[idx].
+    Whole chunks of draws are stacked up to ``GEMM_ELEMS`` shuffled values per product, so that at many prompts (a
+    chunk of one permutation) the rows of y still meet several permutations in one matrix product."""
+    (P, N), H = Y3.shape[:2], out.shape[1]
+    n_rows, n_perm = P * N, out.shape[0]
+    rng = np.random.default_rng(seed)
+    lay = group_layout(row_groups(pairs, P))
+    i_lay = np.tile(pairs.i_tilde, P)[lay.layout]
+    if Y3.ndim == 3:
+        y_lay = Y3.reshape(n_rows, H)[lay.layout]
+    else:  # a 4-D view (``as_target_3d``): the rows gathered from it, one copy in all
+        y_lay = Y3[np.divmod(lay.layout, N)].reshape(n_rows, H)
+    y_lay -= centre
+    per_product = step * max(1, GEMM_ELEMS // (n_rows * step))  # whole chunks: the draws stay chunk by chunk
+    for s in range(0, n_perm, per_product):
+        stop = min(n_perm, s + per_product)
+        chunks = [shuffle_within_blocks(i_lay, lay, min(step, stop - c), rng) for c in range(s, stop, step)]
+        num = (chunks[0] if len(chunks) == 1 else np.concatenate(chunks)) @ y_lay
+        out[s:stop] = num * num / denom
 
 
 def permutation_pvalues(observed: np.ndarray, null: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
