@@ -428,12 +428,15 @@ def main(argv: list[str] | None = None) -> int:
         assert len(project_to) == 2
     except (ValueError, AssertionError):
         ap.error(f"--counts {a.counts!r} / --project {a.project!r}: integers, PROMPTSxTOKENS")
-    from harness.spec.models import REGISTRY
+    from harness.capture.budget import model_config
+    from harness.spec.models import UnknownModelError
     from harness.spec.settings import Settings
 
     models = [m.strip() for m in a.models.split(",") if m.strip()]
     for m in models:
-        if m not in REGISTRY:
+        try:
+            model_config(m)
+        except UnknownModelError:
             ap.error(f"--models: unknown model {m!r}")
     for n in counts:
         problems = Settings(n_prompts=n, seq_len=a.seq_len).problems()
