@@ -39,21 +39,31 @@ def tiny():
 def test_an_edited_pass_leaves_its_summary_not_its_capture(tiny):
     session, model = tiny
     leak = Leakage(session, model)
-    leak.mean_delta()  # the unedited pass: its weights at the pairs stay (the permutation null reads them)
+    unedited = session.capture(model, leak.run(), WEIGHT).values.nbytes  # held, as the plan holds it for T5's null
+    leak.mean_delta()  # summarised from the weights held
     held = session.held_bytes(model)
-    unedited = session.capture(model, leak.run(), WEIGHT).values.nbytes
     leak.head_ablation_map([0, 1])  # one edited pass per head of two layers
     edges = query_bins(SEQ)
     leak.bin_profile(Bidirectional(), edges=edges, boot=True)
     leak.layer_means(Bidirectional(), boot=True)
     edited = [k for k in session._cache if k[1].edits]
     assert edited == [], f"edited passes' captures still held: {[k[1].label for k in edited]}"
+    assert session.cached(model, leak.run(), WEIGHT)  # the unedited weights stay
     runs = 2 * model.n_heads + 1
     heads = model.n_layers * model.n_heads
     summary = 8 * (heads + BOOT * heads + (len(edges) - 1) * (heads + BOOT))  # Summary: heads, rows, bins
     grown = session.held_bytes(model) - held
     assert grown <= runs * summary, (grown, runs * summary)
     assert grown < runs * unedited / 4  # before: one capture of the unedited pass's size per edited pass
+
+
+def test_a_pass_no_test_reads_the_weights_of_is_summarised_as_it_runs(tiny):
+    session, model = tiny
+    leak = Leakage(session, model)
+    before = session.workload.totals()[1]
+    leak.mean_delta_with_ci()  # no plan here: nothing declared the unedited weights
+    assert not session.cached(model, leak.run(), WEIGHT)
+    assert session.workload.totals()[1] - before == N * SEQ * model.n_layers  # one pass
 
 
 def test_an_edited_pass_summary_equals_one_made_from_its_capture(tiny):

@@ -90,9 +90,10 @@ class Summary:
 class Leakage:
     """Leakage figures of one model on one prompt set (topic prompts by default) at the session's pairs.
 
-    Each run is reduced once to its ``Summary`` (memoised per model and session): an edited pass through the moments
-    read (``MOMENTS``: the pass keeps each prompt's moments, never the weights at the pairs), a run whose weights are
-    held (the unedited pass, which the permutation null and other reads need) from those weights, a block of prompts at a time.
+    Each run is reduced once to its ``Summary`` (memoised per model and session): a run whose weights at the pairs are
+    held or planned (the unedited topic pass, which the permutation null and other reads need) from those weights, a
+    block of prompts at a time; any other (every edited pass) through the moments read (``MOMENTS``: the pass keeps
+    each prompt's moments, never the weights at the pairs).
     The bootstrap rows of every run come from the same prompt resamples (``self.weights``), so ratios and
     differences between conditions row by row are paired."""
 
@@ -127,7 +128,8 @@ class Leakage:
     def _summarise(self, run: Run) -> Summary:
         subsets = moment_subsets(self.pairs, self.prompts.seq_len)
         session, model = self.session, self.model
-        if run.edits and not session.cached(model, run, WEIGHT):  # reduced as the pass runs, then released
+        held = session.cached(model, run, WEIGHT) or session.planned(model, run, WEIGHT)
+        if not held:  # an edited pass, or one no test reads the weights of: reduced as it runs, then released
             values = session.capture(model, run, MOMENTS).values  # [N, L, H, 4 x subsets]
             session.forget(model, run, MOMENTS)
         else:

@@ -217,6 +217,14 @@ class Session:
         """Whether the capture of ``read`` in ``run`` is held (a later ``capture`` of it runs no pass)."""
         return (model.spec.name, run, read) in self._cache
 
+    def planned(self, model: HookedModel, run: Run, read: Read) -> bool:
+        """Whether the selected tests declared ``read`` of ``run`` (an unedited pass over a planned prompt set,
+        harness.capture.plan): its capture is made for them and held."""
+        if run.edits or run.layers is not None or self._planned.get(model.spec.name, PlannedPasses()).failed:
+            return False
+        wanted = self._planned_sets(model).get(run.prompt_key)
+        return wanted is not None and read in wanted[1]
+
     def held_bytes(self, model: HookedModel | str | None = None) -> int:
         """The bytes of the captures and memoised arrays this session holds (for ``model``, or every model): what
         grows with the design, besides the weights (tests/test_memory_budget.py, benchmarks/bench_prompt_growth.py)."""
