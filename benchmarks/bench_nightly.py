@@ -12,10 +12,13 @@ growth rows' length (512 tokens where they were measured there):
    ``growth.jsonl`` in the ``--growth`` folders, committed under ``reports/dress-rehearsal/``): the layer-tokens as
    a line in prompts (a fixed-count probe's passes do not grow) and the statistics' CPU seconds as c x prompts^k,
    both fitted per claim and taken at ``--n-prompts``. The source is the paper model's own rehearsal build where it
-   was measured (``<paper>-rehearsal``), else the growth model measured at the longest length. Layer-tokens scale
-   with the paper model's layers over the source's (T10's passes stop after layer 4 in both); statistics with its
-   heads x layers over the source's (an assumption: the per-head fits dominate, and they are linear in heads).
-   A claim with one count only is scaled linearly in prompts, and said so.
+   was measured (``<paper>-rehearsal``), else the growth model measured at the longest length; rows of one process
+   per count for the whole selection (``--together``: each pass booked once, as the nightly runs) before rows of a
+   process per claim (which count a shared pass in each claim: an upper bound). Layer-tokens scale with the paper
+   model's layers over the source's (T10's passes stop after layer 4 in both; DP1's map, one pass per head of two
+   layers, also with heads per layer); statistics with its heads x layers over the source's (an assumption: the
+   per-head fits dominate, and they are linear in heads). A claim with one count only is scaled linearly in
+   prompts, and said so.
 2. A claim the growth rows lack falls back on ``--workload`` (a claims run's results.json): its layer-tokens and
    seconds outside forward passes, scaled by layers / heads x layers as above and linearly by prompts from the run's
    count (said so in its row).
@@ -87,10 +90,17 @@ def growth_rows(folders: list[str]) -> list[dict]:
     return rows
 
 
-def _depth(claim: str, layers: int, source_layers: int) -> float:
+#: Claims whose passes are one per head of its first layers (the per-head deposit map): their layer-tokens grow with
+#: heads per layer too. DP2 reads DP1's map in one run; measured alone it makes the map itself.
+PER_HEAD = {"together": ("DP1",), "alone": ("DP1", "DP2")}
+
+
+def _depth(claim: str, layers: int, source_layers: int, heads: float = 1.0, mode: str = "alone") -> float:
+    """How a claim's layer-tokens scale from the source's shape to the paper model's (``heads``: heads per layer
+    over the source's)."""
     if claim == "T10":
         return min(layers, T10_LAYERS) / min(source_layers, T10_LAYERS)
-    return layers / source_layers
+    return layers / source_layers * (heads if claim in PER_HEAD[mode] else 1.0)
 
 
 def projected_claims(paper: str, rows: list[dict], n_prompts: int) -> dict[str, dict]:
@@ -106,9 +116,11 @@ def projected_claims(paper: str, rows: list[dict], n_prompts: int) -> dict[str, 
     for claim, rs in by_claim.items():
         own = [r for r in rs if r["model"] == f"{paper}-rehearsal"]
         pool = own or rs
+        pool = [r for r in pool if r.get("mode") == "together"] or pool  # passes booked once, as the nightly runs
         seq = max(r["seq_len"] for r in pool)
         model = sorted({r["model"] for r in pool if r["seq_len"] == seq})[0]
         mine = sorted((r for r in pool if r["model"] == model and r["seq_len"] == seq), key=lambda r: r["n_prompts"])
+        mode = mine[-1].get("mode", "alone")
         ns = [r["n_prompts"] for r in mine]
         src_layers, src_heads = shape_of(model)
         cpu = fit_power(ns, [r["statistics_cpu_seconds"] for r in mine])
@@ -119,8 +131,10 @@ def projected_claims(paper: str, rows: list[dict], n_prompts: int) -> dict[str, 
         else:
             stats, note = last["statistics_cpu_seconds"] * n_prompts / last["n_prompts"], "one count: linear"
         tokens = line[1] + line[0] * n_prompts if line else last["layer_tokens"] * n_prompts / last["n_prompts"]
+        if mode == "alone":
+            note += "; alone: passes shared in one run counted here too"
         out[claim] = {
-            "layer_tokens": max(0.0, tokens) * _depth(claim, layers, src_layers),
+            "layer_tokens": max(0.0, tokens) * _depth(claim, layers, src_layers, heads / src_heads, mode),
             "statistics_seconds": max(0.0, stats) * layers * heads / (src_layers * src_heads),
             "source": f"{model} {','.join(map(str, ns))}x{seq}",
             "note": note,
@@ -138,7 +152,7 @@ def fallback_claims(paper: str, results: dict, n_prompts: int, have: set[str]) -
     scale = n_prompts / results["settings"]["n_prompts"]
     return {
         claim: {
-            "layer_tokens": lt * scale * _depth(claim, layers, src_layers),
+            "layer_tokens": lt * scale * _depth(claim, layers, src_layers, heads / src_heads, "together"),
             "statistics_seconds": max(0.0, other) * scale * layers * heads / (src_layers * src_heads),
             "source": f"{source} (workload run)",
             "note": "linear in prompts, not measured",

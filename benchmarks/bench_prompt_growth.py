@@ -7,7 +7,9 @@ fitted per claim and each paper model's statistics time and memory projected at 
         [--project 512x512] [--timeout 3600] [--fit-only] [-- PYTEST ARGS]
 
 Each (model, count, claim) runs ``pytest claims --models M -k "test_<claim>_" --n-prompts N --seq-len L`` in a child
-process of its own with this module as a plugin (``GrowthPlugin``), which writes one JSON line per test: its wall and
+process of its own (``--together``: one process per count for the whole selection, as the nightly runs it, each pass
+booked to the first claim that ran it and each claim's peak its tests' own) with this module as a plugin
+(``GrowthPlugin``), which writes one JSON line per test: its wall and
 CPU seconds (``time.process_time``: every thread of the process), the forward passes' wall and CPU seconds and
 layer-tokens (``harness.capture.workload``), the model loads' seconds, and its peak resident set (reset before the test
 through ``/proc/self/clear_refs``, read from ``VmHWM``) and, on a GPU, torch's peak allocation. The parent reads the
@@ -173,40 +175,61 @@ def _wait(proc: subprocess.Popen, a, t0: float) -> tuple[int, object, str, int]:
         time.sleep(0.2)
 
 
-def child_command(model: str, claim: str, n_prompts: int, seq_len: int, report_dir: Path, a, passthrough) -> list:
-    """The child's pytest command line: one claim's tests on one model at one design."""
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "claims"), "--models", model, "-k", f"test_{claim}_"]
+def child_command(model: str, claims: list[str], n_prompts: int, seq_len: int, report_dir: Path, a, passthrough):
+    """The child's pytest command line: the claims' tests on one model at one design."""
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "claims"), "--models", model]
+    cmd += ["-k", " or ".join(f"test_{c}_" for c in claims)]
     cmd += ["--n-prompts", str(n_prompts), "--seq-len", str(seq_len), "--report-dir", str(report_dir)]
     cmd += ["-p", "benchmarks.bench_prompt_growth", "-p", "no:cacheprovider", "-q"]
     return cmd + (["--threads", str(a.threads)] if a.threads else []) + list(passthrough)
 
 
-def measure(model: str, claim: str, n_prompts: int, seq_len: int, a, passthrough: list[str]) -> dict:
-    """Run one claim on one model at one count in a child process of its own session; its row (``row_of``)."""
+class Stopped(Exception):
+    """This script was told to stop while a child ran: the rows of the tests that finished (``rows``)."""
+
+    def __init__(self, why: str, rows: list[dict]):
+        super().__init__(why)
+        self.rows = rows
+
+
+def measure(model: str, claims: list[str], n_prompts: int, seq_len: int, a, passthrough: list[str]) -> list[dict]:
+    """Run the claims on one model at one count in a child process (one session); a row per claim (``row_of``).
+    Stopped meanwhile (Ctrl-C, SIGTERM), it ends the child and raises ``Stopped`` with the finished tests' rows."""
     with tempfile.TemporaryDirectory(prefix="abspos-growth-") as tmp:
         tests_file, log = Path(tmp) / "tests.jsonl", Path(tmp) / "log"
-        cmd = child_command(model, claim, n_prompts, seq_len, Path(tmp) / "run", a, passthrough)
+        cmd = child_command(model, claims, n_prompts, seq_len, Path(tmp) / "run", a, passthrough)
         env = {**os.environ, TESTS_ENV: str(tests_file), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
         t0 = time.perf_counter()
+        stopped = None
         with open(log, "w") as out:
             proc = subprocess.Popen(
                 cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
             try:
                 code, usage, status, seen = _wait(proc, a, t0)
-            except BaseException:  # this script stopped: the child and what it started stop with it
+            except BaseException as e:  # this script stopped: the child and what it started stop with it
                 os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                raise
+                _, code, usage = os.wait4(proc.pid, 0)
+                status, seen, stopped = f"interrupted ({e or type(e).__name__})", 0, e
         wall = time.perf_counter() - t0
         tests = [json.loads(x) for x in tests_file.read_text().splitlines()] if tests_file.is_file() else []
         lines = log.read_text().strip().splitlines()
     tail = next((x for x in reversed(lines) if x.strip() and not x.startswith("[")), "")
-    return row_of(model, claim, n_prompts, seq_len, tests, code, status, wall, usage, seen, tail)
+    together = len(claims) > 1
+    rows = [
+        row_of(model, c, n_prompts, seq_len, tests, code, status, wall, usage, seen, tail, together)
+        for c in claims
+        if not stopped or any(t.get("claim") == c for t in tests)
+    ]
+    if stopped:
+        raise Stopped(str(stopped), rows)
+    return rows
 
 
-def row_of(model, claim, n_prompts, seq_len, tests, code, status, wall, usage, seen, tail="") -> dict:
-    """One row of the table from a child's per-test lines and its process figures (``wait4``'s rusage)."""
+def row_of(model, claim, n_prompts, seq_len, tests, code, status, wall, usage, seen, tail="", together=False) -> dict:
+    """One row of the table from a child's per-test lines and its process figures (``wait4``'s rusage). In a process
+    of several claims (``together``), the peak is the claim's tests' own (each reset before it), the process's beside
+    it, and each pass is booked to the first claim that ran it, as in one run."""
     mine = [t for t in tests if t.get("claim") == claim]
 
     def total(k):
@@ -222,12 +245,15 @@ def row_of(model, claim, n_prompts, seq_len, tests, code, status, wall, usage, s
     outcomes: dict[str, int] = defaultdict(int)
     for t in mine:
         outcomes[t.get("outcome") or "?"] += 1
+    process_peak = round(max(usage.ru_maxrss * 1024, seen) / GIB, 3)  # the process's, as /usr/bin/time -v prints it
+    test_peak = round(max(peaks) / 2**20, 3) if peaks else None  # its tests' (each reset before it)
     return {
         "model": model,
         "claim": claim,
         "n_prompts": n_prompts,
         "seq_len": seq_len,
         "status": status,
+        "mode": "together" if together else "alone",
         "tests": len(mine),
         "outcomes": dict(outcomes),
         "layer_tokens": int(total("layer_tokens")),
@@ -239,8 +265,9 @@ def row_of(model, claim, n_prompts, seq_len, tests, code, status, wall, usage, s
         ),
         "process_wall_seconds": round(wall, 1),
         "process_cpu_seconds": round(usage.ru_utime + usage.ru_stime, 1),
-        "peak_rss_gib": round(max(usage.ru_maxrss * 1024, seen) / GIB, 3),  # the process's, as /usr/bin/time -v
-        "test_peak_rss_gib": round(max(peaks) / 2**20, 3) if peaks else None,  # its tests' (each reset)
+        "peak_rss_gib": (test_peak or 0.0) if together else process_peak,
+        "process_peak_rss_gib": process_peak,
+        "test_peak_rss_gib": test_peak,
         "peak_gpu_gib": round(max(gpu) / 2**20, 3) if gpu else None,
         "held_gib": round(max(held) / GIB, 3) if held else None,  # what the session holds after its tests
         "when": time.strftime("%Y-%m-%d %H:%M"),
@@ -347,7 +374,8 @@ def table(rows: list[dict], project_to: tuple[int, int]) -> str:
     ]
     for r in rows:
         out.append(
-            f"| {r['model']} | {r['claim']} | {r['n_prompts']} x {r['seq_len']} | {r['tests']} | "
+            f"| {r['model']} | {r['claim']} | {r['n_prompts']} x {r['seq_len']}"
+            f"{' (together)' if r.get('mode') == 'together' else ''} | {r['tests']} | "
             f"{r['layer_tokens']:,} | {r['forward_seconds']:.1f} ({r['forward_cpu_seconds']:.1f}) | "
             f"{r['statistics_seconds']:.1f} ({r['statistics_cpu_seconds']:.1f}) | {r['peak_rss_gib']:.2f} GiB | "
             f"{r['status']} | {r['load']} |"
@@ -421,6 +449,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--project", default="512x512", help="the design projected to: PROMPTSxTOKENS")
     ap.add_argument("--again", action="store_true", help="measure rows the table already holds again")
     ap.add_argument("--fit-only", action="store_true", help="write the fit from the rows held; run nothing")
+    ap.add_argument(
+        "--together",
+        action="store_true",
+        help="one process per count for the whole selection, as the nightly runs it (passes booked once), instead of "
+        "one per claim",
+    )
     a = ap.parse_args(argv)
     try:
         counts = sorted({int(x) for x in a.counts.split(",")})
@@ -460,27 +494,41 @@ def main(argv: list[str] | None = None) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, stop)
-    try:
-        for m, n, c in [] if a.fit_only else plan:
-            if (m, c, n, a.seq_len) in done and not a.again:
-                continue
-            line = refusal(rows, m, c, n, a.seq_len, a.max_gib)  # with the rows measured since
-            if line:
-                print(line, file=sys.stderr)
-                continue
-            print(f"[growth] {m} {c} {n} x {a.seq_len} ...", flush=True)
-            row = measure(m, c, n, a.seq_len, a, passthrough)
-            rows = [r for r in rows if (r["model"], r["claim"], r["n_prompts"], r["seq_len"]) != (m, c, n, a.seq_len)]
-            rows.append(row)
-            with open(jsonl, "a") as f:
-                f.write(json.dumps(row) + "\n")
-            md.write_text(table(rows, project_to))
+
+    def keep(new: list[dict]) -> None:
+        nonlocal rows
+        keys = {(r["model"], r["claim"], r["n_prompts"], r["seq_len"]) for r in new}
+        rows = [r for r in rows if (r["model"], r["claim"], r["n_prompts"], r["seq_len"]) not in keys] + new
+        with open(jsonl, "a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in new)
+        md.write_text(table(rows, project_to))
+        for row in new:
             print(
-                f"[growth] {m} {c} {n} x {a.seq_len}: {row['status']}; statistics {row['statistics_seconds']:.1f} s "
-                f"({row['statistics_cpu_seconds']:.1f} CPU s), forward {row['forward_seconds']:.1f} s, peak "
-                f"{row['peak_rss_gib']:.2f} GiB",
+                f"[growth] {row['model']} {row['claim']} {row['n_prompts']} x {row['seq_len']}: {row['status']}; "
+                f"statistics {row['statistics_seconds']:.1f} s ({row['statistics_cpu_seconds']:.1f} CPU s), forward "
+                f"{row['forward_seconds']:.1f} s, peak {row['peak_rss_gib']:.2f} GiB",
                 flush=True,
             )
+
+    try:
+        for m in [] if a.fit_only else models:
+            for n in counts:
+                todo = []
+                for c in selection(m, a.claims):
+                    if (m, c, n, a.seq_len) in done and not a.again:
+                        continue
+                    line = refusal(rows, m, c, n, a.seq_len, a.max_gib)  # with the rows measured since
+                    if line:
+                        print(line, file=sys.stderr)
+                        continue
+                    todo.append(c)
+                for group in [todo] if a.together and todo else [[c] for c in todo]:
+                    print(f"[growth] {m} {','.join(group)} {n} x {a.seq_len} ...", flush=True)
+                    keep(measure(m, group, n, a.seq_len, a, passthrough))
+    except Stopped as e:
+        keep(e.rows)
+        print(f"[growth] interrupted ({e}): the rows that finished are in {jsonl}", file=sys.stderr)
+        return 130
     except KeyboardInterrupt as e:
         print(f"[growth] interrupted ({e or 'SIGINT'}): the rows that finished are in {jsonl}", file=sys.stderr)
         md.write_text(table(rows, project_to))

@@ -159,3 +159,18 @@ def test_a_stopped_measurement_keeps_the_rows_that_finished_and_leaves_no_child(
     for kid in kids:
         with pytest.raises(ProcessLookupError):
             os.kill(int(kid), 0)
+
+
+@pytest.mark.long
+def test_together_one_process_gives_a_row_per_claim(tmp_path):
+    """``--together``: the selection in one process per count, as the nightly runs it: a row per claim, each with
+    its tests' own peak and the passes booked to it."""
+    code = growth.main(
+        ["--models", "smollm2-135m", "--claims", "EQ2,EQ3", "--counts", "12", "--seq-len", "32", "--threads", "1"]
+        + ["--together", "--out", str(tmp_path)]
+    )
+    assert code == 0
+    rows = {r["claim"]: r for r in growth.read_rows(tmp_path / "growth.jsonl")}
+    assert set(rows) == {"EQ2", "EQ3"} and {r["mode"] for r in rows.values()} == {"together"}
+    assert rows["EQ2"]["layer_tokens"] == 0 and rows["EQ3"]["layer_tokens"] > 0
+    assert rows["EQ3"]["process_peak_rss_gib"] >= rows["EQ3"]["peak_rss_gib"] > 0.1
