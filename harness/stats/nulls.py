@@ -19,8 +19,10 @@ __all__ = [
 
 
 #: Shuffled ĩ values per matrix product of the permutation null (128 MB): at many prompts a chunk of draws is one
-#: permutation (``BLOCK_ELEMS`` // rows), and a product per permutation would read y once per permutation.
+#: permutation (``BLOCK_ELEMS`` // rows), and a product per permutation would read y once per permutation; chunks
+#: are stacked to ``MIN_PRODUCT`` permutations per product (at the default 16 prompts a chunk is 98: none are).
 GEMM_ELEMS = 4 * BLOCK_ELEMS
+MIN_PRODUCT = 16  # permutations per product below which chunks are stacked
 
 
 def _inverse_perms(perms: np.ndarray) -> np.ndarray:
@@ -88,8 +90,9 @@ def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
     directly, in block layout (rows of one group contiguous), with y's rows put in the same layout once: the same
     draws as ``within_group_permutations(groups, ·, rng)`` chunk by chunk, used as idx (a uniform within-group
     permutation and its inverse have the same law), without the scatter to row order or the gather i_rows[idx].
-    Whole chunks of draws are stacked up to ``GEMM_ELEMS`` shuffled values per product, so that at many prompts (a
-    chunk of one permutation) the rows of y still meet several permutations in one matrix product."""
+    Where a chunk is fewer than ``MIN_PRODUCT`` permutations, whole chunks are stacked (to at most ``GEMM_ELEMS``
+    shuffled values) so that at many prompts (a chunk of one permutation) the rows of y still meet several
+    permutations in one matrix product."""
     (P, N), H = Y3.shape[:2], out.shape[1]
     n_rows, n_perm = P * N, out.shape[0]
     rng = np.random.default_rng(seed)
@@ -100,11 +103,18 @@ def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
     else:  # a 4-D view (``as_target_3d``): the rows gathered from it, one copy in all
         y_lay = Y3[np.divmod(lay.layout, N)].reshape(n_rows, H)
     y_lay -= centre
-    per_product = step * max(1, GEMM_ELEMS // (n_rows * step))  # whole chunks: the draws stay chunk by chunk
+    # whole chunks per product (the draws stay chunk by chunk), stacked only where a chunk is fewer than
+    # ``MIN_PRODUCT`` permutations, and to at most ``GEMM_ELEMS`` values
+    per_product = step * max(1, min(-(-MIN_PRODUCT // step), GEMM_ELEMS // (n_rows * step)))
     for s in range(0, n_perm, per_product):
         stop = min(n_perm, s + per_product)
-        chunks = [shuffle_within_blocks(i_lay, lay, min(step, stop - c), rng) for c in range(s, stop, step)]
-        num = (chunks[0] if len(chunks) == 1 else np.concatenate(chunks)) @ y_lay
+        if stop - s <= step:
+            shuffled = shuffle_within_blocks(i_lay, lay, stop - s, rng)
+        else:
+            shuffled = np.empty((stop - s, n_rows))
+            for c in range(s, stop, step):
+                shuffled[c - s : c - s + step] = shuffle_within_blocks(i_lay, lay, min(step, stop - c), rng)
+        num = shuffled @ y_lay
         out[s:stop] = num * num / denom
 
 
