@@ -23,11 +23,12 @@ refused in one line: projected from the rows already measured for that model and
 or, without two of them, from the capture's byte estimate (``harness.capture.budget``).
 
 The fit (``growth.md``): per claim, the exponent k of statistics CPU seconds ~ prompts^k (least squares on logs, over
-the counts measured) and the peak's slope in MiB per prompt; the projection to ``--project`` (512 prompts x 512 tokens,
-the nightly's design): statistics CPU seconds at 512 prompts from the fit, scaled to each paper model by its heads x
-layers over the measured model's (the per-head fits dominate: an assumption, exact for the leakage engine), and the
-host memory above the loaded model the same way. Projections are made only from rows at the projection's seq-len
-(another seq-len is named, not projected).
+the counts measured), the peak and what the session holds (captures, memoised arrays: ``Session.held_bytes``) as lines
+in prompts; the projection to ``--project`` (512 prompts x 512 tokens, the nightly's design): statistics CPU seconds
+at 512 prompts from the fit, scaled to each paper model by its heads x layers over the measured model's (the per-head
+fits dominate: an assumption, exact for the leakage engine), and the host memory as what the session holds at 512
+prompts scaled the same way plus the rest of the last peak as measured (``project``). Projections are made only from
+rows at the projection's seq-len (another seq-len is named, not projected).
 """
 
 from __future__ import annotations
@@ -320,24 +321,31 @@ def fits(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
             "cpu": fit_power(ns, [r["statistics_cpu_seconds"] for r in rs]),
             "wall": fit_power(ns, [r["statistics_seconds"] for r in rs]),
             "peak": fit_line(ns, [r["peak_rss_gib"] for r in rs]),
+            "held": fit_line(ns, [r.get("held_gib") for r in rs]),
             "rows": rs,
         }
     return out
 
 
 def project(fit: dict, model: str, paper: str, n_prompts: int) -> dict | None:
-    """A paper model's statistics CPU seconds and the host memory that grows with prompts, at ``n_prompts``, from one
-    claim's fit on ``model``: the fitted curves at n_prompts (the peak's slope x n_prompts: its intercept, the loaded
-    model and the interpreter, is the measured model's own), x the paper model's heads x layers over the measured
-    model's. None where the fit lacks two counts."""
-    if not fit["cpu"] or not fit["peak"]:
+    """A paper model's statistics CPU seconds and host memory at ``n_prompts``, from one claim's fit on ``model``:
+    the statistics' curve at n_prompts x the paper model's heads x layers over the measured model's; the memory as
+    what the session holds (captures and memoised arrays: a line in prompts) at n_prompts x the same ratio, plus the
+    rest of the peak at the largest count measured (the interpreter, the measured model's weights, transients) as it
+    was. A transient that grows with the captures (the permutation null's copy of the pair capture, T5's) is in that
+    rest unscaled: the projection is low by it. None where the fit lacks two counts."""
+    if not fit["cpu"]:
         return None
-    (k, c), (b, _) = fit["cpu"], fit["peak"]
+    k, c = fit["cpu"]
     (lm, hm), (lp, hp) = shape_of(model), shape_of(paper)
     scale = lp * hp / (lm * hm)
+    last = fit["rows"][-1]
+    held = fit["held"]
+    held_at = (held[1] + held[0] * n_prompts) if held else (last.get("held_gib") or 0.0)
+    rest = last["peak_rss_gib"] - (last.get("held_gib") or 0.0)
     return {
         "statistics_cpu_seconds": c * n_prompts**k * scale,
-        "host_gib_growing": max(0.0, b) * n_prompts * scale,
+        "host_gib": max(0.0, rest) + max(0.0, held_at) * scale,
         "scale": scale,
     }
 
@@ -386,11 +394,13 @@ def table(rows: list[dict], project_to: tuple[int, int]) -> str:
     papers = names("paper")
     out += [
         "",
-        f"Fitted per claim (statistics CPU seconds ~ prompts^k; the peak as a line in prompts) and projected to {n} "
-        f"prompts (x the paper model's heads x layers over the measured model's; rows at {seq} tokens only):",
+        f"Fitted per claim (statistics CPU seconds ~ prompts^k; the peak and what the session holds as lines in prompts) "
+        f"and projected to {n} prompts: statistics x the paper model's heads x layers over the measured model's, host "
+        f"memory as what the session holds scaled so plus the rest of the last peak (``project``; rows at {seq} tokens "
+        f"only):",
         "",
         "| model | claim | tokens | counts | k (CPU) | k (wall) | peak at the least count | peak GiB/100 prompts | "
-        + " | ".join(f"{p}: statistics CPU s, host GiB growing" for p in papers)
+        + " | ".join(f"{p}: statistics CPU s, host GiB" for p in papers)
         + " |",
         "|---|---|---|---|---|---|---|---|" + "---|" * len(papers),
     ]
@@ -402,7 +412,7 @@ def table(rows: list[dict], project_to: tuple[int, int]) -> str:
         for p in papers:
             pr = project(f, model, p, n) if s == seq else None
             cells.append(
-                f"{pr['statistics_cpu_seconds']:,.0f} s, {pr['host_gib_growing']:.1f} GiB"
+                f"{pr['statistics_cpu_seconds']:,.0f} s, {pr['host_gib']:.1f} GiB"
                 if pr
                 else ("—" if s == seq else f"not projected ({s} tokens)")
             )

@@ -20,7 +20,7 @@ from benchmarks import bench_prompt_growth as growth
 ROOT = growth.ROOT
 
 
-def _row(claim, n, stats_cpu, peak, tokens=1000, model="smollm2-135m", seq=512, status="ok"):
+def _row(claim, n, stats_cpu, peak, tokens=1000, model="smollm2-135m", seq=512, status="ok", held=0.1):
     return {
         "model": model,
         "claim": claim,
@@ -39,7 +39,7 @@ def _row(claim, n, stats_cpu, peak, tokens=1000, model="smollm2-135m", seq=512, 
         "peak_rss_gib": peak,
         "test_peak_rss_gib": peak,
         "peak_gpu_gib": None,
-        "held_gib": 0.1,
+        "held_gib": held,
         "when": "",
         "load": 1.0,
     }
@@ -73,14 +73,15 @@ def test_a_row_sums_its_claims_tests_and_says_why_it_has_none():
 
 
 def test_the_projection_scales_by_prompts_as_fitted_and_by_heads_and_layers():
-    rows = [_row("T5", n, 0.01 * n**1.2, 1.0 + 0.002 * n) for n in (16, 32, 64)]
+    rows = [_row("T5", n, 0.01 * n**1.2, 1.0 + 0.002 * n, held=0.1 + 0.001 * n) for n in (16, 32, 64)]
     fit = growth.fits(rows)[("smollm2-135m", "T5", 512)]
     assert fit["cpu"][0] == pytest.approx(1.2)
     pr = growth.project(fit, "smollm2-135m", "llama-3.2-1b", 512)
     scale = 16 * 32 / (30 * 9)  # the 1B's layers x heads over SmolLM2's
     assert pr["scale"] == pytest.approx(scale)
     assert pr["statistics_cpu_seconds"] == pytest.approx(0.01 * 512**1.2 * scale)
-    assert pr["host_gib_growing"] == pytest.approx(0.002 * 512 * scale)
+    held_at_512 = 0.1 + 0.001 * 512  # the rows' held line; the rest of the last peak (64 prompts) as it was
+    assert pr["host_gib"] == pytest.approx((1.0 + 0.002 * 64 - (0.1 + 0.001 * 64)) + held_at_512 * scale)
     md = growth.table(rows, (512, 512))
     assert "| smollm2-135m | T5 | 512 | 16,32,64 | 1.20 |" in md
     assert "not projected (512 tokens)" not in md and "not projected" in growth.table(rows, (512, 256))
