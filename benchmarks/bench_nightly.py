@@ -12,12 +12,14 @@ growth rows' length (512 tokens where they were measured there):
    ``growth.jsonl`` in the ``--growth`` folders, committed under ``reports/dress-rehearsal/``): the layer-tokens as
    a line in prompts (a fixed-count probe's passes do not grow) and the statistics' CPU seconds as c x prompts^k,
    both fitted per claim and taken at ``--n-prompts``. The source is the paper model's own rehearsal build where it
-   was measured (``<paper>-rehearsal``), else the growth model measured at the longest length; rows of one process
+   was measured (``<paper>-rehearsal``) for the passes, and the model whose heads x layers are nearest the paper
+   model's for the statistics (else the growth model measured at the longest length); rows of one process
    per count for the whole selection (``--together``: each pass booked once, as the nightly runs) before rows of a
    process per claim (which count a shared pass in each claim: an upper bound). Layer-tokens scale with the paper
    model's layers over the source's (T10's passes stop after layer 4 in both; DP1's map, one pass per head of two
-   layers, also with heads per layer); statistics with its heads x layers over the source's (an assumption: the
-   per-head fits dominate, and they are linear in heads). A claim with one count only is scaled linearly in
+   layers, also with heads per layer); statistics with its heads x layers over the source's (T10's: the first four
+   layers; an assumption: the per-head fits dominate, and they are linear in heads, which overstates what does not
+   grow with heads, such as the permutation null's draws). A claim with one count only is scaled linearly in
    prompts, and said so.
 2. A claim the growth rows lack falls back on ``--workload`` (a claims run's results.json): its layer-tokens and
    seconds outside forward passes, scaled by layers / heads x layers as above and linearly by prompts from the run's
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -103,10 +106,26 @@ def _depth(claim: str, layers: int, source_layers: int, heads: float = 1.0, mode
     return layers / source_layers * (heads if claim in PER_HEAD[mode] else 1.0)
 
 
+def _source(rows: list[dict], prefer) -> tuple[str, int, list[dict]]:
+    """(model, seq-len, its rows by prompts) of the source ``prefer`` ranks first among the rows at the longest
+    seq-len, rows of one process per count (passes booked once, as the nightly runs) before rows of a process per
+    claim."""
+    pool = [r for r in rows if r.get("mode") == "together"] or rows
+    seq = max(r["seq_len"] for r in pool)
+    model = min(sorted({r["model"] for r in pool if r["seq_len"] == seq}), key=prefer)
+    return (
+        model,
+        seq,
+        sorted((r for r in pool if r["model"] == model and r["seq_len"] == seq), key=lambda r: r["n_prompts"]),
+    )
+
+
 def projected_claims(paper: str, rows: list[dict], n_prompts: int) -> dict[str, dict]:
     """{claim: {layer_tokens, statistics_seconds, source, note}} of ``paper`` at ``n_prompts`` from the growth
-    rows (the module's docstring, item 1)."""
-    from benchmarks.bench_prompt_growth import fit_line, fit_power, shape_of
+    rows (the module's docstring, item 1): layer-tokens from the paper model's own rehearsal build where it was
+    measured (its architecture), statistics from the model whose heads x layers are nearest the paper model's (the
+    scaling by heads is an assumption: the nearer, the less it carries)."""
+    from benchmarks.bench_prompt_growth import fit_line, fit_power, shape_of, stats_scale
 
     layers, heads = shape_of(paper)
     by_claim: dict[str, list[dict]] = {}
@@ -114,37 +133,42 @@ def projected_claims(paper: str, rows: list[dict], n_prompts: int) -> dict[str, 
         by_claim.setdefault(r["claim"], []).append(r)
     out = {}
     for claim, rs in by_claim.items():
-        own = [r for r in rs if r["model"] == f"{paper}-rehearsal"]
-        pool = own or rs
-        pool = [r for r in pool if r.get("mode") == "together"] or pool  # passes booked once, as the nightly runs
-        seq = max(r["seq_len"] for r in pool)
-        model = sorted({r["model"] for r in pool if r["seq_len"] == seq})[0]
-        mine = sorted((r for r in pool if r["model"] == model and r["seq_len"] == seq), key=lambda r: r["n_prompts"])
+        own = f"{paper}-rehearsal"
+        model, seq, mine = _source(rs, lambda m: (m != own, m))
+        smodel, sseq, smine = _source(rs, lambda m: (abs(math.log(_size(m) / (layers * heads))), m))
         mode = mine[-1].get("mode", "alone")
-        ns = [r["n_prompts"] for r in mine]
         src_layers, src_heads = shape_of(model)
-        cpu = fit_power(ns, [r["statistics_cpu_seconds"] for r in mine])
+        ns, sns = [r["n_prompts"] for r in mine], [r["n_prompts"] for r in smine]
+        cpu = fit_power(sns, [r["statistics_cpu_seconds"] for r in smine])
         line = fit_line(ns, [r["layer_tokens"] for r in mine])
-        last = mine[-1]
+        last = smine[-1]
         if cpu:
             stats, note = cpu[1] * n_prompts ** cpu[0], f"k={cpu[0]:.2f}"
         else:
             stats, note = last["statistics_cpu_seconds"] * n_prompts / last["n_prompts"], "one count: linear"
-        tokens = line[1] + line[0] * n_prompts if line else last["layer_tokens"] * n_prompts / last["n_prompts"]
+        tokens = line[1] + line[0] * n_prompts if line else mine[-1]["layer_tokens"] * n_prompts / mine[-1]["n_prompts"]
         if mode == "alone":
             note += "; alone: passes shared in one run counted here too"
         out[claim] = {
             "layer_tokens": max(0.0, tokens) * _depth(claim, layers, src_layers, heads / src_heads, mode),
-            "statistics_seconds": max(0.0, stats) * layers * heads / (src_layers * src_heads),
-            "source": f"{model} {','.join(map(str, ns))}x{seq}",
+            "statistics_seconds": max(0.0, stats) * stats_scale(claim, (layers, heads), shape_of(smodel)),
+            "source": f"passes {model} {','.join(map(str, ns))}x{seq}, statistics {smodel} "
+            f"{','.join(map(str, sns))}x{sseq}",
             "note": note,
         }
     return out
 
 
+def _size(model: str) -> int:
+    from benchmarks.bench_prompt_growth import shape_of
+
+    layers, heads = shape_of(model)
+    return layers * heads
+
+
 def fallback_claims(paper: str, results: dict, n_prompts: int, have: set[str]) -> dict[str, dict]:
     """The claims the growth rows lack, from the workload run (item 2), linear in prompts."""
-    from benchmarks.bench_prompt_growth import shape_of
+    from benchmarks.bench_prompt_growth import shape_of, stats_scale
 
     layers, heads = shape_of(paper)
     source = WORKLOAD_SOURCE[get_spec(paper).adds_bos]
@@ -153,7 +177,9 @@ def fallback_claims(paper: str, results: dict, n_prompts: int, have: set[str]) -
     return {
         claim: {
             "layer_tokens": lt * scale * _depth(claim, layers, src_layers, heads / src_heads, "together"),
-            "statistics_seconds": max(0.0, other) * scale * layers * heads / (src_layers * src_heads),
+            "statistics_seconds": max(0.0, other)
+            * scale
+            * stats_scale(claim, (layers, heads), (src_layers, src_heads)),
             "source": f"{source} (workload run)",
             "note": "linear in prompts, not measured",
         }

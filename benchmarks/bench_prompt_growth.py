@@ -327,6 +327,18 @@ def fits(rows: list[dict]) -> dict[tuple[str, str, int], dict]:
     return out
 
 
+T10_LAYERS = 4  # = harness.stats.length_design.FIRST: T10 reads the first four layers only
+
+
+def stats_scale(claim: str, paper: tuple[int, int], source: tuple[int, int]) -> float:
+    """How a claim's statistics scale from the source's (layers, heads per layer) to the paper model's: heads x
+    layers (T10's: the first four layers)."""
+    (lp, hp), (ls, hs) = paper, source
+    if claim == "T10":
+        lp, ls = min(lp, T10_LAYERS), min(ls, T10_LAYERS)
+    return lp * hp / (ls * hs)
+
+
 def project(fit: dict, model: str, paper: str, n_prompts: int) -> dict | None:
     """A paper model's statistics CPU seconds and host memory at ``n_prompts``, from one claim's fit on ``model``:
     the statistics' curve at n_prompts x the paper model's heads x layers over the measured model's; the memory as
@@ -337,9 +349,8 @@ def project(fit: dict, model: str, paper: str, n_prompts: int) -> dict | None:
     if not fit["cpu"]:
         return None
     k, c = fit["cpu"]
-    (lm, hm), (lp, hp) = shape_of(model), shape_of(paper)
-    scale = lp * hp / (lm * hm)
     last = fit["rows"][-1]
+    scale = stats_scale(last["claim"], shape_of(paper), shape_of(model))
     held = fit["held"]
     held_at = (held[1] + held[0] * n_prompts) if held else (last.get("held_gib") or 0.0)
     rest = last["peak_rss_gib"] - (last.get("held_gib") or 0.0)

@@ -119,10 +119,14 @@ def test_the_nightly_estimate_reads_the_growth_rows_and_scales_by_prompts():
     other = [_row("T5", n, 99.0, 1.0, model="smollm2-135m") for n in (16, 32)]
     claims = bench_nightly.projected_claims("llama-3.2-1b", narrow + other, 512)
     t5, t10 = claims["T5"], claims["T10"]
-    assert t5["source"].startswith("llama-3.2-1b-rehearsal")  # the paper model's own rehearsal first
-    assert t5["statistics_seconds"] == pytest.approx(0.5 * 512 * (16 * 32) / (4 * 4), rel=1e-9)  # k = 1
-    assert t5["layer_tokens"] == pytest.approx(100 * 512 * 16 / 4)  # a line in prompts, x layers
+    # the passes from the paper model's own rehearsal (its architecture), a line in prompts, x layers
+    assert t5["source"].startswith("passes llama-3.2-1b-rehearsal") and "statistics smollm2-135m" in t5["source"]
+    assert t5["layer_tokens"] == pytest.approx(100 * 512 * 16 / 4)
+    # the statistics from the model nearest the 1B's 512 heads (SmolLM2's 270; k = 0 here), x heads x layers
+    assert t5["statistics_seconds"] == pytest.approx(99.0 * (16 * 32) / (30 * 9), rel=1e-9)
     assert t10["layer_tokens"] == pytest.approx(5000)  # fixed in prompts; its passes stop after layer 4 in both
+    # T10's statistics read the first four layers: x heads only (32 / 4), k = 0
+    assert t10["statistics_seconds"] == pytest.approx(1.0 * (4 * 32) / (4 * 4), rel=1e-9)
     results = {
         "settings": {"n_prompts": 16, "seq_len": 128},
         "records": [
