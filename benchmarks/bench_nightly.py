@@ -96,6 +96,7 @@ def growth_rows(folders: list[str]) -> list[dict]:
 #: Claims whose passes are one per head of its first layers (the per-head deposit map): their layer-tokens grow with
 #: heads per layer too. DP2 reads DP1's map in one run; measured alone it makes the map itself.
 PER_HEAD = {"together": ("DP1",), "alone": ("DP1", "DP2")}
+MAPPED_LAYERS = 2  # = claims/test_deposit.py's MAPPED_LAYERS: the map zeroes each head of layers 0 and 1 in turn
 
 
 def _depth(claim: str, layers: int, source_layers: int, heads: float = 1.0, mode: str = "alone") -> float:
@@ -146,11 +147,21 @@ def projected_claims(paper: str, rows: list[dict], n_prompts: int) -> dict[str, 
             stats, note = cpu[1] * n_prompts ** cpu[0], f"k={cpu[0]:.2f}"
         else:
             stats, note = last["statistics_cpu_seconds"] * n_prompts / last["n_prompts"], "one count: linear"
+        per_head = 0.0
+        if claim in PER_HEAD[mode]:  # the map's passes (one per head) apart from the shared passes booked to it
+            per_head = (
+                MAPPED_LAYERS * src_heads * n_prompts * seq * src_layers * (layers * heads) / (src_layers * src_heads)
+            )
+            mine = [
+                {**r, "layer_tokens": r["layer_tokens"] - MAPPED_LAYERS * src_heads * r["n_prompts"] * seq * src_layers}
+                for r in mine
+            ]
+            line = fit_line(ns, [r["layer_tokens"] for r in mine])
         tokens = line[1] + line[0] * n_prompts if line else mine[-1]["layer_tokens"] * n_prompts / mine[-1]["n_prompts"]
         if mode == "alone":
             note += "; alone: passes shared in one run counted here too"
         out[claim] = {
-            "layer_tokens": max(0.0, tokens) * _depth(claim, layers, src_layers, heads / src_heads, mode),
+            "layer_tokens": max(0.0, tokens) * _depth(claim, layers, src_layers) + per_head,
             "statistics_seconds": max(0.0, stats) * stats_scale(claim, (layers, heads), shape_of(smodel)),
             "source": f"passes {model} {','.join(map(str, ns))}x{seq}, statistics {smodel} "
             f"{','.join(map(str, sns))}x{sseq}",
