@@ -138,7 +138,8 @@ def pytest_configure(config) -> None:
 
 # ---- one measurement: a child process per claim per count ---------------------------------------------------------
 def _tree_rss_bytes(pid: int) -> int:
-    """The resident set of ``pid`` and its descendants (Linux /proc)."""
+    """The memory of ``pid`` and its descendants: their proportional set sizes (``Pss``, Linux /proc; a forked child's
+    pages shared with its parent counted once), else their resident sets."""
     total, todo, seen = 0, [pid], set()
     while todo:
         p = todo.pop()
@@ -146,19 +147,30 @@ def _tree_rss_bytes(pid: int) -> int:
             continue
         seen.add(p)
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
+            total += _proc_kib(p) * 1024
             for task in Path(f"/proc/{p}/task").iterdir():
-                kids = (task / "children").read_text().split()
-                todo.extend(int(k) for k in kids)
+                todo.extend(int(k) for k in (task / "children").read_text().split())
         except (OSError, ValueError):
             continue
     return total
 
 
+def _proc_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
 def _wait(proc: subprocess.Popen, a, t0: float) -> tuple[int, object, str, int]:
-    """Wait for the child, watching its tree's resident set; (exit code, its rusage, status, largest RSS seen)."""
+    """Wait for the child, watching its tree's memory (``_tree_rss_bytes``); (exit code, its rusage, status, the
+    largest seen)."""
     status, seen = "ok", 0
     while True:
         pid, code, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -246,7 +258,7 @@ def row_of(model, claim, n_prompts, seq_len, tests, code, status, wall, usage, s
     outcomes: dict[str, int] = defaultdict(int)
     for t in mine:
         outcomes[t.get("outcome") or "?"] += 1
-    process_peak = round(max(usage.ru_maxrss * 1024, seen) / GIB, 3)  # the process's, as /usr/bin/time -v prints it
+    process_peak = round(usage.ru_maxrss / 2**20, 3)  # the process's, as /usr/bin/time -v prints it
     test_peak = round(max(peaks) / 2**20, 3) if peaks else None  # its tests' (each reset before it)
     return {
         "model": model,
@@ -271,6 +283,7 @@ def row_of(model, claim, n_prompts, seq_len, tests, code, status, wall, usage, s
         "test_peak_rss_gib": test_peak,
         "peak_gpu_gib": round(max(gpu) / 2**20, 3) if gpu else None,
         "held_gib": round(max(held) / GIB, 3) if held else None,  # what the session holds after its tests
+        "watched_gib": round(seen / GIB, 3),  # the largest memory of the process tree the watch saw (Pss)
         "when": time.strftime("%Y-%m-%d %H:%M"),
         "load": round(os.getloadavg()[0], 1),
     }
