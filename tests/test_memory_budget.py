@@ -99,17 +99,18 @@ def test_a_bundled_model_fits_the_main_jobs_budget_at_the_default_design(model):
 @pytest.mark.slow  # a claims process on a bundled model: weekly
 @pytest.mark.long
 def test_a_measured_peak_stays_inside_the_estimate(tmp_path):
-    """DP1 (one edited pass per head of layers 0 and 1) and T6 on SmolLM2 at 12 prompts x 64 tokens, one process
-    (``bench_prompt_growth.measure``): its peak resident set is inside the estimate plus the room above. Before edited
-    captures were released, DP1's 18 passes alone held 18 x 54 MB above it."""
+    """DP1 (one edited pass per head of layers 0 and 1) and T6 on SmolLM2 at 12 prompts x 64 tokens, each in a
+    process of its own (``bench_prompt_growth.measure``): its peak resident set is inside the estimate plus one pair
+    capture and 0.25 GiB (the interpreter's and allocator's variation between runs). Measured on 2026-11-29: DP1 1.17
+    GiB against 1.55; before edited captures were released (87d4e9a) 1.89 GiB, its 18 passes holding 18 x 40 MB."""
     from types import SimpleNamespace
 
     from benchmarks.bench_prompt_growth import measure
 
     model, n, seq = "smollm2-135m", 12, 64
     args = SimpleNamespace(threads=1, max_gib=6, timeout=1800)
-    cfg_budget = design_bytes(model, n, seq) + pair_capture_bytes(30, 9, n, 2080) + int(0.5 * GIB)
+    budget = design_bytes(model, n, seq) + pair_capture_bytes(30, 9, n, 2080) + int(0.25 * GIB)
     for claim in ("DP1", "T6"):
-        row = measure(model, claim, n, seq, args, [])
+        (row,) = measure(model, [claim], n, seq, args, [])
         assert row["status"] == "ok", row
-        assert row["peak_rss_gib"] * GIB <= cfg_budget, (claim, row["peak_rss_gib"], cfg_budget / GIB)
+        assert row["peak_rss_gib"] * GIB <= budget, (claim, row["peak_rss_gib"], budget / GIB)
