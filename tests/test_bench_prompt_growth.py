@@ -92,7 +92,7 @@ def test_a_design_projected_past_the_limit_is_refused_in_one_line_before_any_wor
     line = growth.refusal(rows, "smollm2-135m", "T5", 512, 128, 4.0)
     assert "projected peak 6.1 GiB (the line through its peaks at [16, 32] prompts) exceeds --max-gib 4" in line
     assert growth.refusal(rows, "smollm2-135m", "T5", 64, 128, 4.0) is None
-    # no rows yet: the capture's byte estimate (SmolLM2 at 512 x 512 holds 2 x 4.4 GB of weights at the pairs)
+    # no rows yet: the capture's byte estimate (SmolLM2 at 512 x 512: the pair capture in float32, the null's float64 copy)
     code = growth.main(
         ["--models", "smollm2-135m", "--claims", "T5", "--counts", "512", "--seq-len", "512", "--max-gib", "6"]
         + ["--out", str(tmp_path)]

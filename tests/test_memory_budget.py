@@ -114,3 +114,21 @@ def test_a_measured_peak_stays_inside_the_estimate(tmp_path):
         (row,) = measure(model, [claim], n, seq, args, [])
         assert row["status"] == "ok", row
         assert row["peak_rss_gib"] * GIB <= budget, (claim, row["peak_rss_gib"], budget / GIB)
+
+
+def test_the_null_and_the_sums_read_a_captures_float32_weights_as_a_view_with_the_figures_of_float64():
+    """The pairs' weights are kept in float32 (exact: they are read in float32) and read as a view [prompts, pairs,
+    layers, heads]: the per-prompt sums, the sign-flip and the permutation null equal those of the float64 target
+    [prompts, pairs, layers x heads] (the statistics upcast each block)."""
+    from harness.capture.leakage_view import significance
+    from harness.stats import leakage as lk
+    from harness.stats.pairs import stratified_pairs
+
+    pairs = stratified_pairs(64, 1000, 0)
+    values = (np.random.default_rng(3).random((12, 3, pairs.n_pairs, 5)) ** 3).astype(np.float32)  # [N, L, P, H]
+    view = values.transpose(0, 2, 1, 3)
+    target = view.reshape(12, pairs.n_pairs, 15).astype(np.float64)
+    a = significance(lk.prompt_stats(pairs, view), pairs, view, 200, 0)
+    b = significance(lk.prompt_stats(pairs, target), pairs, target, 200, 0)
+    for key in a:
+        np.testing.assert_allclose(np.asarray(a[key], float), np.asarray(b[key], float), rtol=1e-12, atol=0)

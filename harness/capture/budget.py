@@ -7,9 +7,9 @@ The estimate counts what grows with the design and what does not:
 * the interpreter with torch and transformers imported (``BASE_BYTES``, measured: about 0.6 GiB);
 * the weights in float32 (the parameters from the config where it gives every dimension, else from its hidden size,
   layers and vocabulary as vocabulary x hidden + 12 x layers x hidden², the dense decoder's count);
-* the attention weights at the run's pairs for every head (``[prompts, pairs, layers x heads]`` float64), the one
-  capture every leakage claim reads, held once for the unedited topic pass, and ``WORKING_COPIES`` more while its
-  per-prompt statistics are formed in blocks of prompts (``harness.stats.leakage.prompt_stats``);
+* the attention weights at the run's pairs for every head (``[prompts, pairs, layers x heads]``), the one capture
+  every leakage claim reads, held once in float32 for the unedited topic pass, and ``WORKING_COPIES`` float64 copies
+  of it (the permutation null's rows, ``harness.stats.nulls``; the per-prompt sums work a block at a time);
 * every edited pass's summary (``harness.capture.leakage_view``: bootstrap rows per layer and query bin), never its
   capture.
 """
@@ -20,7 +20,7 @@ from harness.spec.models import UnknownModelError, get_spec
 
 GIB = 2**30
 BASE_BYTES = int(0.6 * GIB)
-WORKING_COPIES = 1  # the centred, float64 block of prompts ``prompt_stats`` works on, at most the whole capture
+WORKING_COPIES = 1  # the permutation null's float64 copy of the pair capture, in its row order
 N_PAIRS = 4000
 
 
@@ -36,9 +36,9 @@ def parameter_count(config: dict) -> int:
     return v * d * (1 if config.get("tie_word_embeddings") else 2) + layers * per_layer + d
 
 
-def pair_capture_bytes(layers: int, heads: int, n_prompts: int, n_pairs: int = N_PAIRS) -> int:
-    """The attention weights at the pairs, every head, float64: ``[prompts, pairs, layers x heads]``."""
-    return 8 * n_prompts * n_pairs * layers * heads
+def pair_capture_bytes(layers: int, heads: int, n_prompts: int, n_pairs: int = N_PAIRS, itemsize: int = 8) -> int:
+    """The attention weights at the pairs, every head: ``[prompts, pairs, layers x heads]`` (float64: 8 bytes)."""
+    return itemsize * n_prompts * n_pairs * layers * heads
 
 
 def model_config(model: str) -> dict:
@@ -57,5 +57,10 @@ def design_bytes(model: str, n_prompts: int, seq_len: int, n_pairs: int = N_PAIR
     cfg = model_config(model)
     layers, heads = cfg["num_hidden_layers"], cfg["num_attention_heads"]
     pairs = min(n_pairs, seq_len * (seq_len + 1) // 2)
-    capture = pair_capture_bytes(layers, heads, n_prompts, pairs)
-    return BASE_BYTES + 4 * parameter_count(cfg) + (1 + WORKING_COPIES) * capture
+    held = pair_capture_bytes(layers, heads, n_prompts, pairs, itemsize=4)
+    return (
+        BASE_BYTES
+        + 4 * parameter_count(cfg)
+        + held
+        + WORKING_COPIES * pair_capture_bytes(layers, heads, n_prompts, pairs)
+    )

@@ -45,7 +45,8 @@ def capture(
     condition: Hashable = None,
     workload: Workload | None = None,
 ) -> dict[str, np.ndarray]:
-    """Run ``ids`` [N, L]; return {key: reader outputs concatenated over prompts (float64 numpy)}.
+    """Run ``ids`` [N, L]; return {key: reader outputs concatenated over prompts (float64 numpy; a pair reader's
+    weights float32, exactly as read: ``PairReader.store``)}.
 
     ``readers`` maps a key to a reader, read at the hook point of the same name, or to a
     ``(hook name, reader)`` pair when several readers share one hook point, or ``(hook name, reader, rows)`` to
@@ -102,17 +103,19 @@ def _collector(sink: list, reader: Reader, rows: np.ndarray | None, batch: dict)
         mine = rows[(rows >= batch["start"]) & (rows < batch["stop"])] - batch["start"]
         return torch.as_tensor(mine) if mine.size else None
 
+    store = getattr(reader, "store", to_stats)  # how its output is kept (float64; the pairs' weights in float32)
+
     def fn(value, _):
         keep = local()
         if keep is not None:
-            sink.append(to_stats(reader(value[keep])))
+            sink.append(store(reader(value[keep])))
 
     if isinstance(reader, PairReader):
 
         def at_pairs(weights, _):
             keep = local()
             if keep is not None:
-                sink.append(to_stats(reader.from_pairs(weights[keep])))
+                sink.append(store(reader.from_pairs(weights[keep])))
 
         fn.pairs, fn.at_pairs = (reader.i, reader.j), at_pairs
     return fn
@@ -135,6 +138,12 @@ class PairReader:
     def from_pairs(w: torch.Tensor) -> torch.Tensor:
         return w.transpose(1, 2).float()
 
+    @staticmethod
+    def store(x: torch.Tensor) -> np.ndarray:
+        """Kept in float32 on the CPU: the values read are float32 (``.float()`` above), so this is exact, at half
+        the bytes of float64; every statistic upcasts them to float64 (harness.stats.leakage)."""
+        return x.detach().cpu().float().numpy()
+
 
 class PairMoments(PairReader):
     """[B, H, n, n] -> [B, H, 4 x subsets]: per prompt and head, the leakage fit's moments of the attention quantity
@@ -152,6 +161,8 @@ class PairMoments(PairReader):
 
     def from_pairs(self, w: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         return pair_moments(w, self.subsets)
+
+    store = staticmethod(to_stats)  # the moments are float64
 
 
 def pair_moments(w: torch.Tensor, subsets) -> torch.Tensor:

@@ -112,9 +112,12 @@ class PromptStats:
 
 def as_target_3d(pairs: PairSet, Y: np.ndarray) -> np.ndarray:
     """Validate Y and return it as float64 [n_prompts, n_pairs, H]; a 4-D Y [n_prompts, n_pairs, layers, heads] (a
-    capture's weights transposed: a view) is returned as it is and stands for [n_prompts, n_pairs, layers x heads]
-    (heads layer-major), never copied whole: the functions here read it a block of prompts at a time (``flat``)."""
-    Y = np.asarray(Y, dtype=np.float64)
+    capture's weights transposed: a view, float32 or float64) is returned as it is and stands for [n_prompts,
+    n_pairs, layers x heads] (heads layer-major), never copied whole: the functions here read it a block of prompts at
+    a time in float64 (``flat``)."""
+    Y = np.asarray(Y)
+    if Y.ndim != 4 or Y.dtype not in (np.float32, np.float64):
+        Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim == 2:
         Y = Y[None]
     if Y.ndim not in (3, 4):
@@ -129,9 +132,9 @@ def as_target_3d(pairs: PairSet, Y: np.ndarray) -> np.ndarray:
 
 
 def flat(Y3: np.ndarray) -> np.ndarray:
-    """A block of a target as [prompts, pairs, H] (a 4-D block's layers and heads flattened, layer-major: a copy of
-    the block only)."""
-    return Y3 if Y3.ndim == 3 else Y3.reshape(*Y3.shape[:2], -1)
+    """A block of a target as float64 [prompts, pairs, H] (a 4-D block's layers and heads flattened, layer-major:
+    a copy of the block only)."""
+    return Y3 if Y3.ndim == 3 else Y3.reshape(*Y3.shape[:2], -1).astype(np.float64)
 
 
 def centred(Y3: np.ndarray) -> np.ndarray:
@@ -144,7 +147,7 @@ def prompt_stats(pairs: PairSet, Y: np.ndarray) -> PromptStats:
     is made, only of a block of ``BLOCK_ELEMS`` values)."""
     Y3 = as_target_3d(pairs, Y)
     P, N, H = Y3.shape[0], Y3.shape[1], int(np.prod(Y3.shape[2:]))
-    centre = Y3.mean(axis=(0, 1)).reshape(H)  # ``centred``'s: every block is centred by the same per-head constant
+    centre = Y3.mean(axis=(0, 1), dtype=np.float64).reshape(H)  # ``centred``'s: each block centred by it
     a, s1, s2 = np.empty((P, H)), np.empty((P, H)), np.empty((P, H))
     g = np.empty((P, pairs.n_groups, H))
     step = max(1, BLOCK_ELEMS // max(1, N * H))
@@ -159,7 +162,7 @@ def prompt_stats(pairs: PairSet, Y: np.ndarray) -> PromptStats:
         s1=s1,
         s2=s2,
         g=g,
-        scale=np.maximum(Y3.max(axis=(0, 1)), -Y3.min(axis=(0, 1))).reshape(H),
+        scale=np.maximum(Y3.max(axis=(0, 1)), -Y3.min(axis=(0, 1))).reshape(H).astype(np.float64),
         group_sizes=pairs.group_sizes,
         n_pairs=pairs.n_pairs,
         i_tilde_sq=pairs.i_tilde_sq,

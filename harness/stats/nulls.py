@@ -72,7 +72,7 @@ def permutation_null(
     if ssi <= 0 or n_perm == 0:
         return out
     step = max(1, BLOCK_ELEMS // n_rows)
-    centre = Y3.mean(axis=(0, 1)).reshape(H)  # ``centred``'s constant, subtracted from one copy of y's rows only
+    centre = Y3.mean(axis=(0, 1), dtype=np.float64).reshape(H)  # ``centred``'s, subtracted from one copy of y's rows
     if perms is None:
         _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed)
     else:
@@ -100,8 +100,12 @@ def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
     i_lay = np.tile(pairs.i_tilde, P)[lay.layout]
     if Y3.ndim == 3:
         y_lay = Y3.reshape(n_rows, H)[lay.layout]
-    else:  # a 4-D view (``as_target_3d``): the rows gathered from it, one copy in all
-        y_lay = Y3[np.divmod(lay.layout, N)].reshape(n_rows, H)
+    else:  # a 4-D view (``as_target_3d``, float32 or float64): its rows gathered into one float64 copy, a block at a time
+        y_lay = np.empty((n_rows, H))
+        p, k = np.divmod(lay.layout, N)
+        step_rows = max(1, BLOCK_ELEMS // H)
+        for b in range(0, n_rows, step_rows):
+            y_lay[b : b + step_rows] = Y3[p[b : b + step_rows], k[b : b + step_rows]].reshape(-1, H)
     y_lay -= centre
     # whole chunks per product (the draws stay chunk by chunk), stacked only where a chunk is fewer than
     # ``MIN_PRODUCT`` permutations, and to at most ``GEMM_ELEMS`` values
