@@ -241,7 +241,9 @@ def test_bf16_forward_gives_float64_statistics_close_to_fp32(tiny_pair):
     got = cap.capture(tiny_pair[torch.bfloat16], ids, readers, batch_size=3)
     assert next(tiny_pair[torch.bfloat16].hf.parameters()).dtype == torch.bfloat16
     for key in readers:
-        assert got[key].dtype == np.float64, key
+        # the weights at the pairs are kept in float32, exact for a bf16 or float32 pass (every statistic upcasts
+        # them a block at a time); every other reading is float64
+        assert got[key].dtype == (np.float32 if key == "pattern" else np.float64), key
         assert got[key].shape == ref[key].shape, key
     # bf16 keeps ~3 significant digits: weights, norms and residuals agree to a few percent
     np.testing.assert_allclose(got["pattern"], ref["pattern"], atol=2e-2)

@@ -111,6 +111,13 @@ def _calls(node: ast.AST) -> set[str]:
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             if name and name not in TRANSPARENT:
                 out.add(name)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        # a bare call of the function's own parameter (a callback: ``memo(key, compute)`` calls ``compute()``) is
+        # whatever its caller passes, not the module function that happens to share its name
+        a = node.args
+        params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None}
+        bare = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        out -= params & bare
     return out
 
 

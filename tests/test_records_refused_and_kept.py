@@ -108,7 +108,7 @@ def write_run(folder: Path, results: dict) -> Path:
 # ---- B40, B41: the stability record is never replaced by less ---------------------------------------------------
 
 
-def seed_runs(tmp_path: Path, claims_per_seed, seeds=(0, 1, 2)) -> list[Path]:
+def seed_runs(tmp_path: Path, claims_per_seed, seeds=(0, 1, 2, 3, 4)) -> list[Path]:
     """One run per seed on SMOL, holding the claims given for that seed."""
     return [
         write_run(tmp_path / f"seed{s}", run_results(SMOL, [record(SMOL, c) for c in claims], seed=s))
@@ -118,23 +118,23 @@ def seed_runs(tmp_path: Path, claims_per_seed, seeds=(0, 1, 2)) -> list[Path]:
 
 @pytest.mark.parametrize("merge", [False, True], ids=["record", "record --merge"])
 def test_runs_sharing_no_test_record_nothing(tmp_path, capsys, merge):
-    """B40, B41: three seeds, each run holding a different test: no test has three seeds, nothing is written."""
+    """B40, B41: five seeds, the runs holding different tests: no test has five seeds, nothing is written."""
     path = tmp_path / "stability.json"
     shutil.copy(STABILITY, path)
     before = path.read_bytes()
-    runs = seed_runs(tmp_path, [["T9a"], ["T6"], ["T7"]])
+    runs = seed_runs(tmp_path, [["T9a"], ["T6"], ["T7"], ["T9a"], ["T6"]])
     code, out, err = cli(capsys, "stability", "record", *runs, "--stability-record", path, *["--merge"] * merge)
     assert code == 2 and "nothing to record" in one_line(err), (code, out, err)
     assert path.read_bytes() == before
 
 
 def test_a_record_is_never_replaced_by_one_of_fewer_seeds_or_tests(tmp_path, capsys):
-    """B41, another construction: runs of three seeds sharing their tests would replace the five-seed record of 30
-    tests with three seeds of one test; refused until --replace. A record of more seeds and the same tests replaces it."""
+    """B41, another construction: runs of five seeds sharing two tests would replace the five-seed record of 30
+    tests with two; refused until --replace. A record of more seeds and the same tests replaces it."""
     path = tmp_path / "stability.json"
     shutil.copy(STABILITY, path)
     before = path.read_bytes()
-    runs = seed_runs(tmp_path, [["T9a", "T6"]] * 3)
+    runs = seed_runs(tmp_path, [["T9a", "T6"]] * 5)
     code, _, err = cli(capsys, "stability", "record", *runs, "--stability-record", path)
     assert code == 2 and "refusing to replace the record with less" in one_line(err) and "--replace" in err
     assert path.read_bytes() == before
@@ -143,18 +143,18 @@ def test_a_record_is_never_replaced_by_one_of_fewer_seeds_or_tests(tmp_path, cap
         "test_T9a_position0_state_is_identical_across_prompts",
         "test_T6_x",
     }
-    more = seed_runs(tmp_path / "more", [["T9a", "T6"]] * 4, seeds=(0, 1, 2, 3))
+    more = seed_runs(tmp_path / "more", [["T9a", "T6"]] * 6, seeds=(0, 1, 2, 3, 4, 5))
     code, _, err = cli(capsys, "stability", "record", *more, "--stability-record", path)
     assert code == 0, err
-    assert json.loads(path.read_text())["seeds"] == [0, 1, 2, 3]
+    assert json.loads(path.read_text())["seeds"] == [0, 1, 2, 3, 4, 5]
     code, _, err = cli(capsys, "stability", "record", *runs, "--stability-record", path, "--merge")
     assert code == 2 and "with fewer seeds" in one_line(err)  # merged entry by entry: no entry loses seeds either
 
 
-def test_an_entry_of_fewer_than_three_seeds_is_left_out_and_said(tmp_path, capsys):
-    """A test seen under two of the three seeds is no stability evidence: left out of the record, and said."""
+def test_an_entry_of_fewer_than_five_seeds_is_left_out_and_said(tmp_path, capsys):
+    """A test seen under four of the five seeds is no stability evidence: left out of the record, and said."""
     path = tmp_path / "stability.json"
-    runs = seed_runs(tmp_path, [["T9a", "T6"], ["T9a", "T6"], ["T9a"]])
+    runs = seed_runs(tmp_path, [["T9a", "T6"]] * 4 + [["T9a"]])
     code, _, err = cli(capsys, "stability", "record", *runs, "--stability-record", path)
     assert code == 0 and "left out 1 test × model entry" in one_line(err) and "test_T6_x on smollm2-135m" in err
     assert list(json.loads(path.read_text())["tests"]) == ["test_T9a_position0_state_is_identical_across_prompts"]
@@ -163,7 +163,7 @@ def test_an_entry_of_fewer_than_three_seeds_is_left_out_and_said(tmp_path, capsy
 def test_a_merge_with_nothing_new_says_so(tmp_path, capsys):
     """B40: --merge of runs the record already holds, as they are, says so; the file is left as it was."""
     path = tmp_path / "stability.json"
-    runs = seed_runs(tmp_path, [["T9a"]] * 3)
+    runs = seed_runs(tmp_path, [["T9a"]] * 5)
     assert cli(capsys, "stability", "record", *runs, "--stability-record", path)[0] == 0
     before = path.stat().st_mtime_ns, path.read_bytes()
     code, out, err = cli(capsys, "stability", "record", *runs, "--stability-record", path, "--merge")
@@ -211,7 +211,7 @@ def test_a_damaged_stability_record_is_one_line(tmp_path, capsys, kind):
     code, _, err = cli(capsys, "stability", "methods", "--stability-record", path)
     assert code == 2 and "not a stability record" in one_line(err) and str(path) in err
     before = path.read_bytes()
-    runs = seed_runs(tmp_path, [["T9a"]] * 3)
+    runs = seed_runs(tmp_path, [["T9a"]] * 5)
     code, _, err = cli(capsys, "stability", "record", *runs, "--stability-record", path, "--merge")
     assert code == 2 and "not a stability record" in one_line(err) and path.read_bytes() == before
 

@@ -161,6 +161,7 @@ def test_the_paper_values_of_the_rehearsed_model_are_applied(pytester, monkeypat
         if applies.why_not(target) is None
     )
     monkeypatch.setattr(claims, "PAPER_SEQ_LEN", 128)  # judged at this run's length
+    monkeypatch.setattr(claims, "PAPER_MIN_PROMPTS", 1)  # and at this run's prompt count
     paper = figure.paper[LLAMA_1B].value
     body = f'''
 import pytest

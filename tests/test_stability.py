@@ -52,7 +52,13 @@ FIVE = [(0, "held", 0.40), (1, "not held", 0.50), (2, "stale", 0.45), (3, "held"
 def test_a_verdict_that_flips_between_seeds_is_unstable_with_its_range_and_each_seeds_margin():
     data = stability.combine([run(*r) for r in FIVE])
     flip, steady = data["tests"]["test_T6_x"]["m1"], data["tests"]["test_T7_y"]["m1"]
-    assert flip["unstable"] and flip["verdicts"] == {"0": "held", "1": "not held", "2": "held", "3": "held", "4": "held"}
+    assert flip["unstable"] and flip["verdicts"] == {
+        "0": "held",
+        "1": "not held",
+        "2": "held",
+        "3": "held",
+        "4": "held",
+    }
     assert flip["ranges"] == {"ratio": [0.40, 0.50]}
     assert not steady["unstable"] and steady["ranges"] == {} and steady["deciding"] == {}  # no rule decided it
     assert flip["deciding"]["1"] == {

@@ -68,7 +68,7 @@ def set_shape(label: str) -> str:
 def size_note(r: dict) -> str:
     """ "at pilot size, 4 heads: " before a verdict on a synthetic set at a size other than the paper's (a rehearsal
     on the smoke set gives none); "" otherwise."""
-    size = set_size(model_label(r))
+    size = set_size(model_label(r)) if r.get("model") or r.get("test") else None
     if size is None or size == PAPER_SIZE or Verdict.of(r) == Verdict.REHEARSED:
         return ""
     return f"at {size} size, {SIZES[size].shape.heads} heads: "
