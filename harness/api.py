@@ -32,7 +32,7 @@ from harness.notebook import verdict_record as verdict_record
 from harness.outcome.results import ResultsFileError, load_results
 from harness.report.matrix import totals_line
 from harness.run import signals
-from harness.spec.claims import claim
+from harness.spec.claims import claim, expand, target_of
 
 CLAIMS_DIR = ROOT / "claims"
 USAGE_ERROR = 4  # pytest's exit code for a usage error
@@ -83,9 +83,42 @@ def model_names(models: str | Iterable[str] | None) -> list[str]:
 
 
 def keyword_expression(claim_ids: Sequence[str]) -> str:
-    """The ``-k`` expression selecting every test of the claims (their test function names); an unknown id raises
-    ``harness.spec.claims.UnknownClaim`` (one line listing the registered ids)."""
-    return " or ".join(dict.fromkeys(t for cid in claim_ids for t in claim(cid).tests))
+    """The ``-k`` expression selecting every test of the claims (their test function names; a selection's name, such
+    as ``core``, stands for its claims); an unknown id raises ``harness.spec.claims.UnknownClaim`` (one line listing
+    the registered ids)."""
+    return " or ".join(dict.fromkeys(t for cid in expand(claim_ids) for t in claim(cid).tests))
+
+
+DEFAULT_MODELS = "bundled,paper"  # the suite's --models default (harness/run/options.py)
+
+
+def target_problem(models: str | Iterable[str] | None, claim_ids: Sequence[str]) -> str | None:
+    """Why a claim named cannot run on any of the targets ``models`` names (one line naming the ``--models`` it
+    needs), else None: a claim whose tests run on the related paper's synthetic sets alone, with none named, or one
+    whose tests run on language models alone, with only synthetic sets named. What a test runs on is read from the
+    registry (``harness.spec.claims.target_of``); a model its prediction does not apply to is a verdict (not
+    applicable), not this."""
+    from harness.run.selection import SYNTHETIC_PURPOSE
+
+    tokens = as_names(DEFAULT_MODELS if models is None else models)
+    synthetic = [t for t in tokens if t.startswith("synthetic")]
+    real = [t for t in tokens if not t.startswith("synthetic")]
+    for cid in expand(claim_ids):
+        kinds = {target_of(t) for t in claim(cid).tests}
+        if kinds == {"synthetic"} and not synthetic:
+            sets = "; ".join(f"synthetic-{size}: {why}" for size, why in SYNTHETIC_PURPOSE.items())
+            return (
+                f"--claims {cid}: its tests run on the related paper's synthetic sets, trained here, not on "
+                f"{', '.join(real)}: name one in --models, e.g. --models {','.join([*real, 'synthetic-smoke'])} "
+                f"({sets})"
+            )
+        if "synthetic" not in kinds and not real:
+            return (
+                f"--claims {cid}: its tests run on language models, not on the synthetic sets "
+                f"{', '.join(synthetic)}: name one in --models, e.g. --models {','.join(['smollm2-135m', *synthetic])} "
+                f"(or bundled, paper, hf:<org>/<name>, path:<folder>, gguf:<file>)"
+            )
+    return None
 
 
 def split_keyword(options: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -109,14 +142,16 @@ def pytest_argv(
 ) -> list[str]:
     """The command line of a claims run: ``python -m pytest <repo>/claims [--models M] [-k <claims' tests>]
     <options>``; options pass through unchanged (a ``-k`` of theirs narrows the claims' selection). ``models`` None
-    keeps the suite's default; an empty one raises ``RunFailed``, an unknown claim ``UnknownClaim``, before anything
-    runs."""
+    keeps the suite's default; an empty one raises ``RunFailed``, an unknown claim ``UnknownClaim``, and a claim
+    none of the models named can run (``target_problem``) ``RunFailed``, before anything runs."""
     argv = [sys.executable, "-m", "pytest", str(CLAIMS_DIR)]
     if models is not None:
         argv += ["--models", ",".join(model_names(models))]
     ids, options = as_names(claims), list(options)
     if ids:
         selected = keyword_expression(ids)
+        if problem := target_problem(models, ids):
+            raise RunFailed(problem, USAGE_ERROR)
         user, options = split_keyword(options)
         argv += ["-k", selected if user is None else f"({selected}) and ({user})"]
     return argv + options

@@ -52,7 +52,10 @@ def run_parser() -> argparse.ArgumentParser:
         "default: the suite's (bundled,paper)",
     )
     p.add_argument(
-        "--claims", metavar="IDS", help="comma list of claim ids (as METHODS.md lists them): run only their tests"
+        "--claims",
+        metavar="IDS",
+        help="comma list of claim ids (as METHODS.md lists them) or selections (core: the headline claims): run "
+        "only their tests",
     )
     suite = p.add_argument_group("the suite's options (passed on to pytest)")
     for names, kw in suite_options():
@@ -134,6 +137,6 @@ def run_command(argv: Sequence[str]) -> int:
         command = pytest_argv(args.models, args.claims, [*passed_on(args), *rest])
     except UnknownClaim as e:
         return fail(f"--claims: {e}")
-    except RunFailed as e:  # --models naming no model
-        return fail(f"--{e}")
+    except RunFailed as e:  # --models naming no model, or --claims none of them can run
+        return fail(str(e) if str(e).startswith("--") else f"--{e}")
     return call(command)
