@@ -210,16 +210,18 @@ def run_pytest(argv: Sequence[str], echo: bool | Callable[[str], None] = True) -
 
 class Progress:
     """A run's progress on one line, rewritten in place (``\\r``), instead of pytest's output: how many tests it
-    selected and pytest's own ``[ NN%]`` marker (ending each test file's line of results, or each ``-v`` line).
-    Read from pytest's output rather than the run's records, it stays right with xdist workers and whatever options
-    the caller passes."""
+    selected and pytest's own ``[ NN%]`` marker (ending each test file's line of results, or each ``-v`` line), or,
+    where the run says it, "test k of N, elapsed, about M minutes left" (harness.run.eta). Read from pytest's output
+    rather than the run's records, it stays right with xdist workers and whatever options the caller passes."""
 
     SELECTED = re.compile(r"(\d+) selected|collected (\d+) items?|\[(\d+) items?\]")
     PERCENT = re.compile(r"\[\s*(\d{1,3})%\]")
+    ETA = re.compile(r"\[abspos\] (test \d+ of \d+, .*?)\s*$")
 
     def __init__(self) -> None:
         self.tests: int | None = None
         self.percent: int | None = None
+        self.eta: str | None = None
         self.shown = ""
 
     def __call__(self, line: str) -> None:
@@ -228,9 +230,13 @@ class Progress:
             self.tests = int(next(g for g in found[0].groups() if g))
         if percent := self.PERCENT.findall(line):
             self.percent = int(percent[-1])
+        if eta := self.ETA.search(line):
+            self.eta = eta.group(1)
         self.write(self.text())
 
     def text(self) -> str:
+        if self.eta is not None and self.percent != 100:
+            return f"abspos: {self.eta}"
         tests = f"{self.tests} test{'s' * (self.tests != 1)}" if self.tests is not None else "tests"
         if self.percent is None:
             return f"abspos: running {tests}" if self.tests is not None else "abspos: collecting the claim tests"

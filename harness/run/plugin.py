@@ -34,7 +34,7 @@ from harness.outcome.verdict import (
     judging,
     recorded,
 )
-from harness.run import signals, threads
+from harness.run import eta, signals, threads
 from harness.run.collection import SYNTHETIC_SMOKE, keep_models_on_one_worker, rehearsal_of, unselected
 from harness.run.context import RunContext
 from harness.run.options import pytest_addoption  # noqa: F401  (the hook, on this plugin)
@@ -105,6 +105,7 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) owns the records
         keep_models_on_one_worker(config)
         config.pluginmanager.register(RecordCollector(run, list(config.invocation_params.args)), "abspos-records")
+        config.pluginmanager.register(eta.Eta(config, run), "abspos-eta")  # test k of N, about M minutes left
         config.stash[PROGRESS].write = terminal_writer(config)
 
 
