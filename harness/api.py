@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from harness.files import checkout
 from harness.files.paths import REPORTS, ROOT
 from harness.notebook import Verdicts
 from harness.notebook import aligned as aligned  # the plain-text tables of the command line too
@@ -169,10 +170,11 @@ def worker_options(workers: int | None) -> list[str]:
 
 def run_pytest(argv: Sequence[str], echo: bool | Callable[[str], None] = True) -> tuple[int, str]:
     """Run pytest in the caller's folder (relative paths in references and options are the caller's; the claims
-    folder is given absolute, so pytest still finds the repository's configuration), its stdout and stderr streamed to
-    ``sys.stdout`` when ``echo`` is True (so a notebook shows them), or each line given to ``echo`` when it is a
-    function (``Progress``); returns (exit code, the line saying what went wrong: the last error line it printed,
-    ``ERROR: ...`` or argparse's ``...: error: ...``, else its last non-empty line)."""
+    folder is given absolute, so pytest still finds the repository's configuration, and this checkout's harness comes
+    first on its PYTHONPATH, so the claims run with their own harness whatever is installed), its stdout and stderr
+    streamed to ``sys.stdout`` when ``echo`` is True (so a notebook shows them), or each line given to ``echo`` when
+    it is a function (``Progress``); returns (exit code, the line saying what went wrong: the last error line it
+    printed, ``ERROR: ...`` or argparse's ``...: error: ...``, else its last non-empty line)."""
     last = error = ""
     proc = subprocess.Popen(
         list(argv),
@@ -181,7 +183,7 @@ def run_pytest(argv: Sequence[str], echo: bool | Callable[[str], None] = True) -
         text=True,
         errors="replace",
         bufsize=1,
-        env=signals.child_env({**os.environ, "PYTHONUNBUFFERED": "1"}),
+        env=signals.child_env(checkout.pythonpath(ROOT, {**os.environ, "PYTHONUNBUFFERED": "1"})),  # this harness
     )
     try:
         with signals.forwarding(proc) as received:  # SIGINT/SIGTERM/SIGHUP: pytest writes what finished, then ends

@@ -19,14 +19,16 @@ is ``python -m harness.report``. Importing this module loads neither torch, tran
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Callable, Sequence
 
 from harness.bundle import bundle_command
+from harness.files import checkout
 from harness.files.atomic import JSONFileError
-from harness.files.paths import KNOWN_OUTCOMES, STABILITY
+from harness.files.paths import KNOWN_OUTCOMES, ROOT, STABILITY
 from harness.listing import (  # noqa: F401  (applies_to, family_level, weights_status: the listing's, named here too)
     ALL_SYNTHETIC,
     applies_to,
@@ -271,6 +273,24 @@ def top_parser() -> argparse.ArgumentParser:
     return p
 
 
+NOTED = ("run", "submit")  # the commands that say which checkout they run when it is not the one stood in
+
+
+def stand_in_checkout(command: str, argv: Sequence[str]) -> int | None:
+    """Run the checkout the command is typed in (``harness.files.checkout``): re-execute this command with that
+    checkout's harness when it is another than this one's (never returns then); an exit code when none can be run;
+    None to go on here (a run outside any checkout first says which it runs, and why)."""
+    decision = checkout.decide(ROOT, Path.cwd(), os.environ)
+    if decision.problem is not None:
+        return fail(decision.problem)
+    if decision.reexec:
+        env = {**checkout.pythonpath(decision.root, os.environ), checkout.GUARD: str(decision.root)}
+        os.execve(sys.executable, checkout.reexec_argv(sys.executable, list(argv)), env)
+    if decision.note is not None and command in NOTED:
+        print(f"{PROG}: {decision.note}", file=sys.stderr, flush=True)
+    return None
+
+
 def exit_code(e: SystemExit) -> int:
     return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
 
@@ -293,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else f"unknown command {argv[0]!r}; choose from {', '.join(COMMANDS)}",
             code=2,
         )
+    if (code := stand_in_checkout(argv[0], argv)) is not None:
+        return code
     try:
         return COMMANDS[argv[0]][1](argv[1:])
     except SystemExit as e:  # argparse's --help (0) and usage errors (2)
