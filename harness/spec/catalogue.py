@@ -108,7 +108,7 @@ def selections(directory: Path | None = None) -> list[tuple[str, tuple[Any, ...]
     out = []
     for path in declaration_files(directory):
         module = sys.modules.get(f"{PACKAGE}.{path.stem}")
-        if module is not None and getattr(module, "SELECTIONS", ()):
+        if module is not None and getattr(module, "SELECTIONS", None):
             out.append((f"claims/{path.name}" if path.parent == DEFAULT_DIR else str(path), module.SELECTIONS))
     return out
 
