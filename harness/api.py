@@ -22,8 +22,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
+from harness import live
 from harness.files import checkout
 from harness.files.paths import REPORTS, ROOT
 from harness.notebook import Verdicts
@@ -268,9 +269,11 @@ def _stamp(report_dir: Path):
 
 
 def verify(
-    models: str | Sequence[str] = "bundled",
+    models: Any = "bundled",
+    *positional: Any,
     claims: str | Sequence[str] | None = None,
-    *,
+    tokenizer: Any = None,
+    workdir: str | Path | None = None,
     seq_len: int | None = None,
     n_prompts: int | None = None,
     seed: int | None = None,
@@ -283,17 +286,46 @@ def verify(
     echo: bool = False,
     quiet: bool = False,
 ) -> Verdicts:
-    """Run the claims (all, or the ids in ``claims``) on ``models`` (names or groups, a comma list or a list) in a
-    pytest subprocess and return their verdicts. Settings left None keep the suite's defaults; ``workers`` runs
-    pytest-xdist workers (one model per worker); ``extra_args`` go to pytest unchanged. While it runs one progress
-    line shows, then the totals and where the report is; ``echo`` streams pytest's own output instead, ``quiet``
-    prints nothing. The run is kept in a run folder of its own under ``report_dir`` (the suite's reports/, as
-    ``abspos-claims run``; ``Verdicts.report``, ``Verdicts.show``; calls sharing a ``report_dir`` never share a
-    folder). An unknown claim id raises ``harness.spec.claims.UnknownClaim`` and naming no model ``RunFailed`` before
+    """Run the claims (all, or the ids in ``claims``; a selection such as ``core`` stands for its claims) on
+    ``models`` (names or groups, a comma list or a list) in a pytest subprocess and return their verdicts:
+    ``verify("smollm2-135m", ["<id>"])``. ``models`` may instead be a model held in memory, a loaded Hugging Face
+    causal LM (or an nnsight ``LanguageModel``), with its tokenizer: ``verify(model, tokenizer, claims=["<id>"])``;
+    its spec is derived and its weights checked as a ``path:`` reference's before anything runs (``harness.live``),
+    and it is saved under ``workdir`` (a temporary folder; the system's by default) for the run and deleted after it.
+    Settings left None keep the suite's defaults; ``workers`` runs pytest-xdist workers (one model per worker);
+    ``extra_args`` go to pytest unchanged. While it runs one progress line shows, then the totals and where the
+    report is; ``echo`` streams pytest's own output instead, ``quiet`` prints nothing. The run is kept in a run
+    folder of its own under ``report_dir`` (the suite's reports/, as ``abspos-claims run``; ``Verdicts.report``,
+    ``Verdicts.show``; calls sharing a ``report_dir`` never share a folder). An unknown claim id raises ``harness.spec.claims.UnknownClaim`` and naming no model ``RunFailed`` before
     anything runs; a usage error (exit 4) or a run without results raises ``RunFailed`` with pytest's error line (its
     last line when it printed none). Interrupted (a notebook's interrupt, SIGTERM, SIGHUP), its pytest is told too
     and writes what finished; ``RunInterrupted`` (a ``KeyboardInterrupt``) is then raised, carrying those verdicts
     and the folder they are kept in."""
+    if len(positional) > 1:
+        raise TypeError(f"verify() takes models and one more positional argument, got {1 + len(positional)}")
+    if live.is_model(models):  # verify(model, tokenizer, claims=...): saved for the run, as a path: reference
+        keyword_expression(as_names(claims))  # an unknown claim before anything is checked or saved
+        if claims is not None and (problem := target_problem("in-memory", as_names(claims))):
+            raise RunFailed(problem, USAGE_ERROR)
+        settings = dict(seq_len=seq_len, n_prompts=n_prompts, seed=seed, device=device, dtype=dtype, corpus=corpus)
+        try:
+            with live.saved_for_run(models, positional[0] if positional else tokenizer, workdir) as (ref, options):
+                return verify(
+                    ref,
+                    claims=claims,
+                    workers=workers,
+                    report_dir=report_dir,
+                    echo=echo,
+                    quiet=quiet,
+                    extra_args=[*options, *extra_args],
+                    **settings,
+                )
+        except live.LiveModelError as e:
+            raise RunFailed(str(e), USAGE_ERROR) from None
+    if positional:  # verify(models, claims)
+        if claims is not None:
+            raise TypeError("verify() got claims both as its second argument and as claims=")
+        claims = positional[0]
     keyword_expression(as_names(claims))  # an unknown claim before anything is made or run
     model_names(models)  # no model named (None, "", []): before anything runs, never every model
     folder = Path(report_dir) if report_dir is not None else REPORTS  # None: the suite's own, as before
