@@ -10,8 +10,10 @@ that model: every claim test of the model, T13's family ladder n/a with one size
 child process, with ``PeakMemory`` (below) as a plugin: before each test it resets the process's peak resident set
 (Linux ``/proc/self/clear_refs`` "5") and after it reads the peak (``VmHWM``), so each test's peak includes its setup
 (the model's load, the passes it shares). Per claim: tests, seconds, forward seconds and layer-tokens (the run's
-results.json, where every pass is booked to the test that ran it), statistics seconds (the rest) and the peak. The
-first run builds the model (Llama-3.2-1B: 1.24 B parameters, 5 GB in float32) under ``$ABSPOS_CACHE``.
+results.json, where every pass is booked to the test that ran it), statistics seconds (the rest) and the peak; the
+same per-claim table is rewritten from the tests finished as each ends (a stop of any kind keeps it). The costliest
+ablations run last (``--last``), so a time limit leaves the most claims measured. The first run builds the model
+(Llama-3.2-1B: 1.24 B parameters, 5 GB in float32) under ``$ABSPOS_CACHE``.
 
 Measured: everything in the table, on this machine, at the settings it prints. Estimated: the GPU column only,
 = layer-tokens / the device's layer-token rate + the statistics seconds (they stay on the CPU). The rate is measured
@@ -37,55 +39,59 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: the checkout's benchmarks package
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_prompt_growth import GrowthPlugin  # noqa: E402
+
 PEAKS_ENV = "ABSPOS_DRESS_PEAKS"  # where the child's plugin appends one JSON line per test
+LAST_ENV = "ABSPOS_DRESS_LAST"  # test ids holding any of these (comma-separated) run after the rest
+#: The costliest edited passes (one per head of two layers; ablations and random draws, the probes' passes): last, so
+#: that a time limit leaves the most claims measured.
+LAST = "test_deposit.py,test_s5_8_targeted.py"
 
 
-def _status_kib(field: str) -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+class PeakMemory(GrowthPlugin):
+    """pytest plugin (``-p benchmarks.bench_dress_rehearsal``): each test's line (``bench_prompt_growth.GrowthPlugin``:
+    seconds, forward seconds, layer-tokens, its peak resident set in KiB and, on a GPU, torch's peak allocation)
+    appended to the file named by $ABSPOS_DRESS_PEAKS as the test ends, and the per-claim table of the tests finished
+    so far rewritten beside it (``dress.md``), so a run stopped any way, a SIGKILL included, leaves its table.
+    ``reset`` is False where the kernel did not let the peak be reset (the figure is then the process's peak so
+    far)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        last = [p for p in os.environ.get(LAST_ENV, "").split(",") if p]
+        late = [i for i in items if any(p in i.nodeid for p in last)]
+        items[:] = [i for i in items if i not in late] + late
+
+    def written(self, line: dict) -> None:
+        lines = [json.loads(x) for x in Path(self.path).read_text().splitlines() if x.strip()]
+        rows = per_claim(lines_as_records(lines), {x["test"]: x["peak_kib"] for x in lines}, _gpu_peaks(lines))
+        md = Path(self.path).with_name("dress.md")
+        md.write_text(
+            f"Partial table: {len(lines)} tests finished so far (rewritten as each test ends; the run's own table "
+            f"replaces it when the run ends).\n\n" + table(rows, None) + "\n"
+        )
 
 
-class PeakMemory:
-    """pytest plugin (``-p benchmarks.bench_dress_rehearsal``): each test's peak resident set in KiB, appended to the
-    file named by $ABSPOS_DRESS_PEAKS as {"test", "peak_kib", "reset"}; ``reset`` False where the kernel did not let
-    the peak be reset (the figure is then the process's peak so far)."""
+def lines_as_records(lines: list[dict]) -> list[dict]:
+    """Per-test lines as the records ``per_claim`` reads (a test's seconds less its model loads)."""
+    return [
+        {
+            "test": x["test"],
+            "claim": x.get("claim"),
+            "seconds": x["seconds"] - (x.get("load_seconds") or 0.0),
+            "forward_seconds": x.get("forward_seconds") or 0.0,
+            "layer_tokens": x.get("layer_tokens") or 0,
+        }
+        for x in lines
+    ]
 
-    def __init__(self, path: str) -> None:
-        self.path = path
 
-    def _reset(self) -> bool:
-        try:
-            Path("/proc/self/clear_refs").write_text("5")
-            return True
-        except OSError:
-            return False
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item, nextitem):
-        import torch
-
-        gpus = range(torch.cuda.device_count()) if torch.cuda.is_available() else range(0)
-        if torch.cuda.is_initialized():  # before the first test's model, CUDA has no allocator yet: nothing to reset
-            for d in gpus:
-                torch.cuda.reset_peak_memory_stats(d)
-        reset = self._reset()
-        yield
-        peak = _status_kib("VmHWM")
-        if peak is None:
-            import resource
-
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        line = {"test": item.nodeid, "peak_kib": peak, "reset": reset}
-        # the largest of the GPUs' peaks of memory allocated by torch during the test, its setup included
-        if gpus and torch.cuda.is_initialized():
-            line["peak_gpu_kib"] = max(torch.cuda.max_memory_allocated(d) for d in gpus) // 1024
-        with open(self.path, "a") as f:
-            f.write(json.dumps(line) + "\n")
+def _gpu_peaks(lines: list[dict]) -> dict[str, int] | None:
+    peaks = {x["test"]: x["peak_gpu_kib"] for x in lines if x.get("peak_gpu_kib") is not None}
+    return peaks or None
 
 
 def pytest_configure(config) -> None:
@@ -211,6 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         help="interrupt the run after this long; the tests that finished are tabled (benchmarks/gpu_check.sh)",
     )
     ap.add_argument("--device-rate", type=float, default=None, help="layer-tokens/s of the GPU the nightly runs on")
+    ap.add_argument(
+        "--last",
+        default=LAST,
+        help="tests whose ids hold any of these (comma-separated) run after the rest (default: the costliest ablations; "
+        "'' keeps pytest's order)",
+    )
     a, passthrough = ap.parse_known_args(argv)  # the rest go to pytest (--threads 1, -x, ...)
     if a.paper not in names("paper"):
         ap.error(f"--paper {a.paper!r}: choose one of {', '.join(names('paper'))}")
@@ -225,16 +237,25 @@ def main(argv: list[str] | None = None) -> int:
     cmd += (["-k", a.keyword] if a.keyword else []) + passthrough
     print("dress rehearsal:", " ".join(cmd[2:]), flush=True)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, PEAKS_ENV: str(peaks_file)})
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, PEAKS_ENV: str(peaks_file), LAST_ENV: a.last})
+
+    # SIGTERM, not SIGINT: a background job's SIGINT may be ignored from its start (bash), and the claims run treats
+    # both alike (harness.run.signals: what finished is written)
+    def stop(signum, _frame):  # told to stop (a budget's timeout): the child stops as at the time limit, then tables
+        print(f"dress rehearsal: {signal.Signals(signum).name}; interrupting", file=sys.stderr, flush=True)
+        proc.send_signal(signal.SIGTERM)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
     try:
         code = proc.wait(timeout=a.time_limit)
     except subprocess.TimeoutExpired:  # pytest stops at the interrupt and writes the tests that finished
         print(f"dress rehearsal: time limit {a.time_limit:.0f} s reached; interrupting", file=sys.stderr, flush=True)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
         code = proc.wait()
     wall = time.perf_counter() - t0
     results_path = out / "run" / "latest" / "results.json"
-    # 2: interrupted (a time limit's SIGINT): the tests that finished are kept in results.json and tabled as such
+    # 2: interrupted (a time limit's SIGTERM): the tests that finished are kept in results.json and tabled as such
     if code not in (0, 1, 2) or not results_path.is_file():
         print(f"dress rehearsal: pytest exited {code} without results ({results_path})", file=sys.stderr)
         return 2
@@ -291,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         f"tokenizer), "
         f"{summary['selection']}, {s['n_prompts']} prompts x {s['seq_len']} tokens, {s['device']} {s['dtype']}; "
         f"{summary['machine']}{f', {gpu}' if gpu else ''}; wall {wall / 60:.1f} min"
-        f"{' (interrupted at its time limit: the tests that finished)' if code == 2 else ''}; "
+        f"{' (interrupted, at its time limit or by a stop: the tests that finished)' if code == 2 else ''}; "
         f"outcomes {dict(outcomes)}. "
         f"Peak RSS (and on a GPU, torch's peak allocation): each test's, setup included. GPU column: {rate_note}.\n\n"
         + table(rows, rate)

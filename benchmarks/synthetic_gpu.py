@@ -10,7 +10,7 @@ evaluation samples, the deposit share and gap with theirs; the GPU and versions)
 a table. ``--keep-weights`` copies the trained ``final.pt`` beside them; ``--time-limit S`` stops after the epoch in which S
 seconds have passed and keeps its checkpoint in DIR, for the next machine to resume (a lease shorter than the
 schedule). ``benchmarks/gpu_check.sh --synthetic``
-runs one per encoding, beside the GPU tier. The claims DS1-DS4 at paper size need every encoding and three seeds
+runs one per encoding, beside the GPU tier. The claims DS1-DS7 at paper size need every encoding on both tasks and three seeds
 (``pytest claims --models synthetic-paper --device cuda``); this is the part of them that fits a short GPU lease.
 """
 
@@ -43,19 +43,19 @@ def layer_map(trained, layer: int) -> dict:
     m = head_map(trained, layer=layer)
     record = {
         "layer": layer,
-        "samples": m.samples,
+        "samples": m.units,
         "accuracy": m.accuracy,
         "ablated_accuracy": [float(x) for x in m.ablated],
         "effects": [float(x) for x in m.effects],
-        "effects_ci": [interval(m.rows[:, h], m.samples) for h in range(len(m.effects))],
+        "effects_ci": [interval(m.rows[:, h], m.units) for h in range(len(m.effects))],
     }
     try:
         d = deposit_of(m)
     except ValueError as e:  # no head moves accuracy (a model that learned nothing): the map, without a share
         return record | {"deposit": None, "no_deposit": str(e)}
     return record | {
-        "deposit": {"head": d.head, "share": d.share, "share_ci": interval(d.share_rows, m.samples)}
-        | {"second": d.second, "gap": d.gap, "gap_ci": interval(d.gap_rows, m.samples)}
+        "deposit": {"head": d.head, "share": d.share, "share_ci": interval(d.share_rows, m.units)}
+        | {"second": d.second, "gap": d.gap, "gap_ci": interval(d.gap_rows, m.units)}
     }
 
 

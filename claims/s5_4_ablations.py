@@ -19,6 +19,7 @@ CLAIMS = (
                 EVERY_MODEL,
                 "bidirectional / causal mean ΔR² below {bi_at_most} (its paired 95% prompt-bootstrap CI)",
                 "bidirectional_over_causal",
+                paper_values=("mean_delta_causal", "mean_delta_bidirectional", "bidirectional_over_causal"),
             ),
             "test_T6_rope_ablations_raise_leakage_alike": ClaimTest(
                 ROPE_ABLATABLE,
@@ -26,6 +27,7 @@ CLAIMS = (
                 "{nearly_equal:.3g}× of each other (paired 95% prompt-bootstrap CIs)",
                 ("identity_over_causal", "scrambled_over_causal"),
                 "Table 6: 2.12–3.24×",
+                paper_values=("mean_delta_identity_rope", "mean_delta_scrambled_rope"),  # the causal mean: T6a's
             ),
         },
         "`edits.Bidirectional/IdentityRope/ScrambledRope`, `leakage_view.Leakage.mean_delta_boot`",

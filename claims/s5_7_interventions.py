@@ -21,12 +21,14 @@ CLAIMS = (
                 "≤ {percent[bi+replace-embedding][1]}% of bidirectional",
                 "percent_of_bidirectional:bi+replace-embedding",
                 "Table 9: 60% (Llama-3.2-3B)",
+                paper_values=("first_bin:bidirectional", "first_bin:bi+replace-embedding"),  # each first bin once
             ),
             "test_T9c_replacing_position0_at_most_leaky_layer_reduces_it": ClaimTest(
                 ADDS_BOS,
                 "replacing position 0 at L*: paired CI below 0, and ≤ {percent[bi+replace-Lstar][1]}% of bidirectional",
                 "percent_of_bidirectional:bi+replace-Lstar",
                 "Table 9: 78% (Llama-3.2-3B)",
+                paper_values=("first_bin:bi+replace-Lstar",),
             ),
             "test_T9c_replacing_position0_at_every_layer_raises_it": ClaimTest(
                 ADDS_BOS,
@@ -34,6 +36,7 @@ CLAIMS = (
                 "bidirectional",
                 "percent_of_bidirectional:bi+replace-all",
                 "Table 9: 128% (Llama-3.2-3B)",
+                paper_values=("first_bin:bi+replace-all",),
             ),
         },
         "`edits.ReplaceEmbedding`, `edits.ReplaceStateWithMidMean`",

@@ -9,7 +9,7 @@ moving it and on replacing it; models without one on the paper's no-BOS predicti
 import numpy as np
 import pytest
 
-from harness import NotApplicable, at_least, at_most, claim, holds, judge
+from harness import NotApplicable, at_least, at_most, claim, judge
 from harness.capture import corpus
 from harness.capture.plan import topic
 from harness.capture.reads import PROBE_STATES, Run, SinkProfile, probe_positions
@@ -115,6 +115,14 @@ T1 = claim("T1")
 DECODABLE, POWER = T1.threshold("decodable"), 0.9  # the equivalence bound, and the design's power at exact chance
 SINK_RATIO = T1.threshold("sink_ratio")
 T1B_TEST = "test_T1_decodable_positions_have_sinks_orders_of_magnitude_smaller"
+T1A_TEST = "test_T1_highest_sink_positions_are_at_chance"
+#: Why T1a is not judged where every highest-sink cell is at position 0: the report's matrix and summary show the
+#: words before the colon ("implied by EQ7") in that cell (``harness.report.record_text``).
+IMPLIED_BY_EQ7 = (
+    "implied by EQ7: every highest-sink cell is at position 0, whose state is a function of the token there alone "
+    "(EQ7), here a topic-neutral word: at chance by construction, as with a fixed BOS, so not an independent test "
+    "(METHODS.md, T1)"
+)
 
 
 def t1_prompts(session, model):
@@ -151,10 +159,12 @@ def _topic_grid(session, model):
 
 @pytest.mark.claim("T1")
 def test_T1_highest_sink_positions_are_at_chance(model, session, figures):
-    """'At or below chance' as an equivalence: each of the 3 highest-sink cells' accuracy has its one-sided 95%
-    upper bound below Table 1's least decodable content cell, so failing to reject chance is not read as equality."""
+    """'At or below chance' as an equivalence: each of the 3 highest-sink cells' accuracy is judged below Table 1's
+    least decodable content cell on its Clopper–Pearson interval (one-sided 95% bounds), so failing to reject chance
+    is not read as equality; a bound straddling it is inconclusive."""
     text, pos, sink, acc, decodable, chance, _ = topic_grid(session, model)
-    cells, accs, uppers, held = sink_cells_at_chance(sink, lambda c: acc[c], len(text), DECODABLE, TOP_SINKS)
+    cells, accs, decisions = sink_cells_at_chance(sink, lambda c: acc[c], len(text), DECODABLE, TOP_SINKS)
+    uppers = [d.interval[1] for d in decisions]
     figures.add("sink_by_layer_position", sink)
     figures.add("probe_accuracy_by_layer_position", acc)
     figures.add("chance", chance)
@@ -171,16 +181,14 @@ def test_T1_highest_sink_positions_are_at_chance(model, session, figures):
     )
     figures.add("t1_prompts", len(text))
     if all(int(pos[p]) == 0 for _, p in cells):
-        raise NotApplicable(
-            "not applicable: every highest-sink cell is at position 0, whose state is a function of the token there "
-            "alone (EQ7), here a topic-neutral word: at chance by construction, as with a fixed BOS (METHODS.md, T1)"
+        raise NotApplicable(IMPLIED_BY_EQ7)
+    for (l, p), decision in zip(cells, decisions):  # every cell must be at chance: one not held decides
+        judge(
+            decision,
+            f"the highest-sink cell (layer {l}, position {int(pos[p])}) is not shown below Table 1's decodable level "
+            f"{DECODABLE} (chance {chance:.2f}, {len(text)} prompts; its probe accuracy)",
+            check=f"{T1A_TEST}: at chance",
         )
-    bad = [(l, int(pos[p]), round(a, 3), round(u, 3)) for (l, p), a, u in zip(cells, accs, uppers) if u >= DECODABLE]
-    holds(
-        held,
-        f"highest-sink cells not shown below Table 1's decodable level {DECODABLE} (chance {chance:.2f}, "
-        f"{len(text)} prompts): {bad} (layer, position, accuracy, 95% upper bound)",
-    )
 
 
 @pytest.mark.claim("T1")

@@ -18,16 +18,24 @@ from harness.capture.reads import At, Run, SinkProfile
 from harness.stats.heads import cosine_consistency, cosine_consistency_boot, decile_split
 from harness.stats.intervals import bootstrap_weights
 from harness.stats.sinks import (
+    carrier_decision,
     corrected_r2,
     heldout_shrinkage,
-    identity_carriers,
+    identity_significance,
     pc1_heldout_identity,
+    pc1_heldout_rows,
     sink_reading_strength,
 )
 
 TOP_HEADS = 20  # "the top twenty Qwen sink-reading heads"
 Q, R2_MIN = claim("T4").threshold("q"), claim("T4").threshold("r2_min")
-N_SINK_TOKENS, REPEATS = 8, 8  # distinct tokens at position 0, each on 8 prompts with different suffixes
+REPEATS = 8  # prompts per token at position 0, each with a different suffix (8 folds of the held-out R²)
+
+
+def identities(n_probe_prompts: int) -> int:
+    """The distinct tokens at position 0: one per ``REPEATS`` probe prompts and never fewer than 8 (8 at the default
+    64, 32 at the nightly's 256), so that the identity count, what T4's power rests on, grows with the design."""
+    return max(8, n_probe_prompts // REPEATS)
 
 
 Z_LAST = At(point="attn.hook_z", positions=(-1,))  # each head's output at the last query (it reads every key)
@@ -94,19 +102,23 @@ def test_T3_without_bos_top_sink_readers_vary_with_the_token_at_zero(model, sess
 
 @pytest.mark.claim("T4")
 def test_T4_sink_reader_output_carries_token0_identity(model, session, figures):
-    """8 uncommon tokens at 0, each on 8 prompts whose tokens 1..n-1 are different topic prompts' (with
-    identical suffixes the in-sample R² would be 1 by construction). Per top sink reader: R² of its PC1 projection
-    on the token-0 identity, held out across prompts, against a permutation null; BH over the 20 heads."""
+    """Uncommon tokens at 0 (``identities``: 8 at the default probe prompts), each on 8 prompts whose tokens 1..n-1
+    are different topic prompts' (with identical suffixes the in-sample R² would be 1 by construction). Per top sink
+    reader: R² of its PC1 projection on the token-0 identity, held out across prompts, against a permutation null; BH
+    over the 20 heads; the best significant head's R², corrected for the held-out shrinkage, judged above the floor on
+    its prompt-resampled interval by the one rule (Bonferroni over the significant heads it was chosen among)."""
     s = session.settings
-    text = session.prompts(model, n_prompts=N_SINK_TOKENS * REPEATS)
-    prompts = corpus.token0_identity_prompts(text, model.tokenizer, N_SINK_TOKENS, s.seed)
+    n_tokens = identities(s.n_probe_prompts)
+    text = session.prompts(model, n_prompts=n_tokens * REPEATS)
+    prompts = corpus.token0_identity_prompts(text, model.tokenizer, n_tokens, s.seed)
     z, strength = head_outputs(session, model, prompts)
     token0 = prompts.ids[:, 0]
     heads = np.argsort(strength.ravel(), kind="stable")[::-1][:TOP_HEADS]
     fits = [pc1_heldout_identity(z[:, h], token0, s.n_perm, s.seed) for h in heads]
     r2 = np.array([f[0] for f in fits])
     shrink = heldout_shrinkage(token0)
-    carriers, p = identity_carriers(r2, np.stack([f[2] for f in fits], axis=1), Q, R2_MIN, shrink)
+    significant, p = identity_significance(r2, np.stack([f[2] for f in fits], axis=1), Q)
+    carriers = significant & (corrected_r2(r2, shrink) >= R2_MIN)  # on the point estimates: what the report lists
     n = model.n_heads
     figures.add(
         "top_heads",
@@ -120,14 +132,28 @@ def test_T4_sink_reader_output_carries_token0_identity(model, session, figures):
         float(r2.max()),
         note="held out across prompts with varying suffixes; Table 4's values are in-sample on identical suffixes",
     )
+    undone = f"1 - (1 - R²) / {shrink:.3f}: the held-out estimator's shrinkage undone (compared with Table 4)"
+    if not significant.any():
+        figures.add("best_heldout_r2_corrected", float(corrected_r2(r2.max(), shrink)), note=undone)
+    holds(  # a multiple test of the heads (BH on permutation p-values), not an interval: METHODS.md, T4
+        significant.any(),
+        f"none of the top {TOP_HEADS} sink-reading heads' held-out R² beats its permutation null after BH at q {Q} "
+        f"(best R² {r2.max():.3f}, smallest p {p.min():.4g})",
+    )
+    weights = bootstrap_weights(len(prompts), s.n_boot, s.seed)
+    rows = np.stack([pc1_heldout_rows(z[:, h], token0, weights, s.seed) for h in heads], axis=1)
+    judged, decision = carrier_decision(r2, rows, significant, R2_MIN, shrink, len(prompts))
     figures.add(
         "best_heldout_r2_corrected",
-        float(corrected_r2(r2.max(), shrink)),
-        note=f"1 - (1 - R²) / {shrink:.3f}: the held-out estimator's shrinkage undone (compared with Table 4)",
+        decision.estimate,
+        ci=decision.interval,
+        note=f"the best head beating its null: {undone}; its {100 * decision.level:.4g}% interval over prompts, the "
+        f"fold predictions fixed",
     )
-    holds(
-        carriers.any(),
-        f"none of the top {TOP_HEADS} sink-reading heads carries the token-0 identity: held-out R² beating its "
-        f"permutation null (BH q {Q}) and, corrected for the held-out shrinkage, >= {R2_MIN} (best R² "
-        f"{r2.max():.3f}, corrected {float(corrected_r2(r2.max(), shrink)):.3f}, smallest p {p.min():.4g})",
+    judge(
+        decision,
+        f"the best sink-reading head beating its null (layer {int(heads[judged]) // n}, head "
+        f"{int(heads[judged]) % n}) is not shown to carry the token-0 identity: its held-out R², corrected for the "
+        f"held-out shrinkage, against at least {R2_MIN}",
+        check="test_T4_sink_reader_output_carries_token0_identity: carrier",
     )

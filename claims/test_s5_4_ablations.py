@@ -26,15 +26,23 @@ def ratio_to_causal(leak, edit):
     return value / base, ratio_ci, value, leak.mean_delta_with_ci(edit)[1]
 
 
+def rows_over_causal(leak, edit):
+    """The edit's mean ΔR² rows and their ratio to causal, paired (what a paper value's corrected interval reads)."""
+    return leak.mean_delta_boot(edit), leak.mean_delta_boot(edit) / leak.mean_delta_boot()
+
+
 @pytest.mark.claim("T6")
 @pytest.mark.reads(topic(WEIGHT))
 def test_T6_bidirectional_attention_reduces_leakage(model, session, figures):
     leak = Leakage(session, model)
     base, base_ci = leak.mean_delta_with_ci()
     ratio, ratio_ci, bi, bi_ci = ratio_to_causal(leak, Bidirectional())
-    figures.add("mean_delta_causal", base, ci=base_ci)
-    figures.add("mean_delta_bidirectional", bi, ci=bi_ci)
-    figures.add("bidirectional_over_causal", ratio, ci=ratio_ci, note="paper 0.09-0.36 across its models")
+    bi_rows, ratio_rows = rows_over_causal(leak, Bidirectional())
+    figures.add("mean_delta_causal", base, ci=base_ci, rows=leak.mean_delta_boot())
+    figures.add("mean_delta_bidirectional", bi, ci=bi_ci, rows=bi_rows)
+    figures.add(
+        "bidirectional_over_causal", ratio, ci=ratio_ci, note="paper 0.09-0.36 across its models", rows=ratio_rows
+    )
     if model.spec.group != "bundled":  # T13 across runs: each size's resamples, paired across sizes (report/ladder.py;
         # not in the bundled models' committed snapshots)
         figures.add("bootstrap_rows:causal", leak.mean_delta_boot(), note="T13 at merge: not judged here")
@@ -56,8 +64,8 @@ def test_T6_rope_ablations_raise_leakage_alike(model, session, figures):
     ident, ident_ci, ident_v, ident_v_ci = ratio_to_causal(leak, IdentityRope())
     scr, scr_ci, scr_v, scr_v_ci = ratio_to_causal(leak, ScrambledRope())
     figures.add("mean_delta_causal", base, ci=base_ci)
-    figures.add("mean_delta_identity_rope", ident_v, ci=ident_v_ci)
-    figures.add("mean_delta_scrambled_rope", scr_v, ci=scr_v_ci)
+    figures.add("mean_delta_identity_rope", ident_v, ci=ident_v_ci, rows=leak.mean_delta_boot(IdentityRope()))
+    figures.add("mean_delta_scrambled_rope", scr_v, ci=scr_v_ci, rows=leak.mean_delta_boot(ScrambledRope()))
     figures.add("identity_over_causal", ident, ci=ident_ci, note="paper 2.1-3.2x")
     figures.add("scrambled_over_causal", scr, ci=scr_ci, note="paper 2.1-3.2x")
     sens = leak.mean_delta(ScrambledRopeAllEntries())

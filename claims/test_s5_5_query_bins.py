@@ -10,7 +10,7 @@ on the paired bootstrap CI of their ratio.
 import numpy as np
 import pytest
 
-from harness import at_least, claim, holds, judge, within
+from harness import at_least, claim, judge, within
 from harness.capture.leakage_view import Leakage, prompt_ci
 from harness.model.edits import Bidirectional
 from harness.stats.leakage import causal_mask_share
@@ -55,10 +55,13 @@ def test_T7_leakage_concentrates_in_first_query_bin(model, session, figures):
     figures.add("first_bin_over_second", causal[0] / causal[1])
     share_ci = prompt_ci(session, first_bin_share(causal_b))
     figures.add("first_bin_share_of_causal_profile", share, ci=share_ci)
-    holds(
-        np.argmax(causal) == 0,
-        f"the largest causal bin is [{edges[np.argmax(causal)]}, "
-        f"{edges[np.argmax(causal) + 1]}), not the first ({np.round(causal, 4).tolist()})",
+    lead, lead_ci = causal[0] - causal[1:].max(), prompt_ci(session, causal_b[:, 0] - causal_b[:, 1:].max(axis=1))
+    judge(
+        at_least(lead, lead_ci, 0.0, session.settings.n_prompts),
+        f"the first causal bin is not shown the largest: its lead over the largest later bin, "
+        f"[{edges[1 + np.argmax(causal[1:])]}, {edges[2 + np.argmax(causal[1:])]}) ({np.round(causal, 4).tolist()}; "
+        f"the paired difference, each resample's largest later bin)",
+        check="test_T7_leakage_concentrates_in_first_query_bin: first bin largest",
     )
     judge(
         at_least(share, share_ci, FIRST_BIN_SHARE, session.settings.n_prompts),
@@ -72,10 +75,12 @@ def test_T7_bidirectional_far_below_causal_in_first_bin(model, session, figures)
     edges, causal, bi, causal_b, bi_b = profiles(session, model)
     gap_ci = prompt_ci(session, causal_b - bi_b)[0]
     share = causal_mask_share(causal[0], bi[0])
-    figures.add("first_bin_causal", causal[0], ci=prompt_ci(session, causal_b)[0], seq_len=int(edges[-1]))
-    figures.add("first_bin_bidirectional", bi[0], ci=prompt_ci(session, bi_b)[0], seq_len=int(edges[-1]))
-    share_ci = prompt_ci(session, 1 - bi_b[:, :1] / causal_b[:, :1])[0]
-    figures.add("first_bin_causal_mask_share", share, ci=share_ci, seq_len=int(edges[-1]))
+    length = int(edges[-1])
+    figures.add("first_bin_causal", causal[0], ci=prompt_ci(session, causal_b)[0], seq_len=length, rows=causal_b[:, 0])
+    figures.add("first_bin_bidirectional", bi[0], ci=prompt_ci(session, bi_b)[0], seq_len=length, rows=bi_b[:, 0])
+    share_rows = 1 - bi_b[:, 0] / causal_b[:, 0]
+    share_ci = prompt_ci(session, share_rows)
+    figures.add("first_bin_causal_mask_share", share, ci=share_ci, seq_len=length, rows=share_rows)
     figures.add("first_bin_gap_ci", gap_ci)
     judge(
         at_least(causal[0] - bi[0], gap_ci, 0.0, session.settings.n_prompts),

@@ -63,7 +63,7 @@ def table9(model, session, figures):
     base, base_boot = out["bidirectional"]
     rows = {}
     for label, (value, boot) in out.items():
-        figures.add(f"first_bin:{label}", value, ci=prompt_ci(session, boot))
+        figures.add(f"first_bin:{label}", value, ci=prompt_ci(session, boot), rows=boot)
         percent_ci = prompt_ci(session, 100 * boot / base_boot)
         figures.add(f"percent_of_bidirectional:{label}", 100 * value / base, ci=percent_ci)
         if label != "bidirectional":

@@ -65,6 +65,7 @@ def length_profile(session, model, lengths) -> dict[str, np.ndarray]:
         out["weights"].append(float(dw[cells].mean()))
         out["weights, all heads"].append(float(dw.mean()))
         out["logits"].append(float(per_head_delta(pairs, S.heads_flat()[:, :, cells]).mean()))
+        session.forget(model, run, weights, logits)  # read once: sixteen lengths' captures are not kept
     return {k: np.array(v) for k, v in out.items()}
 
 

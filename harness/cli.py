@@ -152,7 +152,7 @@ def stability_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser(
         "record",
-        help="combine three or more runs of distinct seeds into the stability record, and "
+        help=f"combine {stability.MIN_SEEDS} or more runs of distinct seeds into the stability record, and "
         "print METHODS.md's list of unstable verdicts",
     )
     r.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="results.json or run folder, one per seed")
@@ -182,8 +182,8 @@ def stability_parser() -> argparse.ArgumentParser:
 def stability_command(argv: Sequence[str]) -> int:
     p = stability_parser()
     args = p.parse_args(argv)
-    if args.cmd == "record" and len(args.runs) < 3:
-        p.error(f"record takes three or more runs of distinct seeds, got {len(args.runs)}")
+    if args.cmd == "record" and len(args.runs) < stability.MIN_SEEDS:
+        p.error(f"record takes {stability.MIN_SEEDS} or more runs of distinct seeds, got {len(args.runs)}")
     left_out: list[str] = []
     try:
         data = (

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stability of every verdict on the bundled models under five seeds (prompts, pairs, sign flips and
 # permutations, bootstrap resamples all redrawn), as fixtures/stability.json holds them: five full runs (~15-20 min
-# each on 2 cores), then that record and the list METHODS.md keeps ("Unstable verdicts"). Other seeds: SEEDS="0 1 2";
+# each on 2 cores), then that record and the list METHODS.md keeps ("Unstable verdicts"). Other seeds: SEEDS="0 1 2 3 4 5";
 # `stability record` refuses to replace the record with fewer seeds or tests than it holds unless REPLACE=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -108,3 +108,68 @@ def test_full_build_runs_of_parts_of_the_selection_count_as_one():
     assert [(r["claim"], r["seconds"]) for r in one["claims"]] == [("T2", 100), ("T6", 50)]  # the first run's T2
     with pytest.raises(ValueError, match="other settings"):
         dress_estimate.pieces([a, {**b, "settings": {**b["settings"], "seq_len": 128}}])
+
+
+def _line(test, claim, seconds, forward, tokens, peak, gpu=None, load=0.0):
+    out = {"test": test, "claim": claim, "seconds": seconds, "forward_seconds": forward, "layer_tokens": tokens}
+    out |= {"load_seconds": load, "peak_kib": peak, "reset": True}
+    return out | ({"peak_gpu_kib": gpu} if gpu is not None else {})
+
+
+def test_the_table_is_rewritten_from_the_tests_finished_as_each_ends(tmp_path):
+    """The child's plugin leaves a per-claim table after every test (a stop of any kind keeps it): seconds less the
+    model's load, forward and statistics seconds, layer-tokens, peak host and GPU memory."""
+    peaks = tmp_path / "peaks.jsonl"
+    plugin = dress.PeakMemory(str(peaks))
+    lines = [
+        _line("a[m]", "T5", 12.0, 2.0, 100, 2**20, gpu=3 * 2**20, load=5.0),
+        _line("b[m]", "T5", 4.0, 1.0, 50, 2 * 2**20, gpu=2**20),
+        _line("c[m]", "T6", 3.0, 2.5, 80, 2**20, gpu=2**20),
+    ]
+    for k, line in enumerate(lines, 1):
+        with open(peaks, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        plugin.written(line)
+        md = (tmp_path / "dress.md").read_text()
+        assert md.startswith(f"Partial table: {k} tests finished so far")
+    rows = {r.split(" | ")[0].strip("| "): r for r in md.splitlines() if r.startswith("| T") or r.startswith("| all")}
+    assert rows["T5"].startswith("| T5 | 2 | 11 | 3 | 8 | 150 | 2.0 GiB | 3.0 GiB |")  # 12 - 5 s of loading
+    assert rows["all"].startswith("| all | 3 | 14 | 6 | 8 | 230 | 2.0 GiB | 3.0 GiB |")  # 8.5 s, to even
+
+
+@pytest.mark.slow  # claims on the narrow rehearsal build, stopped by a signal: weekly
+@pytest.mark.long
+def test_the_gpu_checks_dry_run_keeps_its_table_through_a_sigterm(tmp_path):
+    """``gpu_check.sh --dry-run`` (the nightly's check on a CPU: the narrow build at 12 prompts x 64 tokens) told to
+    stop by SIGTERM once two tests have ended: it stops the run the way its time limit does, the run's own table
+    replaces the partial one with the tests that finished, it exits 143, and nothing it started is left running."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from benchmarks.bench_dress_rehearsal import ROOT
+
+    cmd = ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "--dry-run", "--out", str(tmp_path), "--budget", "600"]
+    proc = subprocess.Popen(
+        [*cmd, "--", "-k", "EQ2 or T5 or T6 or T11"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    peaks, md = tmp_path / "dress-1b" / "peaks.jsonl", tmp_path / "dress-1b" / "dress.md"
+    deadline = time.time() + 480
+    while time.time() < deadline and (not peaks.is_file() or len(peaks.read_text().splitlines()) < 2):
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(1)
+    assert md.read_text().startswith("Partial table:")  # written as the tests ended, before any stop
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=240)
+    assert proc.returncode == 143, out
+    assert "SIGTERM: stopping" in out
+    table = md.read_text()
+    assert table.startswith("Dress rehearsal of llama-3.2-1b") and "interrupted" in table.splitlines()[0]
+    assert "| EQ2 | 1 |" in table
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)

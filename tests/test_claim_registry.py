@@ -317,7 +317,7 @@ def test_a_paper_value_is_an_equivalence_on_the_runs_interval():
     assert ref.decide(0.0020, [0.0018, 0.0022]).reading == "not held"
     assert ref.decide(0.0015, [0.0012, 0.0017]).reading == "held"
     node = Node()
-    figs = Figures(node, claim("T6"), model="qwen-2.5-3b", seq_len=PAPER_SEQ_LEN, n_prompts=16)
+    figs = Figures(node, claim("T6"), model="qwen-2.5-3b", seq_len=PAPER_SEQ_LEN, n_prompts=64)
     figs.add("mean_delta_bidirectional", 0.0020, ci=[0.0012, 0.0030])
     with judging() as log:
         figs.check_paper()
@@ -328,6 +328,46 @@ def test_a_paper_value_is_an_equivalence_on_the_runs_interval():
     assert "prompts would decide it" in figs.reported[-1]["paper_check"]
     with pytest.raises(Inconclusive, match="paper value of mean_delta_bidirectional|mean_delta_bidirectional"):
         figs.check_paper()  # outside a claim test an inconclusive paper value is raised at once
+
+
+def test_a_paper_value_is_judged_from_64_prompts_once_and_at_the_tests_corrected_level():
+    """Below 64 prompts a paper value is reported, not judged (a faithful 16-prompt run of the bundled runs' skew read
+    not held in 12% of planted runs); a figure several tests record is judged in the one its declaration names; the
+    k paper values one test judges are each read at 1 - 0.05/k on the figure's own rows."""
+    import numpy as np
+
+    from harness.spec.claims import PAPER_MIN_PROMPTS, paper_level
+
+    assert PAPER_MIN_PROMPTS == 64 and paper_level(1) == 0.95 and paper_level(3) == pytest.approx(1 - 0.05 / 3)
+    few = Figures(Node(), claim("T6"), model="qwen-2.5-3b", seq_len=PAPER_SEQ_LEN, n_prompts=16)
+    few.add("mean_delta_bidirectional", 0.0014 * 5, ci=[0.0060, 0.0080])
+    few.check_paper()  # far off, but 16 prompts cannot resolve a paper value: never a verdict
+    assert few.reported[-1]["paper_check"].startswith("reported, not judged: measured on 16 prompts")
+
+    class T6b(Node):
+        originalname = "test_T6_rope_ablations_raise_leakage_alike"
+
+    other = Figures(T6b(), claim("T6"), model="qwen-2.5-3b", seq_len=PAPER_SEQ_LEN, n_prompts=64)
+    other.add("mean_delta_causal", 0.0153 * 5, ci=[0.07, 0.08])
+    other.check_paper()
+    assert other.reported[-1]["paper_check"] == (
+        "reported here; its paper value is judged in test_T6_bidirectional_attention_reduces_leakage"
+    )
+
+    class T6a(Node):
+        originalname = "test_T6_bidirectional_attention_reduces_leakage"
+
+    rng = np.random.default_rng(0)
+    rows = {"mean_delta_causal": 0.0153, "mean_delta_bidirectional": 0.0014, "bidirectional_over_causal": 0.09}
+    three = Figures(T6a(), claim("T6"), model="qwen-2.5-3b", seq_len=PAPER_SEQ_LEN, n_prompts=512)
+    for name, v in rows.items():
+        r = v * np.exp(0.05 * rng.standard_normal(1000))
+        three.add(name, v, ci=list(np.quantile(r, [0.025, 0.975])), rows=r)
+    with judging() as log:
+        three.check_paper()
+    assert [round(j.decision.level, 4) for j in log] == [round(1 - 0.05 / 3, 4)] * 3
+    assert all("98.33% prompt-level CI" in f["paper_check"] for f in three.reported)
+    assert "rows" not in three.reported[0]  # the rows are kept for the check, not reported
 
 
 def test_report_says_which_paper_values_were_judged_and_which_only_reported():

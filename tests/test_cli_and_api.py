@@ -368,16 +368,16 @@ def test_stability_record_combines_seeds_and_methods_prints_the_list(tmp_path, c
     record = tmp_path / "stability.json"
     runs = [
         seed_run(tmp_path / f"seed-{s}", s, v, x)
-        for s, v, x in ((0, "held", 0.6), (1, "not held", 0.5), (2, "held", 0.7))
+        for s, v, x in ((0, "held", 0.6), (1, "not held", 0.5), (2, "held", 0.7), (3, "held", 0.6), (4, "held", 0.6))
     ]
     assert cli.main(["stability", "record", *map(str, runs), "--stability-record", str(record)]) == 0
     listed = capsys.readouterr().out
-    assert f"- `{T7}` on smollm2-135m: held at seeds 0, 2; not held at seed 1 (range across seeds" in listed
+    assert f"- `{T7}` on smollm2-135m: held at seeds 0, 2, 3, 4; not held at seed 1 (range across seeds" in listed
     assert json.loads(record.read_text())["tests"][T7]["smollm2-135m"]["unstable"] is True
     assert cli.main(["stability", "methods", "--stability-record", str(record)]) == 0
     assert capsys.readouterr().out == listed
-    assert cli.main(["stability", "record", *map(str, runs[:2]), "--stability-record", str(record)]) == 2
-    assert "three or more runs" in capsys.readouterr().err
+    assert cli.main(["stability", "record", *map(str, runs[:3]), "--stability-record", str(record)]) == 2
+    assert "5 or more runs" in capsys.readouterr().err
     record.write_text("{")
     assert cli.main(["stability", "methods", "--stability-record", str(record)]) == 2
     err = capsys.readouterr().err

@@ -8,7 +8,9 @@ whose variance differs between the first query bin and the later ones. The two n
 so that the population values of the whole-range mean ΔR² and the first-bin ΔR² equal Table 6's and Table 7's
 numbers for Llama-3.2-3B, causal and bidirectional. The check each claim test's figure
 meets on a paper model (``PaperValue.decide`` on the figure's own CI, as ``Figures.check_paper`` calls it) must read
-"not held" in at most 5% of draws, and "held" in at most 1% of draws from a model planted 2x (or 1/2x) off. The other
+"not held" in at most 5% of draws, and "held" in at most 1% of draws from a model planted 2x (or 1/2x) off; 16 prompts
+are below the 64 a paper value is judged from (``claims.PAPER_MIN_PROMPTS``), so this bounds the rule where it is
+stricter than it is ever asked to be. The other
 kinds of paper-valued figure, at the bundled models' skew and at the nightly's prompt count, are planted in
 ``tests/test_planted_paper_values.py``.
 """

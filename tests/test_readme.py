@@ -34,7 +34,7 @@ def test_the_readme_is_one_screen_with_what_a_researcher_needs():
         "bash scripts/run-claims.sh",  # the two commands
         "bash scripts/test.sh",
         "--models hf:",  # one's own model
-        "--device cuda --seq-len 512 --n-prompts 512",  # a paper model on a GPU, with a CUDA torch in .venv
+        "--device cuda --seq-len 512 --n-prompts 512 --n-probe-prompts 256",  # a paper model on a GPU (CUDA torch)
         "download.pytorch.org/whl/cu",
         "from harness import Verdicts, verify",  # the notebook, in three lines
         "v.to_pandas(); v.show(",
@@ -111,7 +111,7 @@ README_COMMANDS = {
         "the network: a CUDA build of torch",
     ),
     "hf download meta-llama/Llama-3.2-1B": ("fails", "the network: the hub"),
-    ".venv/bin/abspos-claims run --models llama-3.2-1b --device cuda --seq-len 512 --n-prompts 512": (
+    ".venv/bin/abspos-claims run --models llama-3.2-1b --device cuda --seq-len 512 --n-prompts 512 --n-probe-prompts 256": (
         "fails",
         "--device cuda asked for a CUDA GPU but none is visible",
     ),

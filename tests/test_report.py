@@ -409,3 +409,55 @@ def test_no_reader_facing_text_speaks_pytest(built, which):
         text = (folder / name).read_text().lower()
         for word in ("xfail", "claimnotheld", "known outcome"):
             assert word not in text, f"{name} says {word!r}"
+
+
+def test_a_report_of_synthetic_sets_alone_speaks_of_the_related_paper_and_each_sets_size():
+    """Issue 56: a run of the related paper's trained sets is titled with that paper, names each set with its shape,
+    and every verdict at a size other than the paper's says so, in the matrix and the lead table; at the paper's size,
+    and beside a real model, the report reads as before."""
+    from harness.report import document
+    from harness.report.render import to_markdown
+
+    def ds(verdict, target):
+        return {
+            "test": f"claims/test_synthetic.py::test_DS1_rope_learns_task1_where_nope_cannot[{target}]",
+            "claim": "DS1",
+            "model": None,
+            "outcome": "passed" if verdict == "held" else "failed",
+            "verdict": verdict,
+            "reason": "",
+            "seconds": 1.0,
+            "figures": [],
+        }
+
+    settings = {"device": "cpu", "dtype": "float32"}
+    pilot = {"records": [ds("held", "synthetic-pilot-authors")], "models": [], "settings": settings}
+    text = to_markdown(document.document(pilot, []), paths.ROOT)
+    assert text.startswith("# Claims report: Deconstructing Positional Information")
+    assert (
+        "synthetic-pilot-authors (pilot size: d_model 64, 4 heads, 2 layers, 64 tokens, 20,000 samples, 30 epochs"
+        in text
+    )
+    assert "| DS1 | RoPE learns task1 where nope cannot | at pilot size, 4 heads: held |" in text  # the matrix
+    assert text.count("at pilot size, 4 heads: held") >= 2  # and the lead table
+    paper = {"records": [ds("not held", "synthetic-paper-authors")], "models": [], "settings": settings}
+    text = to_markdown(document.document(paper, []), paths.ROOT)
+    assert "at paper size, 16 heads" not in text and "| not held |" in text
+    assert "synthetic-paper-authors (paper size: d_model 256, 16 heads, 6 layers, 128 tokens" in text
+    mixed = pilot | {"models": ["smollm2-135m"]}
+    assert document.title(mixed) == f"Claims report: {document.PAPER_TITLE}"
+
+
+def test_an_na_implied_by_another_check_says_so_in_the_matrix():
+    """T1a where every highest-sink cell is at position 0: its cell reads "implied by EQ7", the words its n/a reason
+    opens with, not "not applicable" (which says the prediction is for other models); other n/a cells are unchanged."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sinks_claims", paths.ROOT / "claims" / "test_s5_1_sinks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    implied = {"verdict": "n/a", "outcome": "skipped", "reason": mod.IMPLIED_BY_EQ7}
+    other = {"verdict": "n/a", "outcome": "skipped", "reason": "not applicable: a BOS model"}
+    assert record_text.verdict_label(implied) == "implied by EQ7"
+    assert record_text.verdict_label(other) == "not applicable"
+    assert record_text.verdict_text(implied, False) == "implied by EQ7"

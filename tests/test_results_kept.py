@@ -585,7 +585,7 @@ def known_outcomes_case(tmp_path: Path):
 def stability_case(tmp_path: Path, monkeypatch):
     from harness.outcome import stability
 
-    path, runs = tmp_path / "stability.json", [str(results_file(tmp_path / "in", s)) for s in range(3)]
+    path, runs = tmp_path / "stability.json", [str(results_file(tmp_path / "in", s)) for s in range(5)]
     path.write_text("{}\n")
     return path, lambda: stability.record(runs, path)
 

@@ -21,6 +21,17 @@ def run(seed: int, verdict: str, value: float, **settings) -> dict:
                 "verdict": verdict,
                 "reason": "",
                 "figures": [{"name": "ratio", "value": value}, {"name": "edges", "value": [1, 2]}],
+                "margin": value - 0.45,
+                "decisions": [
+                    {
+                        "check": "test_T6_x: below",
+                        "verdict": verdict,
+                        "estimate": value,
+                        "interval": [value - 0.1, value + 0.1],
+                        "criterion": "> 0.45",
+                        "margin": value - 0.45,
+                    }
+                ],
             },
             {
                 "test": "claims/t.py::test_T7_y[m1]",
@@ -35,17 +46,27 @@ def run(seed: int, verdict: str, value: float, **settings) -> dict:
     }
 
 
-def test_a_verdict_that_flips_between_seeds_is_unstable_with_its_range():
-    data = stability.combine([run(0, "held", 0.40), run(1, "not held", 0.50), run(2, "stale", 0.45)])
+FIVE = [(0, "held", 0.40), (1, "not held", 0.50), (2, "stale", 0.45), (3, "held", 0.40), (4, "held", 0.40)]
+
+
+def test_a_verdict_that_flips_between_seeds_is_unstable_with_its_range_and_each_seeds_margin():
+    data = stability.combine([run(*r) for r in FIVE])
     flip, steady = data["tests"]["test_T6_x"]["m1"], data["tests"]["test_T7_y"]["m1"]
-    assert flip["unstable"] and flip["verdicts"] == {"0": "held", "1": "not held", "2": "held"}
+    assert flip["unstable"] and flip["verdicts"] == {"0": "held", "1": "not held", "2": "held", "3": "held", "4": "held"}
     assert flip["ranges"] == {"ratio": [0.40, 0.50]}
-    assert not steady["unstable"] and steady["ranges"] == {}
-    assert stability.describe(flip) == "held at seeds 0, 2; not held at seed 1 (range across seeds: ratio 0.4–0.5)"
-    assert (
-        stability.methods_list(data).splitlines()[-1]
-        == "- `test_T6_x` on m1: held at seeds 0, 2; not held at seed 1 (range across seeds: ratio 0.4–0.5)"
-    )
+    assert not steady["unstable"] and steady["ranges"] == {} and steady["deciding"] == {}  # no rule decided it
+    assert flip["deciding"]["1"] == {
+        "check": "test_T6_x: below",
+        "verdict": "not held",
+        "estimate": 0.5,
+        "interval": [0.4, 0.6],
+        "criterion": "> 0.45",
+        "margin": pytest.approx(0.05),
+    }
+    words = "held at seeds 0, 2, 3, 4; not held at seed 1 (range across seeds: ratio 0.4–0.5)"
+    assert stability.describe(flip).startswith(words + "; deciding criterion by seed: 0: 0.4 [0.3, 0.5] margin -0.05")
+    assert "1: 0.5 [0.4, 0.6] margin +0.05" in stability.describe(flip)
+    assert stability.methods_list(data).splitlines()[-1].startswith(f"- `test_T6_x` on m1: {words}")
     key = Settings().verdict_key()
     assert stability.unstable(data, "test_T6_x", "m1", key) is flip
     assert stability.unstable(data, "test_T7_y", "m1", key) is None
@@ -55,15 +76,15 @@ def test_a_verdict_that_flips_between_seeds_is_unstable_with_its_range():
 @pytest.mark.parametrize(
     "runs, says",
     [
-        ([run(0, "held", 1), run(1, "held", 1)], "need at least three runs with distinct seeds"),
-        ([run(0, "held", 1), run(1, "held", 1), run(1, "held", 1)], "need at least three runs with distinct seeds"),
+        ([run(s, "held", 1) for s in range(3)], "need at least 5 runs with distinct seeds"),
+        ([run(s, "held", 1) for s in (0, 1, 2, 3, 3)], "need at least 5 runs with distinct seeds"),
         (
-            [run(0, "held", 1), run(1, "held", 1), run(2, "held", 1, seq_len=256)],
+            [run(s, "held", 1) for s in range(4)] + [run(4, "held", 1, seq_len=256)],
             "the runs differ in more than the seed",
         ),
     ],
 )
-def test_stability_needs_three_seeds_at_otherwise_equal_settings(runs, says):
+def test_stability_needs_five_seeds_at_otherwise_equal_settings(runs, says):
     with pytest.raises(ValueError, match=says):
         stability.combine(runs)
 
@@ -91,7 +112,7 @@ def test_a_few_tests_re_taken_under_more_seeds_are_merged_into_the_record(tmp_pa
     """Runs of one claim under seeds 1-4 beside a full run at seed 0: only the tests every run has are re-taken, the
     record's other entries kept; runs of other settings are refused before anything is written."""
     path = tmp_path / "stability.json"
-    old = stability.combine([run(0, "held", 0.4), run(1, "held", 0.4), run(2, "held", 0.4)])
+    old = stability.combine([run(s, "held", 0.4) for s in range(5)])
     old["tests"]["test_T9_z"] = {"m1": {"verdicts": {"0": "held"}, "unstable": False, "ranges": {}}}
     path.write_text(json.dumps(old))
     full = tmp_path / "full.json"

@@ -142,10 +142,15 @@ def test_zeroing_an_mla_head_is_zeroing_its_value_rows(arch):
         torch.testing.assert_close(m(ids), zeroed, rtol=1e-5, atol=1e-6)
 
 
-def test_mla_keeps_the_authors_own_schedule_at_paper_size_only():
+def test_mla_keeps_the_authors_own_schedule_scaled_to_every_size():
+    """Their MLA trains 1.5 times the epochs at twice the batch of their other models (150 at 1,024 against 100 at
+    512), the same learning rate: at paper size exactly theirs, at the pilot's 45 at 256."""
     paper, pilot = SyntheticSpec("task1", "mla", size="paper"), SyntheticSpec("task1", "mla", "decoder", "pilot")
     assert (paper.recipe.epochs, paper.recipe.batch) == (150, 1024)
     assert SyntheticSpec("task1", "rope", size="paper").recipe == SIZES["paper"].recipe
-    assert pilot.recipe == SIZES["pilot"].recipe
+    assert pilot.recipe == replace(SIZES["pilot"].recipe, epochs=45, batch=256)
+    assert SyntheticSpec("task1", "rope", "decoder", "pilot").recipe == SIZES["pilot"].recipe
     # the authors' architecture at pilot size: their pooling of the raw residual diverged at the pilot's 1e-3
-    assert SyntheticSpec("task1", "mla", size="pilot").recipe == replace(SIZES["pilot"].recipe, lr=PILOT_AUTHORS_LR)
+    assert SyntheticSpec("task1", "mla", size="pilot").recipe == replace(
+        SIZES["pilot"].recipe, lr=PILOT_AUTHORS_LR, epochs=45, batch=256
+    )

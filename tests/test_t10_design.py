@@ -114,6 +114,9 @@ class SyntheticSession:
             out.append(Capture(values, r, tuple(range(run.layers)), False))
         return tuple(out)
 
+    def forget(self, model, run, *reads):
+        self.forgotten = getattr(self, "forgotten", 0) + len(reads)  # each length's captures, released once read
+
 
 @pytest.fixture(scope="module")
 def synthetic_profile():
@@ -131,6 +134,7 @@ def test_the_claim_reads_post_softmax_weights_on_stratified_pairs_of_the_first_f
         assert np.array_equal(pairs.i, ref.i) and np.array_equal(pairs.j, ref.j)
     assert mod.AtLengthPairs().point == "attn.hook_pattern"  # the default (judged) read is the weights
     assert mod.FIRST == 4
+    assert session.forgotten == len(session.reads)  # every length's captures released once read (memory)
 
 
 def test_the_causal_mask_component_alone_decays_with_length_in_the_judged_reading(synthetic_profile):

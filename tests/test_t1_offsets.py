@@ -109,12 +109,18 @@ def test_at_chance_is_an_equivalence_not_a_failure_to_reject():
     n_small = 20
     acc = np.full(sink.shape, 0.35)  # 7/20: not above chance at alpha 0.05 ...
     assert not probes.above_chance(0.35, n_small, 0.25)
-    *_, held = sink_cells_at_chance(sink, lambda c: acc[c], n_small, DECODABLE)
-    assert not held  # ... but its upper bound is far above 0.395
-    *_, held = sink_cells_at_chance(sink, lambda c: 0.25, 92, DECODABLE)
-    assert held
-    cells, accs, uppers, held = sink_cells_at_chance(sink, lambda c: 0.40 if c == (2, 0) else 0.2, 92, DECODABLE)
-    assert not held and uppers[2] > DECODABLE > max(uppers[:2]) and accs[2] == 0.40
+    *_, decisions = sink_cells_at_chance(sink, lambda c: acc[c], n_small, DECODABLE)
+    assert {d.reading for d in decisions} == {"inconclusive"}  # ... its upper bound is far above 0.395
+    *_, decisions = sink_cells_at_chance(sink, lambda c: 0.25, 92, DECODABLE)
+    assert all(d.held for d in decisions)
+    cells, accs, decisions = sink_cells_at_chance(sink, lambda c: 0.40 if c == (2, 0) else 0.2, 92, DECODABLE)
+    uppers = [d.interval[1] for d in decisions]
+    assert uppers[2] > DECODABLE > max(uppers[:2]) and accs[2] == 0.40
+    assert [d.reading for d in decisions] == ["held", "held", "inconclusive"]  # 0.40 of 92: its bounds straddle 0.395
+    # the one-sided 95% bound is the interval's upper end: what the prompt count (92) was designed for
+    assert uppers[0] == pytest.approx(probes.accuracy_upper_bound(0.2, 92)) and decisions[0].level == 0.9
+    *_, decisions = sink_cells_at_chance(sink, lambda c: 0.6 if c == (0, 0) else 0.2, 92, DECODABLE)
+    assert decisions[0].reading == "not held"  # its lower bound above 0.395: decodable, not at chance
 
 
 def test_token_identity_baseline():
@@ -142,8 +148,8 @@ def t1a_verdict(session, model, prompts) -> tuple[bool, list[float]]:
     def accuracy_at(cell):
         return probes.topic_probe_accuracy(states.values[:, cell[0], cell[1]], prompts.labels, seed=seed)
 
-    _, accs, _, held = sink_cells_at_chance(sink, accuracy_at, len(prompts), DECODABLE)
-    return held, accs
+    _, accs, decisions = sink_cells_at_chance(sink, accuracy_at, len(prompts), DECODABLE)
+    return all(d.held for d in decisions), accs
 
 
 @pytest.mark.long

@@ -1,12 +1,22 @@
 """T4: the token-0 identity check can fail. Constructed heads go through the pure functions the
-claim test calls (``sinks.pc1_heldout_identity``, ``sinks.identity_carriers``) with the claim's thresholds."""
+claim test calls (``sinks.pc1_heldout_identity``, ``sinks.identity_significance``, ``sinks.pc1_heldout_rows``,
+``sinks.carrier_decision``) with the claim's thresholds."""
 
 import numpy as np
 import pytest
 
 from harness.capture import corpus
 from harness.spec.claims import claim
-from harness.stats.sinks import _heldout_r2, identity_carriers, identity_folds, pc1_heldout_identity
+from harness.stats.intervals import bootstrap_weights
+from harness.stats.sinks import (
+    _heldout_r2,
+    carrier_decision,
+    heldout_shrinkage,
+    identity_folds,
+    identity_significance,
+    pc1_heldout_identity,
+    pc1_heldout_rows,
+)
 
 Q, R2_MIN = claim("T4").threshold("q"), claim("T4").threshold("r2_min")
 G, REPEATS, D = 8, 8, 16  # the claim's design: 8 identities, each on 8 prompts; a head of width 16
@@ -35,26 +45,41 @@ def blind(seed=0):
 
 
 def decide(*heads):
+    """(the reading of the claim's decision, the judged head, R², p, fits) as the claim test reaches it."""
     fits = [pc1_heldout_identity(out, tok, n_perm=1000, seed=0) for out, tok in heads]
     r2 = np.array([f[0] for f in fits])
-    carriers, p = identity_carriers(r2, np.stack([f[2] for f in fits], axis=1), Q, R2_MIN)
-    return carriers, r2, p, fits
+    significant, p = identity_significance(r2, np.stack([f[2] for f in fits], axis=1), Q)
+    if not significant.any():
+        return "not held", None, r2, p, fits
+    tokens = heads[0][1]
+    w = bootstrap_weights(tokens.size, 1000, 0)
+    rows = np.stack([pc1_heldout_rows(out, tok, w, 0) for out, tok in heads], axis=1)
+    head, d = carrier_decision(r2, rows, significant, R2_MIN, heldout_shrinkage(tokens), tokens.size)
+    return d.reading, head, r2, p, fits
 
 
 def test_a_head_without_the_identity_fails_and_one_with_it_passes():
-    carriers, r2, p, fits = decide(carrier(), blind())
-    assert carriers.tolist() == [True, False], (r2, p)
+    reading, head, r2, p, fits = decide(carrier(), blind())
+    assert (reading, head) == ("held", 0), (r2, p)
     assert r2[0] > R2_MIN and p[0] < 0.01
     # the null sits near zero, as Table 4's: a little below it, each identity's mean being estimated on 7 of its 8
     # prompts (expected 1 - (1 + 1/7) * 64/63 = -0.16)
     assert r2[1] < 0.1 and float(fits[1][2].mean()) == pytest.approx(1 - (8 / 7) * (64 / 63), abs=0.05)
-    assert not decide(blind(1), blind(2), blind(3))[0].any()  # the claim (some carrier among the heads) fails
+    assert decide(blind(1), blind(2), blind(3))[0] == "not held"  # the claim (some carrier among the heads) fails
 
 
 def test_a_weak_carrier_below_the_paper_magnitude_does_not_count():
-    """Significant but far below Table 4's smallest R² (0.338 less the 0.10 tolerance): not a carrier."""
-    carriers, r2, p, _ = decide(carrier(scale=0.35), blind())
-    assert not carriers[0] and r2[0] < R2_MIN
+    """Significant but far below Table 4's smallest R² (0.338 less the 0.10 tolerance): not held, never held."""
+    reading, head, r2, p, _ = decide(carrier(scale=0.2), blind())
+    assert p[0] < 0.05 and r2[0] < R2_MIN and reading == "not held", (reading, r2, p)
+
+
+def test_a_carrier_at_the_floor_is_inconclusive_not_a_coin_flip():
+    """A head whose R² interval straddles the floor reads inconclusive (the one rule), where the point estimate alone
+    read held or not held by chance; its interval is over the prompts at the Bonferroni level of the significant
+    heads."""
+    reading, _, r2, p, _ = decide(carrier(scale=0.3), blind())
+    assert p[0] < 0.05 and reading == "inconclusive", (reading, r2, p)  # corrected R² 0.234, about the floor 0.238
 
 
 def test_heldout_r2_matches_a_loop_and_folds_are_balanced():

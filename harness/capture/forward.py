@@ -45,7 +45,8 @@ def capture(
     condition: Hashable = None,
     workload: Workload | None = None,
 ) -> dict[str, np.ndarray]:
-    """Run ``ids`` [N, L]; return {key: reader outputs concatenated over prompts (float64 numpy)}.
+    """Run ``ids`` [N, L]; return {key: reader outputs concatenated over prompts (float64 numpy; a pair reader's
+    weights float32, exactly as read: ``PairReader.store``)}.
 
     ``readers`` maps a key to a reader, read at the hook point of the same name, or to a
     ``(hook name, reader)`` pair when several readers share one hook point, or ``(hook name, reader, rows)`` to
@@ -64,7 +65,11 @@ def capture(
         hooks.setdefault(hook_name("hook_resid_post", stop_after), []).append(_stop)
     progress = progress if progress is not None else Progress(enabled=not os.environ.get("CI"))
     status = progress.start(f"{model.spec.name} {label}", len(ids))
-    t0, layers_run = time.perf_counter(), model.n_layers if stop_after is None else stop_after + 1
+    t0, cpu0, layers_run = (
+        time.perf_counter(),
+        time.process_time(),
+        model.n_layers if stop_after is None else stop_after + 1,
+    )
     with torch.no_grad(), model.hooks(hooks):
         for start in range(0, len(ids), batch_size):
             batch.update(start=start, stop=start + batch_size)
@@ -83,6 +88,7 @@ def capture(
             ids,
             label if condition is None else condition,
             layers_run,
+            time.process_time() - cpu0,
         )
     return {key: np.concatenate(chunks) for key, chunks in out.items() if chunks}
 
@@ -97,17 +103,19 @@ def _collector(sink: list, reader: Reader, rows: np.ndarray | None, batch: dict)
         mine = rows[(rows >= batch["start"]) & (rows < batch["stop"])] - batch["start"]
         return torch.as_tensor(mine) if mine.size else None
 
+    store = getattr(reader, "store", to_stats)  # how its output is kept (float64; the pairs' weights in float32)
+
     def fn(value, _):
         keep = local()
         if keep is not None:
-            sink.append(to_stats(reader(value[keep])))
+            sink.append(store(reader(value[keep])))
 
     if isinstance(reader, PairReader):
 
         def at_pairs(weights, _):
             keep = local()
             if keep is not None:
-                sink.append(to_stats(reader.from_pairs(weights[keep])))
+                sink.append(store(reader.from_pairs(weights[keep])))
 
         fn.pairs, fn.at_pairs = (reader.i, reader.j), at_pairs
     return fn
@@ -129,6 +137,45 @@ class PairReader:
     @staticmethod
     def from_pairs(w: torch.Tensor) -> torch.Tensor:
         return w.transpose(1, 2).float()
+
+    @staticmethod
+    def store(x: torch.Tensor) -> np.ndarray:
+        """Kept in float32 on the CPU: the values read are float32 (``.float()`` above), so this is exact, at half
+        the bytes of float64; every statistic upcasts them to float64 (harness.stats.leakage)."""
+        return x.detach().cpu().float().numpy()
+
+
+class PairMoments(PairReader):
+    """[B, H, n, n] -> [B, H, 4 x subsets]: per prompt and head, the leakage fit's moments of the attention quantity
+    at the sampled pairs, in float64, for each subset of the pairs (``subsets``: (pair indices or None for all, ĩ of
+    the subset), ``harness.stats.leakage.PromptMoments``): the mean m, the sum of squares about it, the sum of ĩ times
+    the value less m, and the largest |value|. A pass reduced this way keeps [B, H, 4 x subsets] numbers per layer, not
+    [B, pairs, H]: a summary of an edited pass (``harness.capture.leakage_view``) needs nothing more."""
+
+    def __init__(self, i: np.ndarray, j: np.ndarray, subsets: list[tuple[np.ndarray | None, np.ndarray]]):
+        super().__init__(i, j)
+        self.subsets = [(None if idx is None else torch.as_tensor(idx), torch.as_tensor(it)) for idx, it in subsets]
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return pair_moments(x[:, :, self.i.to(x.device), self.j.to(x.device)], self.subsets)
+
+    def from_pairs(self, w: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return pair_moments(w, self.subsets)
+
+    store = staticmethod(to_stats)  # the moments are float64
+
+
+def pair_moments(w: torch.Tensor, subsets) -> torch.Tensor:
+    """[..., pairs] -> [..., 4 x subsets] float64 (``PairMoments``); also what a stored capture is reduced with, so
+    a pass reduced as it runs and one reduced afterwards give the same numbers."""
+    w = w.to(torch.float64)
+    out = []
+    for idx, i_tilde in subsets:
+        y = w if idx is None else w.index_select(-1, idx.to(w.device))
+        m = y.mean(-1)
+        d = y - m[..., None]
+        out += [m, (d * d).sum(-1), d @ i_tilde.to(device=w.device, dtype=torch.float64), y.abs().amax(-1)]
+    return torch.stack(out, -1)
 
 
 def sink_profile(x: torch.Tensor) -> torch.Tensor:

@@ -17,6 +17,7 @@ import numpy as np
 from harness.capture import forward as cap
 from harness.capture.corpus import PromptSet
 from harness.model.edits import Edit
+from harness.stats.pairs import query_bins
 
 
 class Read:
@@ -37,6 +38,39 @@ class PatternAtPairs(Read):
 
     def reader(self, seq_len, pairs):
         return cap.PairReader(pairs.i, pairs.j)
+
+
+@dataclass(frozen=True)
+class PairMomentsAtPairs(Read):
+    """The post-softmax weights at the session's pairs reduced as the pass runs to each prompt's and head's leakage
+    moments (``forward.PairMoments``), for every pair and for each query bin of ``query_bins(seq_len)`` (where the
+    length has them): [N, L, H, 4 x (1 + bins)]. What a summary of an edited pass reads instead of the weights."""
+
+    pairs: str = "stratified"
+    point = "attn.hook_pattern"
+
+    def reader(self, seq_len, pairs):
+        return cap.PairMoments(pairs.i, pairs.j, [(idx, it) for _, idx, it in moment_subsets(pairs, seq_len)])
+
+
+def moment_subsets(pairs, seq_len: int) -> list[tuple[tuple[int, int] | None, np.ndarray | None, np.ndarray]]:
+    """The pair subsets a moments read reduces over, in its order: (None: every pair; or a query bin (lo, hi) of
+    ``query_bins(seq_len)`` holding pairs), its pair indices (None: all) and its own ĩ."""
+    out: list[tuple[tuple[int, int] | None, np.ndarray | None, np.ndarray]] = [(None, None, pairs.i_tilde)]
+    for lo, hi in bin_ranges(seq_len):
+        idx = np.flatnonzero((pairs.i >= lo) & (pairs.i < hi))
+        if idx.size:
+            out.append(((lo, hi), idx, pairs.subset(idx).i_tilde))
+    return out
+
+
+def bin_ranges(seq_len: int) -> list[tuple[int, int]]:
+    """The query bins [lo, hi) of ``query_bins(seq_len)``, none where the length has no doubling bins."""
+    try:
+        edges = query_bins(seq_len)
+    except ValueError:
+        return []
+    return [(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:])]
 
 
 @dataclass(frozen=True)

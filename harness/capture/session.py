@@ -98,7 +98,7 @@ class Session:
         if name not in self._models:
             spec = get_spec(name)
             s = self.settings
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             try:
                 if spec.group == "tiny":
                     hf, tok = random_init_model(spec, s.seed, devices.parse_dtype(s.dtype), s.device), None
@@ -111,6 +111,7 @@ class Session:
                 raise
             self._models[name] = HookedModel(hf, spec, tok)
             self.workload.load_seconds += time.perf_counter() - t0
+            self.workload.load_cpu_seconds += time.process_time() - cpu0
         return self._models[name]
 
     def adopt(self, model: HookedModel) -> HookedModel:
@@ -233,6 +234,31 @@ class Session:
             )
         return {r: Capture(np.stack([raw[k] for k in layout[r]], axis=1), r, layers, r.embed) for r in reads}
 
+    def forget(self, model: HookedModel, run: Run, *reads: Read) -> None:
+        """Drop the cached captures of ``reads`` in ``run`` (a capture reduced to what its tests need: its memory is
+        returned; asked for again, it runs its pass again)."""
+        for r in reads:
+            self._cache.pop((model.spec.name, run, r), None)
+
+    def cached(self, model: HookedModel, run: Run, read: Read) -> bool:
+        """Whether the capture of ``read`` in ``run`` is held (a later ``capture`` of it runs no pass)."""
+        return (model.spec.name, run, read) in self._cache
+
+    def planned(self, model: HookedModel, run: Run, read: Read) -> bool:
+        """Whether the selected tests declared ``read`` of ``run`` (an unedited pass over a planned prompt set,
+        harness.capture.plan): its capture is made for them and held."""
+        if run.edits or run.layers is not None or self._planned.get(model.spec.name, PlannedPasses()).failed:
+            return False
+        wanted = self._planned_sets(model).get(run.prompt_key)
+        return wanted is not None and read in wanted[1]
+
+    def held_bytes(self, model: HookedModel | str | None = None) -> int:
+        """The bytes of the captures and memoised arrays this session holds (for ``model``, or every model): what
+        grows with the design, besides the weights (tests/test_memory_budget.py, benchmarks/bench_prompt_growth.py)."""
+        name = model if isinstance(model, str) or model is None else model.spec.name
+        mine = [v for cache in (self._cache, self._derived) for k, v in cache.items() if name is None or k[0] == name]
+        return sum(array_bytes(v) for v in mine)
+
     # ---- the capture plan -----------------------------------------------------------------------
     def _planned_sets(self, model: HookedModel) -> dict[str, tuple[corpus.PromptSet, set]]:
         """{prompt key: (prompt set, reads wanted of its unedited pass)} of the selected tests on the model."""
@@ -293,3 +319,20 @@ def row_indices(big: corpus.PromptSet, small: corpus.PromptSet) -> np.ndarray | 
     index = {row.tobytes(): k for k, row in enumerate(big.ids)}
     rows = [index.get(row.tobytes()) for row in small.ids]
     return None if any(k is None for k in rows) else np.array(rows)
+
+
+def array_bytes(value, depth: int = 0) -> int:
+    """The bytes of the numpy arrays inside ``value`` (a capture, an array, a tuple, list, dict or dataclass of them)."""
+    if depth > 6:
+        return 0
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, Capture):
+        return value.values.nbytes
+    if isinstance(value, dict):
+        return sum(array_bytes(v, depth + 1) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(array_bytes(v, depth + 1) for v in value)
+    if hasattr(value, "__dataclass_fields__"):
+        return sum(array_bytes(getattr(value, f), depth + 1) for f in value.__dataclass_fields__)
+    return 0

@@ -23,9 +23,11 @@ class Workload:
 
     def __init__(self):
         self.seconds: Counter = Counter()
+        self.cpu_seconds: Counter = Counter()  # the process's CPU time (every thread) inside forward passes
         self.layer_tokens: Counter = Counter()
         self.floor: Counter = Counter()
         self.load_seconds = 0.0  # loading models (Session.model): inside a test's setup, never its own time
+        self.load_cpu_seconds = 0.0  # the CPU time of those loads
         self._seen: dict[tuple, set] = {}
 
     def add(
@@ -36,8 +38,10 @@ class Workload:
         ids: np.ndarray | None = None,
         condition: Hashable = None,
         layers: int = 0,
+        cpu_seconds: float = 0.0,
     ) -> None:
         self.seconds[model] += seconds
+        self.cpu_seconds[model] += cpu_seconds
         self.layer_tokens[model] += layer_tokens
         if ids is None:
             self.floor[model] += layer_tokens

@@ -13,8 +13,9 @@ import numpy as np
 
 from harness.outcome.snapshots import ATOL, RTOL, moved_figures
 from harness.outcome.verdict import SnapshotDrift, judge
-from harness.spec.claims import ClaimSpec, paper_design_gap
+from harness.spec.claims import ClaimSpec, paper_design_gap, paper_level
 from harness.spec.decision import NOT_HELD
+from harness.stats.intervals import percentile_ci
 
 
 def json_plain(value):
@@ -50,6 +51,7 @@ class Figures:
         self.n_prompts = n_prompts  # the run's prompts: what an inconclusive paper value's estimate scales from
         self.seq_len = seq_len  # the run's prompt length: what a figure is measured at unless ``add`` says otherwise
         self.values: dict[str, Any] = {}
+        self.rows: dict[str, np.ndarray] = {}  # name -> a paper-valued figure's bootstrap rows (its corrected interval)
         self.recorded: dict[str, dict] = {}  # name -> the figure as reported (check_paper adds its paper check)
         self.reported: list[dict] = []  # every figure recorded, in order: what the test's result carries
         self.baseline, self.update, self.snapshot_checked = baseline, update, False
@@ -65,13 +67,17 @@ class Figures:
         seq_len: int | None = None,
         n: int | None = None,
         unit: str = "prompt",
+        rows=None,
     ) -> object:
         """Record a figure. ``paper`` defaults to the paper's number for this model, if it reports one; ``seq_len``
         is the prompt length it was measured at, where that is not the run's (the query bins, the
         sliding-window variant of the per-layer ratio); ``n`` and ``unit`` what its interval resamples, where that is
         not the run's prompts (a synthetic model's evaluation samples): what an inconclusive paper value's estimate
-        counts."""
+        counts. ``rows``: the bootstrap rows its ``ci`` was read from, kept (not reported) so that a paper value
+        judged beside others gets its interval at the corrected level (``check_paper``)."""
         ref = self.claim.paper_value(self.model, name)  # raises UndeclaredFigure for a name not in the registry
+        if ref is not None and rows is not None:
+            self.rows[name] = np.asarray(rows, dtype=np.float64)
         value = json_plain(value)
         if paper is None and ref is not None:
             paper = ref.value
@@ -121,13 +127,18 @@ class Figures:
         ]
 
     def check_paper(self) -> None:
-        """On the paper's models, every figure the paper reports, measured at the paper's design (``PAPER_SEQ_LEN``),
-        is judged by the one rule as an equivalence (``PaperValue.decide``): held when this run's 95% interval lies
-        inside the paper's value widened by the registry's tolerance, not held when it lies wholly outside,
-        inconclusive when it overlaps an edge; a figure without an interval on its point estimate. Measured at another
-        length it is reported, not judged. Each reported figure says which (its "paper_check"); every figure is
-        decided before any is judged, so a figure that is not held decides the test over an inconclusive one."""
-        decided = []
+        """On the paper's models, every figure the paper reports, measured at the paper's design (``PAPER_SEQ_LEN``
+        tokens, at least ``PAPER_MIN_PROMPTS`` prompts), is judged by the one rule as an equivalence
+        (``PaperValue.decide``): held when this run's interval lies inside the paper's value widened by the registry's
+        tolerance, not held when it lies wholly outside, inconclusive when it overlaps an edge; a figure without an
+        interval on its point estimate. Measured at another design it is reported, not judged. A figure several tests
+        record is judged in the one its declaration names (``ClaimTest.paper_values``) and reported in the others.
+        The k paper values a test judges are each read at ``paper_level(k)`` (Bonferroni), from the figure's bootstrap
+        rows where the test kept them (``add(rows=...)``). Each reported figure says which (its "paper_check"); every
+        figure is decided before any is judged, so a figure that is not held decides the test over an inconclusive
+        one."""
+        owned = self._owned()
+        to_judge = []
         for name, value in self.values.items():
             ref = self.claim.paper_value(self.model, name)
             if ref is None or not isinstance(value, (int, float)):
@@ -135,13 +146,21 @@ class Figures:
             figure = self.recorded[name]
             # a related paper's numbers are declared for the model set that is its design (claims/synthetic.py),
             # so they are at its design wherever they are declared; the main paper's need its 512-token prompts
-            gap = None if self.claim.paper else paper_design_gap(figure.get("seq_len"))
+            n = figure.get("n", self.n_prompts)
+            gap = None if self.claim.paper else paper_design_gap(figure.get("seq_len"), n)
+            if gap is None and owned is not None and name not in owned:
+                gap = f"reported here; its paper value is judged in {self._judged_in(name)}"
             if gap is not None:
                 figure["paper_check"] = gap
                 continue
-            decision = ref.decide(
-                value, figure.get("ci"), figure.get("n", self.n_prompts), figure.get("unit", "prompt")
-            )
+            to_judge.append((name, value, ref, figure, n))
+        level = paper_level(len(to_judge))
+        decided = []
+        for name, value, ref, figure, n in to_judge:
+            ci, at = figure.get("ci"), 0.95
+            if name in self.rows and level > 0.95:
+                ci, at = self._interval(self.rows[name], level, n), level
+            decision = ref.decide(value, ci, n, figure.get("unit", "prompt"), level=at)
             figure["paper_check"] = decision.describe()
             decided.append((name, ref, decision))
         decided.sort(key=lambda d: d[2].reading != NOT_HELD)  # stable: a not-held figure is judged first
@@ -151,3 +170,16 @@ class Figures:
                 f"{name} on {self.model}; the paper reports {ref.value:g} (tolerance ± {ref.tolerance:.3g})",
                 check=f"paper value of {name}",
             )
+
+    def _owned(self) -> tuple[str, ...] | None:
+        """The figures whose paper values this test judges (None: every one it records)."""
+        test = self.claim.claim_tests.get(getattr(self.node, "originalname", ""))
+        return None if test is None else test.paper_values
+
+    def _judged_in(self, name: str) -> str:
+        tests = self.claim.claim_tests.items()
+        return next((t for t, c in tests if c.paper_values is not None and name in c.paper_values), "another test")
+
+    @staticmethod
+    def _interval(rows: np.ndarray, level: float, n: int | None) -> list[float]:
+        return [float(x) for x in percentile_ci(rows[np.isfinite(rows)], level, n=n)]

@@ -120,6 +120,41 @@ def local(model: str) -> bool:
     return model.split("-", 1)[0] in ("hf", "path", "gguf")
 
 
+def reread(records: list[dict], key: dict, path: Path = PATH) -> list[str]:
+    """Each record's standing against the known outcomes at ``path`` as they are now (a merge of runs made before an
+    entry was recorded or removed; harness.report.merge), as ``stability.restabilise`` re-reads seed stability: a
+    stale record whose known outcome is gone reads held; a held one whose test is now recorded as not holding reads
+    stale; a not-held or inconclusive one is "as recorded" only where the entry names its check and verdict. Returns
+    one line per record that changed."""
+    changes = []
+    for r in records:
+        model = _record_key(r)
+        if not model or r.get("verdict") not in (Verdict.HELD, Verdict.STALE, Verdict.NOT_HELD, Verdict.INCONCLUSIVE):
+            continue
+        func = test_function(r["test"])
+        known = lookup(func, model, key, path)
+        was = (r["verdict"], bool(r.get("known_outcome")))
+        if r["verdict"] == Verdict.STALE and known is None:
+            r.update(verdict=Verdict.HELD.value, outcome="passed", reason="", known_outcome=False, check=None)
+        elif r["verdict"] == Verdict.HELD and known is not None:
+            was_words = "inconclusive" if known_verdict(known) == Verdict.INCONCLUSIVE else "not holding"
+            r.update(
+                verdict=Verdict.STALE.value,
+                outcome="failed",
+                reason=f"held in this run, but recorded as {was_words} (recorded {known_verdict(known).value} at "
+                f"{known['check']}: {known['measured']}): re-take the record",
+            )
+        elif r["verdict"] in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE):
+            r["known_outcome"] = (
+                known is not None and known["check"] == r.get("check") and known_verdict(known).value == r["verdict"]
+            )
+        if (r["verdict"], bool(r.get("known_outcome"))) != was:
+            changes.append(
+                f"{func}[{model}]: {was[0]} -> {r['verdict']}{' (as recorded)' * bool(r.get('known_outcome'))}"
+            )
+    return changes
+
+
 def record(results_json: Path, path: Path = PATH) -> list[str]:
     """Record every claim test that did not hold or could not be decided in a run (verdict "not held" or
     "inconclusive": a ClaimNotHeld or Inconclusive raised by a claim's own criterion), keyed by test function, model

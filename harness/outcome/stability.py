@@ -4,8 +4,12 @@ Each seed redraws everything random (prompts, pairs, sign flips and permutations
 ``--seed``). A verdict that differs between seeds is **unstable**: the report shows it as such with the range
 of its figures, and METHODS.md lists it (``abspos-claims stability methods`` prints the list).
 
-    bash scripts/stability.sh                      # three bundled runs (seeds 0, 1, 2), then:
-    abspos-claims stability record RUN_DIR RUN_DIR RUN_DIR [...]   # -> fixtures/stability.json
+    bash scripts/stability.sh                      # five bundled runs (seeds 0 to 4), then:
+    abspos-claims stability record RUN_DIR ... (five)             # -> fixtures/stability.json
+
+Each entry keeps, per seed, the decision that gave the verdict (``deciding``: its check, estimate, interval,
+criterion and margin, as harness.spec.decision measures it), so a reader sees how far each seed's interval was from
+its threshold, not only which way it fell.
 """
 
 from __future__ import annotations
@@ -20,6 +24,20 @@ from harness.outcome.nodeid import test_function
 from harness.outcome.results import Record, load_results
 from harness.outcome.verdict import DECIDED, NOT_RUN, Verdict
 
+#: The fewest distinct seeds a stability entry is taken over: with three, a verdict that flips one seed in five is
+#: missed about half the time (0.8^3), with five a third of the time.
+MIN_SEEDS = 5
+
+
+def deciding(record: Record) -> dict | None:
+    """The decision that gave a record its verdict (the one whose margin is the record's), as the stability record
+    keeps it; None where no rule decided it (an exact check, a count)."""
+    margin = record.get("margin")
+    d = next((d for d in record.get("decisions") or () if margin is not None and d.get("margin") == margin), None)
+    if d is None:
+        return None
+    return {k: d.get(k) for k in ("check", "verdict", "estimate", "interval", "criterion", "margin")}
+
 
 def _scalars(record: Record) -> dict[str, float]:
     return {
@@ -29,16 +47,13 @@ def _scalars(record: Record) -> dict[str, float]:
     }
 
 
-#: The fewest seeds a (test, model) entry is recorded under: fewer cannot tell a stable verdict from luck
-MIN_SEEDS = 3
-
-
 def combine(runs: list[dict[str, Any]], complete_only: bool = False, left_out: list | None = None) -> dict[str, Any]:
-    """{"settings", "seeds", "tests": {test: {model: {"verdicts": {seed: verdict}, "unstable", "ranges"}}}}.
-    The runs must share every setting but the seed, and have at least three distinct seeds; so must each (test,
-    model) entry: one with verdicts under fewer seeds is left out (appended to ``left_out`` as "test on model (seeds
-    0, 1)"), and runs that leave no entry raise ValueError ("nothing to record"). ``complete_only``: only the (test,
-    model) pairs with a verdict in every run (runs of a few claims beside a full one)."""
+    """{"settings", "seeds", "tests": {test: {model: {"verdicts": {seed: verdict}, "deciding": {seed: decision},
+    "unstable", "ranges"}}}}. The runs must share every setting but the seed, and have at least ``MIN_SEEDS`` distinct
+    seeds; so must each (test, model) entry: one with verdicts under fewer seeds is left out (appended to ``left_out``
+    as "test on model (seeds 0, 1)"), and runs that leave no entry raise ValueError ("nothing to record").
+    ``complete_only``: only the (test, model) pairs with a verdict in every run (runs of a few claims beside a full
+    one)."""
     from harness.spec.settings import Settings
 
     settings = [Settings.from_dict(r.get("settings") or {}) for r in runs]
@@ -48,16 +63,18 @@ def combine(runs: list[dict[str, Any]], complete_only: bool = False, left_out: l
         )
     seeds = [s.seed for s in settings]
     if len(set(seeds)) < MIN_SEEDS or len(set(seeds)) != len(seeds):
-        raise ValueError(f"need at least three runs with distinct seeds, got seeds {seeds}")
+        raise ValueError(f"need at least {MIN_SEEDS} runs with distinct seeds, got seeds {seeds}")
     tests: dict = {}
     for seed, run in zip(seeds, runs):
         r: Record
         for r in run["records"]:
             if r.get("model") and r.get("verdict") not in (*NOT_RUN, None):
                 e = tests.setdefault(test_function(r["test"]), {}).setdefault(
-                    r["model"], {"verdicts": {}, "figures": {}}
+                    r["model"], {"verdicts": {}, "figures": {}, "deciding": {}}
                 )
                 e["verdicts"][str(seed)] = Verdict.HELD.value if r["verdict"] == Verdict.STALE else r["verdict"]
+                if (d := deciding(r)) is not None:
+                    e["deciding"][str(seed)] = d
                 for name, v in _scalars(r).items():
                     e["figures"].setdefault(name, []).append(v)
     least = len(runs) if complete_only else MIN_SEEDS
@@ -93,7 +110,7 @@ class StabilityError(JSONFileError):
         "undecodable": JSONFileError.PHRASES["unreadable"],
         "empty": JSONFileError.PHRASES["invalid"],
     }
-    ADVICE = "re-record it: abspos-claims stability record RUN RUN RUN"
+    ADVICE = "re-record it: abspos-claims stability record RUN RUN RUN RUN RUN (one per seed, 0-4)"
 
 
 def _number(x) -> bool:
@@ -120,6 +137,10 @@ def _entry_problem(e) -> str | None:
     errors = e.get("harness_error_seeds", [])
     if not isinstance(errors, list) or not all(isinstance(x, str) and x in verdicts for x in errors):
         return '"harness_error_seeds" is not a list of its seeds (as strings, "0")'
+    if not isinstance(e.get("deciding", {}), dict) or not all(
+        isinstance(d, dict) for d in e.get("deciding", {}).values()
+    ):
+        return '"deciding" is not an object of seed: decision'
     return None
 
 
@@ -169,13 +190,28 @@ def unstable(data: dict, test: str, model: str, key: dict) -> dict | None:
 
 
 def describe(entry: dict) -> str:
-    """'held at seeds 0, 2; not held at 1' plus the range of each figure across the seeds."""
+    """'held at seeds 0, 2; not held at 1' plus the range of each figure across the seeds, and each seed's deciding
+    estimate, interval and margin where the record keeps them."""
     by: dict = {}
     for seed, v in entry["verdicts"].items():
         by.setdefault(v, []).append(seed)
     text = "; ".join(f"{v} at seed{'s' if len(s) > 1 else ''} {', '.join(s)}" for v, s in by.items())
     ranges = ", ".join(f"{k} {lo:.4g}–{hi:.4g}" for k, (lo, hi) in entry.get("ranges", {}).items() if lo != hi)
-    return text + (f" (range across seeds: {ranges})" if ranges else "")
+    text += f" (range across seeds: {ranges})" if ranges else ""
+    margins = margins_text(entry)
+    return text + (f"; deciding criterion by seed: {margins}" if margins else "")
+
+
+def margins_text(entry: dict) -> str:
+    """'0: 1.09 [0.815, 1.26] margin +0.482, 1: ...': each seed's deciding estimate, interval and margin."""
+    out = []
+    for seed, d in sorted((entry.get("deciding") or {}).items(), key=lambda kv: int(kv[0])):
+        ci = d.get("interval")
+        where = f" [{ci[0]:.3g}, {ci[1]:.3g}]" if isinstance(ci, list) and len(ci) == 2 else " (point estimate)"
+        estimate, margin = d.get("estimate"), d.get("margin")
+        shown = f"{estimate:.3g}" if isinstance(estimate, (int, float)) else "?"
+        out.append(f"{seed}: {shown}{where}" + (f" margin {margin:+.3g}" if isinstance(margin, (int, float)) else ""))
+    return ", ".join(out)
 
 
 def methods_list(data: dict) -> str:

@@ -80,6 +80,14 @@ def parser() -> argparse.ArgumentParser:
         help="read each verdict's seed stability from this record as it stands now (fixtures/stability.json), not as "
         "it stood when each run was made",
     )
+    m.add_argument(
+        "--known-outcomes",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="read each verdict's standing against the recorded known outcomes (stale, as recorded) from this file as "
+        "it stands now (fixtures/known_outcomes.json), not as it stood when each run was made",
+    )
     return ap
 
 
@@ -88,7 +96,9 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
     if args.cmd == "build":  # a merged run's report keeps its "Merged from" section
         return str(build(args.results)), 0
     if args.cmd == "merge":  # 0 merged, 1 merged with a model failed or missing, 2 refused
-        return merge_command(args.runs, args.out, args.allow_mixed, args.expect, args.run_id, args.stability_record)
+        return merge_command(
+            args.runs, args.out, args.allow_mixed, args.expect, args.run_id, args.stability_record, args.known_outcomes
+        )
     if args.cmd == "side-by-side":
         return str(side_by_side(args.a, args.b, args.out)), 0
     return compare(args.old, args.new, args.rtol, args.atol, args.models, args.claims)

@@ -28,9 +28,12 @@ from harness.report.record_text import (
     is_property_check,
     model_label,
     property_checks_text,
+    set_shape,
+    set_size,
     synthetic_sets,
     test_name,
     test_words,
+    verdict_label,
     verdict_text,
 )
 from harness.report.render import Link, fmt, to_markdown
@@ -148,6 +151,17 @@ def paper_checks(r: dict) -> str:
 
 
 PAPER_TITLE = "Where does Absolute Position come from in decoder-only Transformers?"
+RELATED_TITLE = (
+    "Deconstructing Positional Information: From Attention Logits to Training Biases (Gu et al., ICLR 2026), "
+    "on models trained here"
+)
+
+
+def title(results: dict) -> str:
+    """The paper the run's claims are of: the related paper's when only its synthetic sets ran."""
+    records = results.get("records") or []
+    only_sets = records and not results.get("models") and all(set_size(model_label(r)) for r in records)
+    return f"Claims report: {RELATED_TITLE if only_sets else PAPER_TITLE}"
 
 
 def run_line(results: dict) -> str:
@@ -165,7 +179,7 @@ def run_line(results: dict) -> str:
     where = f"{s.get('device', 'device not recorded')}, {s.get('dtype', 'dtype not recorded')}"
     outside = versions.untested(results.get("versions") or {})  # only with --allow-untested-versions (or older runs)
     flag = f" · **untested versions** (run with --allow-untested-versions): {'; '.join(outside)}" if outside else ""
-    return f"Models: {', '.join([*models, *sets]) or 'none named'} · {where} · {design}{flag}"
+    return f"Models: {', '.join([*models, *map(set_shape, sets)]) or 'none named'} · {where} · {design}{flag}"
 
 
 def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
@@ -239,7 +253,7 @@ def matrix(results: dict) -> list:
     for r in shown:
         by_test.setdefault((r["claim"], test_name(r)), {})[model_label(r)] = r
     for (claim, test), at in sorted(by_test.items(), key=lambda kv: (claim_key(kv[0][0]), kv[0][1])):
-        cells = [(Verdict.of(at[m]).label, Verdict.of(at[m]).css) if m in at else ("—", "") for m in columns]
+        cells = [(verdict_label(at[m]), Verdict.of(at[m]).css) if m in at else ("—", "") for m in columns]
         rows.append([claim, test_words(test, claim), *cells])
     seen = {Verdict.of(r) for r in records}
     legend = (
@@ -324,7 +338,7 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
     timed = any("layer_tokens" in r for r in results["records"])
     sections += [("Where the time went", "time")] if timed else []
     blocks = [
-        ("h1", f"Claims report: {PAPER_TITLE}"),
+        ("h1", title(results)),
         ("p", totals_line(results["records"])),
         ("p", f"{run_line(results)} · run {results.get('run') or 'unnamed'}"),
         *partial_note(results),
@@ -336,8 +350,10 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
         (
             "p",
             "One row per claim test and model: what the test requires (thresholds from the claims' declarations, "
-            "fixed from the paper's numbers before any run), the paper's number with the paper model it "
-            "comes from, this run's headline figure with its 95% CI over prompts, and the verdict.",
+            "derived from the paper's numbers, each dated in METHODS.md's threshold log, which says which were "
+            "written after a claim's first result), the paper's number with the paper model it comes from, this "
+            "run's headline figure with its 95% CI (over prompts; over held-out samples on a synthetic set), and the "
+            "verdict (on a synthetic set at a size other than the paper's, said with its size).",
         ),
         *lead_table(results, base),
         ("h2", "Glossary", "glossary"),

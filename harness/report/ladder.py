@@ -1,6 +1,6 @@
 """A claim over a family's sizes, judged across runs made apart. Such a claim needs several sizes of a family; in
 one-model runs it is not applicable in each. The merge (harness.report.merge) judges it over the merged models' ladder
-with ``ladder_verdict`` (the same three checks as its test, at the same threshold) from the figures another claim test
+with ``ladder_verdict`` (the same three criteria as its test, at the same threshold, each by the one decision rule) from the figures another claim test
 records per model, as its declaration's ``AcrossRuns`` says: the head-mean ΔR² of the same ``Leakage``, causal and
 bidirectional. Where a size lacks them, the claim is "skipped" with a reason saying what is missing; never a verdict
 it could not compute.
@@ -11,9 +11,19 @@ from __future__ import annotations
 import numpy as np
 
 from harness.outcome.nodeid import parse
-from harness.outcome.verdict import NOT_RUN, Verdict
+from harness.outcome.verdict import (
+    NOT_RUN,
+    ClaimNotHeld,
+    Inconclusive,
+    Judged,
+    Verdict,
+    conclude,
+    deciding_margin,
+    verdict_of,
+)
 from harness.spec.applies import LADDER, Target, family_sizes
 from harness.spec.claims import CLAIMS, AcrossRuns, ClaimSpec, claim_id_of
+from harness.spec.decision import NOT_HELD
 from harness.spec.models import REGISTRY
 from harness.stats.scaling import composition_checks, composition_intervals
 
@@ -45,9 +55,10 @@ def judged_across_runs(test: str) -> bool:
 
 def ladder_verdict(sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: int = 0) -> dict:
     """The family-level test's verdict from each size's head-mean ΔR², causal (``base``) and bidirectional (``bi``),
-    smallest size first: the three checks of its test (``stats.scaling.composition_checks``), in its order, with its
-    messages and check names (the harness's ``holds`` names a check by the test function and the condition's source).
-    Returns {"verdict", "check", "reason", "figures"}."""
+    smallest size first: the three criteria of its test (``stats.scaling.composition_checks``), in its order, with its
+    messages and check names, read as a claim test reads them (``harness.outcome.verdict``): a not-held criterion
+    decides, else the first inconclusive one, else held. Returns {"verdict", "check", "reason", "figures", "margin",
+    "decisions"}."""
     # deferred: harness.outcome.figures loads syrupy and pytest, which a merge (the nightly's) runs without
     from harness.outcome.figures import json_plain
 
@@ -64,15 +75,25 @@ def ladder_verdict(sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: 
             *((f"leakage_{k}" if k == "spread" else f"share_{k}", v, ci) for k, (v, ci) in stats.items()),
         )
     ]
-    for source, ok, message in checks:
-        if not ok:
-            return {
-                "verdict": Verdict.NOT_HELD.value,
-                "check": f"{rule.test}: {source}",
-                "reason": message,
-                "figures": figures,
-            }
-    return {"verdict": Verdict.HELD.value, "check": None, "reason": "", "figures": figures}
+    judged: list[Judged] = []
+    for condition, decision, message in checks:  # as the test body: a not-held criterion ends it
+        judged.append(Judged(f"{rule.test}: {condition}", message, decision))
+        if decision.reading == NOT_HELD:
+            break
+    decisions = [json_plain(j.as_dict()) for j in judged]
+    last = judged[-1]
+    not_held: ClaimNotHeld | None = None
+    if last.decision.reading == NOT_HELD:
+        not_held = ClaimNotHeld(f"{last.message}: {last.decision.describe()}", last.check, last)
+    else:
+        try:
+            conclude(judged)
+        except Inconclusive as e:
+            not_held = e
+    out = {"figures": figures, "margin": deciding_margin(judged, not_held), "decisions": decisions}
+    if not_held is None:
+        return {"verdict": Verdict.HELD.value, "check": None, "reason": "", **out}
+    return {"verdict": verdict_of(not_held).value, "check": not_held.check, "reason": str(not_held), **out}
 
 
 def _not_judged(first: dict, reason: str) -> tuple[dict, str]:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from harness.files.atomic import write_text
 from harness.model import references
-from harness.outcome import stability
+from harness.outcome import known_outcomes, stability
 from harness.outcome.nodeid import parse
 from harness.report.ladder import across_runs_record, judged_across_runs
 from harness.report.merge_inputs import (
@@ -99,11 +99,17 @@ def _joined(values) -> str | None:
 
 
 def merge(
-    inputs, allow_mixed: bool = False, expect=None, run_id: str | None = None, stability_record: Path | None = None
+    inputs,
+    allow_mixed: bool = False,
+    expect=None,
+    run_id: str | None = None,
+    stability_record: Path | None = None,
+    known_outcomes_file: Path | None = None,
 ) -> dict:
     """The merged results (a results.json dict with a ``merged`` section). Raises MergeError (one line) for runs
     that cannot be merged, ResultsFileError for an unreadable input. With ``stability_record``, each record's seed
-    stability is read from it as it stands now, in place of what the record said when its run was made."""
+    stability is read from it as it stands now, in place of what the record said when its run was made; with
+    ``known_outcomes_file``, likewise its standing against the recorded known outcomes (stale, as recorded)."""
     runs, jobs = read_inputs(inputs)
     warnings = run_warnings(runs, allow_mixed)
     owner = model_owners(runs)
@@ -118,6 +124,10 @@ def merge(
         **carried(runs),
     }
     merged["records"] = sorted(records, key=lambda x: (x["claim"], x.get("model") or "", x["test"]))
+    key = Settings(**{k: v for k, v in merged["settings"].items() if k in Settings.__dataclass_fields__})
+    if known_outcomes_file is not None:  # before stability: "unstable" is read off the verdict it ends with
+        known_outcomes.validate(Path(known_outcomes_file), required=True)
+        known_outcomes.reread(merged["records"], key.verdict_key(), Path(known_outcomes_file))
     if stability_record is not None:
         warnings += restabilised(merged, Path(stability_record))
     merged["merged"] = {
@@ -139,6 +149,7 @@ def merge(
         "notes": notes,
         "allow_mixed": bool(allow_mixed),
         **({"stability_record": str(stability_record)} if stability_record is not None else {}),
+        **({"known_outcomes": str(known_outcomes_file)} if known_outcomes_file is not None else {}),
     }
     return merged
 
@@ -342,12 +353,18 @@ def write(merged: dict, out: Path) -> Path:
 
 
 def merge_command(
-    runs, out, allow_mixed: bool = False, expect=None, run_id: str | None = None, stability_record=None
+    runs,
+    out,
+    allow_mixed: bool = False,
+    expect=None,
+    run_id: str | None = None,
+    stability_record=None,
+    known_outcomes_file=None,
 ) -> tuple[str, int]:
     """(what to print, exit code): 0 merged, 1 merged with a model failed or missing; MergeError/ResultsFileError
     propagate (the CLI prints their one line, exit 2)."""
     refuse_output_over_a_run(Path(out))
-    merged = merge(runs, allow_mixed, expect, run_id, stability_record)
+    merged = merge(runs, allow_mixed, expect, run_id, stability_record, known_outcomes_file)
     refuse_output_in_inputs(runs, Path(out))
     report = write(merged, Path(out))
     info = merged["merged"]

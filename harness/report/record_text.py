@@ -12,6 +12,7 @@ from harness.outcome.verdict import Verdict
 from harness.report.render import fmt
 from harness.spec.claims import CLAIMS, claim_order, claim_test, figure_words
 from harness.spec.models import FAMILIES
+from harness.synthetic.sizes import SIZES, describe
 
 
 def claim_key(c: str | None) -> tuple:
@@ -46,9 +47,52 @@ def synthetic_sets(records: list) -> list[str]:
     return list(dict.fromkeys(label for r in records if (label := model_label(r)).startswith("synthetic-")))
 
 
+#: The size at which the related paper trained its models: a synthetic set's verdict at any other size says so.
+PAPER_SIZE = "paper"
+
+
+def set_size(label: str) -> str | None:
+    """The size of a synthetic set (``synthetic-<size>-<arch>``), None for anything else."""
+    if not label.startswith("synthetic-"):
+        return None
+    size = label.removeprefix("synthetic-").partition("-")[0]
+    return size if size in SIZES else None
+
+
+def set_shape(label: str) -> str:
+    """A synthetic set named with what it is: "synthetic-pilot-authors (pilot size: d_model 64, 4 heads, ...)"."""
+    size = set_size(label)
+    return label if size is None else f"{label} ({size} size: {describe(size)})"
+
+
+def size_note(r: dict) -> str:
+    """ "at pilot size, 4 heads: " before a verdict on a synthetic set at a size other than the paper's (a rehearsal
+    on the smoke set gives none); "" otherwise."""
+    size = set_size(model_label(r))
+    if size is None or size == PAPER_SIZE or Verdict.of(r) == Verdict.REHEARSED:
+        return ""
+    return f"at {size} size, {SIZES[size].shape.heads} heads: "
+
+
+#: An n/a whose reason opens with these words is a prediction another check already makes true (a claim whose every
+#: tested cell is fixed by an equation): its cell reads the reason up to its colon ("implied by" and the check), not
+#: "not applicable", which would say the paper's prediction is for other models.
+IMPLIED = "implied by "
+
+
+def verdict_label(r: dict) -> str:
+    """The verdict's label in a cell: its ``Verdict.label`` (after ``size_note``'s words on a synthetic set at another
+    size than the paper's), or for an n/a implied by another check, the words that say by which (the reason up to its
+    colon)."""
+    verdict, reason = Verdict.of(r), str(r.get("reason") or "")
+    if verdict == Verdict.NOT_APPLICABLE and reason.startswith(IMPLIED) and ":" in reason:
+        return reason.split(":", 1)[0]
+    return size_note(r) + verdict.label
+
+
 def verdict_text(r: dict, with_reason: bool) -> str:
     verdict = Verdict.of(r)
-    v = verdict.label + (" (as recorded)" if r.get("known_outcome") else "")
+    v = verdict_label(r) + (" (as recorded)" if r.get("known_outcome") else "")
     reason = " ".join(str(r.get("reason") or "").split())
     if verdict == Verdict.UNSTABLE:
         reason = f"{r['unstable']}; this run: {r['verdict']}" + (f": {reason}" if reason else "")

@@ -71,29 +71,52 @@ class PaperValue:
         return self.value - self.tolerance, self.value + self.tolerance
 
     def decide(
-        self, measured: float, ci: Sequence[float] | None = None, n: int | None = None, unit: str = "prompt"
+        self,
+        measured: float,
+        ci: Sequence[float] | None = None,
+        n: int | None = None,
+        unit: str = "prompt",
+        level: float = 0.95,
     ) -> Decision:
-        """The run reproduces the paper's number (``decision.within`` the margin): held when this run's 95% interval
-        lies inside the margin, not held when it lies wholly outside, inconclusive when the run cannot resolve it
-        (``n``: its prompts, for the estimate of how many would); a figure without an interval is judged on its point
-        estimate, and the decision says so."""
-        return within(measured, ci, *self.margin, n=n, unit=unit)
+        """The run reproduces the paper's number (``decision.within`` the margin): held when this run's interval
+        (at ``level``: 95%, or wider where a test judges several paper values, ``paper_level``) lies inside the margin,
+        not held when it lies wholly outside, inconclusive when the run cannot resolve it (``n``: its prompts, for the
+        estimate of how many would); a figure without an interval is judged on its point estimate, and the decision
+        says so."""
+        return within(measured, ci, *self.margin, n=n, unit=unit, level=level)
 
 
 #: The paper's design for its reported numbers: 512-token prompts (§5.5's seven query bins [0, 8), ..., [256, 512)
 #: end at 512; METHODS.md, "The paper's design for paper values"). A paper value is judged only on a figure measured
 #: at that length; at any other length it is reported beside the figure, not judged.
 PAPER_SEQ_LEN = 512
+#: The fewest prompts a paper value is judged on: at 16 a faithful run as skewed as the bundled runs' most skewed
+#: figures (+77% upper arms) read not held in 12% of planted runs and held in none; from 64, not held in at most 5%
+#: (tests/test_planted_paper_values.py; METHODS.md, "paper-design").
+PAPER_MIN_PROMPTS = 64
 
 
-def paper_design_gap(seq_len: int | None) -> str | None:
-    """Why a figure measured on ``seq_len``-token prompts is not judged against the paper's value (None: it is)."""
-    if seq_len == PAPER_SEQ_LEN:
-        return None
-    return (
-        f"reported, not judged: measured on {seq_len}-token prompts, the paper's design is {PAPER_SEQ_LEN} "
-        f"(--seq-len {PAPER_SEQ_LEN} judges it)"
-    )
+def paper_design_gap(seq_len: int | None, n_prompts: int | None = None) -> str | None:
+    """Why a figure measured on ``n_prompts`` prompts of ``seq_len`` tokens is not judged against the paper's value
+    (None: it is)."""
+    if seq_len != PAPER_SEQ_LEN:
+        return (
+            f"reported, not judged: measured on {seq_len}-token prompts, the paper's design is {PAPER_SEQ_LEN} "
+            f"(--seq-len {PAPER_SEQ_LEN} judges it)"
+        )
+    if n_prompts is not None and n_prompts < PAPER_MIN_PROMPTS:
+        return (
+            f"reported, not judged: measured on {n_prompts} prompts, too few to resolve the paper's value (a paper "
+            f"value is judged from {PAPER_MIN_PROMPTS}: --n-prompts {PAPER_MIN_PROMPTS} or more judges it)"
+        )
+    return None
+
+
+def paper_level(judged: int) -> float:
+    """The interval level of each paper value a test judges, ``judged`` of them on its model: 95% for one, and
+    Bonferroni's 1 - 0.05 / k for k, so that a faithful reproduction is not held in at most 5% of runs for the test
+    as a whole (METHODS.md, "paper-design")."""
+    return 1 - 0.05 / max(1, judged)
 
 
 #: Shares below this get a relative tolerance, ``SMALL_SHARE_RTOL`` (0.10 / 0.3: the two tolerances meet at 0.3).
@@ -204,6 +227,9 @@ class ClaimTest:
     figure: str | tuple[str, ...] | None  # the headline figure(s) the verdict is decided on (None: a property test)
     paper: str = ""  # the paper's number in words, where the registry keeps none per paper model for the figure
     column: int | None = None  # a figure of rows ([layer, position, sink, accuracy], ...): the column to show
+    # the figures whose paper values this test judges, where several tests record one (each judged once; the others
+    # report it): None, every paper-valued figure it records
+    paper_values: tuple[str, ...] | None = None
 
     @property
     def headline(self) -> tuple[str, ...]:

@@ -52,6 +52,9 @@ __all__ = [
     "PromptStats",
     "prompt_stats",
     "fit_from_stats",
+    "PromptMoments",
+    "moments_of",
+    "delta_from_moments",
     "delta_r2",
     "causal_mask_share",
     "residual_stream_share",
@@ -108,11 +111,16 @@ class PromptStats:
 
 
 def as_target_3d(pairs: PairSet, Y: np.ndarray) -> np.ndarray:
-    """Validate Y and return it as float64 [n_prompts, n_pairs, H]."""
-    Y = np.asarray(Y, dtype=np.float64)
+    """Validate Y and return it as float64 [n_prompts, n_pairs, H]; a 4-D Y [n_prompts, n_pairs, layers, heads] (a
+    capture's weights transposed: a view, float32 or float64) is returned as it is and stands for [n_prompts,
+    n_pairs, layers x heads] (heads layer-major), never copied whole: the functions here read it a block of prompts at
+    a time in float64 (``flat``)."""
+    Y = np.asarray(Y)
+    if Y.ndim != 4 or Y.dtype not in (np.float32, np.float64):
+        Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim == 2:
         Y = Y[None]
-    if Y.ndim != 3:
+    if Y.ndim not in (3, 4):
         raise ValueError(f"Y must be [n_prompts, n_pairs, H] or [n_pairs, H], got shape {Y.shape}")
     if Y.shape[1] != pairs.n_pairs:
         raise ValueError(f"Y has {Y.shape[1]} pairs but the PairSet has {pairs.n_pairs}")
@@ -123,23 +131,38 @@ def as_target_3d(pairs: PairSet, Y: np.ndarray) -> np.ndarray:
     return Y
 
 
+def flat(Y3: np.ndarray) -> np.ndarray:
+    """A block of a target as float64 [prompts, pairs, H] (a 4-D block's layers and heads flattened, layer-major:
+    a copy of the block only)."""
+    return Y3 if Y3.ndim == 3 else Y3.reshape(*Y3.shape[:2], -1).astype(np.float64)
+
+
 def centred(Y3: np.ndarray) -> np.ndarray:
     """Y minus its per-head grand mean (a shift that leaves every R² unchanged)."""
     return Y3 - Y3.mean(axis=(0, 1), keepdims=True)
 
 
 def prompt_stats(pairs: PairSet, Y: np.ndarray) -> PromptStats:
-    """Per-prompt sufficient statistics for all heads (one pass over Y)."""
+    """Per-prompt sufficient statistics for all heads (one pass over Y, a block of prompts at a time: no copy of Y
+    is made, only of a block of ``BLOCK_ELEMS`` values)."""
     Y3 = as_target_3d(pairs, Y)
-    Yc = centred(Y3)
-    a = np.einsum("k,pkh->ph", pairs.i_tilde, Yc, optimize=True)
-    g = np.add.reduceat(Yc[:, pairs.group_order, :], pairs.group_starts, axis=1)
+    P, N, H = Y3.shape[0], Y3.shape[1], int(np.prod(Y3.shape[2:]))
+    centre = Y3.mean(axis=(0, 1), dtype=np.float64).reshape(H)  # ``centred``'s: each block centred by it
+    a, s1, s2 = np.empty((P, H)), np.empty((P, H)), np.empty((P, H))
+    g = np.empty((P, pairs.n_groups, H))
+    step = max(1, BLOCK_ELEMS // max(1, N * H))
+    for s in range(0, P, step):
+        Yc = flat(Y3[s : s + step]) - centre
+        a[s : s + step] = np.matmul(pairs.i_tilde, Yc)
+        g[s : s + step] = np.add.reduceat(Yc[:, pairs.group_order, :], pairs.group_starts, axis=1)
+        s1[s : s + step] = Yc.sum(axis=1)
+        s2[s : s + step] = np.einsum("pkh,pkh->ph", Yc, Yc)
     return PromptStats(
         a=a,
-        s1=Yc.sum(axis=1),
-        s2=np.einsum("pkh,pkh->ph", Yc, Yc, optimize=True),
+        s1=s1,
+        s2=s2,
         g=g,
-        scale=np.abs(Y3).max(axis=(0, 1)),
+        scale=np.maximum(Y3.max(axis=(0, 1)), -Y3.min(axis=(0, 1))).reshape(H).astype(np.float64),
         group_sizes=pairs.group_sizes,
         n_pairs=pairs.n_pairs,
         i_tilde_sq=pairs.i_tilde_sq,
@@ -199,6 +222,55 @@ def fit_from_stats(stats: PromptStats, weights: np.ndarray) -> LeakageFit:
         sst=np.where(const, 0.0, sst),
         delta_sse=np.where(const, 0.0, dsse),
     )
+
+
+# --------------------------------------------------------------------------
+# ΔR² from per-prompt moments (a pass reduced as it runs)
+# --------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class PromptMoments:
+    """Per prompt and head, the moments ΔR² needs, each about the prompt's own mean (so a pass can reduce each prompt
+    as it runs, before any grand mean is known): m [P, H] the mean over pairs; q [P, H] Σ (y − m)²; a [P, H]
+    Σ ĩ·(y − m) (= ĩ·y: ĩ sums to 0 in every d-group); x [P, H] max |y|; with n_pairs and i_tilde_sq (Σ ĩ²) of
+    the pair set. ΔR² (``delta_from_moments``) is the FWL fit of ``fit_from_stats`` on the same rows, SST assembled
+    as Σ_p w_p (q_p + n (m_p − ȳ_w)²); the baseline's SSE (the offset means) is not needed for ΔR²."""
+
+    m: np.ndarray
+    q: np.ndarray
+    a: np.ndarray
+    x: np.ndarray
+    n_pairs: int
+    i_tilde_sq: float
+
+
+def moments_of(pairs: PairSet, Y: np.ndarray) -> PromptMoments:
+    """The moments of a target [n_prompts, n_pairs, H] (numpy; a pass reduces its own with the same sums)."""
+    Y3 = flat(as_target_3d(pairs, Y))
+    m = Y3.mean(axis=1)
+    d = Y3 - m[:, None, :]
+    return PromptMoments(
+        m,
+        np.einsum("pkh,pkh->ph", d, d),
+        np.matmul(pairs.i_tilde, d),
+        np.abs(Y3).max(axis=1),
+        pairs.n_pairs,
+        pairs.i_tilde_sq,
+    )
+
+
+def delta_from_moments(mom: PromptMoments, weights: np.ndarray) -> np.ndarray:
+    """ΔR² per head for B prompt weightings from per-prompt moments: [B, H] (``fit_from_stats``' delta: the same
+    SST, the same ΔSSE = (Σ_p w_p a_p)² / (W Σĩ²), the same constant-head floor on the prompts' largest |y|)."""
+    w = _check_weights(weights, mom.a.shape[0])
+    wsum = w.sum(axis=1)
+    n_rows = wsum * mom.n_pairs
+    mc = mom.m - mom.m.mean(axis=0)  # about the prompts' grand mean: the subtraction below stays well conditioned
+    s1 = w @ mc
+    sst = np.maximum(w @ mom.q + mom.n_pairs * (w @ (mc * mc) - s1 * s1 / wsum[:, None]), 0.0)
+    A = w @ mom.a
+    dsse = np.minimum(A * A / (wsum[:, None] * mom.i_tilde_sq), sst) if mom.i_tilde_sq > 0 else np.zeros_like(A)
+    const = sst <= n_rows[:, None] * (SST_REL_TOL * mom.x.max(axis=0)[None, :]) ** 2
+    return np.where(const, 0.0, dsse / np.where(const, 1.0, sst))
 
 
 def _squeeze(fit: LeakageFit) -> LeakageFit:

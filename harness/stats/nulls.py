@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.stats.leakage import BLOCK_ELEMS, as_target_3d, centred, delta_r2
+from harness.stats.leakage import BLOCK_ELEMS, as_target_3d, delta_r2, flat
 from harness.stats.pairs import PairSet, row_groups
 from harness.stats.shuffles import group_layout, shuffle_within_blocks
 
@@ -16,6 +16,13 @@ __all__ = [
     "signflip_pvalues",
     "benjamini_hochberg",
 ]
+
+
+#: Shuffled ĩ values per matrix product of the permutation null (128 MB): at many prompts a chunk of draws is one
+#: permutation (``BLOCK_ELEMS`` // rows), and a product per permutation would read y once per permutation; chunks
+#: are stacked to ``MIN_PRODUCT`` permutations per product (at the default 16 prompts a chunk is 98: none are).
+GEMM_ELEMS = 4 * BLOCK_ELEMS
+MIN_PRODUCT = 16  # permutations per product below which chunks are stacked
 
 
 def _inverse_perms(perms: np.ndarray) -> np.ndarray:
@@ -46,11 +53,10 @@ def permutation_null(
     ``group_layout`` so that no permutation array is built.
     """
     Y3 = as_target_3d(pairs, Y)
-    P, N, H = Y3.shape
+    P, N = Y3.shape[:2]
     fit = delta_r2(pairs, Y3)
+    H = fit.delta.size
     n_rows = P * N
-    yr = centred(Y3).reshape(n_rows, H)
-    i_rows = np.tile(pairs.i_tilde, P)
     groups = row_groups(pairs, P)
     ssi = P * pairs.i_tilde_sq
     const_head = fit.sst <= 0  # constant heads: every R² is defined as 0
@@ -66,23 +72,54 @@ def permutation_null(
     if ssi <= 0 or n_perm == 0:
         return out
     step = max(1, BLOCK_ELEMS // n_rows)
+    centre = Y3.mean(axis=(0, 1), dtype=np.float64).reshape(H)  # ``centred``'s, subtracted from one copy of y's rows
     if perms is None:
-        # Shuffle ĩ within its groups directly, in block layout (rows of one group contiguous), with y's rows
-        # put in the same layout once: the same draws as ``within_group_permutations(groups, ·, rng)`` chunk by
-        # chunk, used as idx (a uniform within-group permutation and its inverse have the same law), without
-        # the scatter to row order or the gather i_rows[idx].
-        rng = np.random.default_rng(seed)
-        lay = group_layout(groups)
-        i_lay, y_lay = i_rows[lay.layout], yr[lay.layout]
-        for s in range(0, n_perm, step):
-            num = shuffle_within_blocks(i_lay, lay, min(step, n_perm - s), rng) @ y_lay
-            out[s : s + num.shape[0]] = num * num / denom
+        _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed)
     else:
+        yr = flat(Y3).reshape(n_rows, H) - centre
+        i_rows = np.tile(pairs.i_tilde, P)
         for s in range(0, n_perm, step):
             num = i_rows[_inverse_perms(perms[s : s + step])] @ yr
             out[s : s + num.shape[0]] = num * num / denom
     out[:, const_head] = 0.0
     return out
+
+
+def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
+    """``permutation_null``'s drawn permutations, written into ``out`` [n_perm, H]. ĩ is shuffled within its groups
+    directly, in block layout (rows of one group contiguous), with y's rows put in the same layout once: the same
+    draws as ``within_group_permutations(groups, ·, rng)`` chunk by chunk, used as idx (a uniform within-group
+    permutation and its inverse have the same law), without the scatter to row order or the gather i_rows[idx].
+    Where a chunk is fewer than ``MIN_PRODUCT`` permutations, whole chunks are stacked (to at most ``GEMM_ELEMS``
+    shuffled values) so that at many prompts (a chunk of one permutation) the rows of y still meet several
+    permutations in one matrix product."""
+    (P, N), H = Y3.shape[:2], out.shape[1]
+    n_rows, n_perm = P * N, out.shape[0]
+    rng = np.random.default_rng(seed)
+    lay = group_layout(row_groups(pairs, P))
+    i_lay = np.tile(pairs.i_tilde, P)[lay.layout]
+    if Y3.ndim == 3:
+        y_lay = Y3.reshape(n_rows, H)[lay.layout]
+    else:  # a 4-D view (``as_target_3d``, float32 or float64): its rows gathered into one float64 copy, a block at a time
+        y_lay = np.empty((n_rows, H))
+        p, k = np.divmod(lay.layout, N)
+        step_rows = max(1, BLOCK_ELEMS // H)
+        for b in range(0, n_rows, step_rows):
+            y_lay[b : b + step_rows] = Y3[p[b : b + step_rows], k[b : b + step_rows]].reshape(-1, H)
+    y_lay -= centre
+    # whole chunks per product (the draws stay chunk by chunk), stacked only where a chunk is fewer than
+    # ``MIN_PRODUCT`` permutations, and to at most ``GEMM_ELEMS`` values
+    per_product = step * max(1, min(-(-MIN_PRODUCT // step), GEMM_ELEMS // (n_rows * step)))
+    for s in range(0, n_perm, per_product):
+        stop = min(n_perm, s + per_product)
+        if stop - s <= step:
+            shuffled = shuffle_within_blocks(i_lay, lay, stop - s, rng)
+        else:
+            shuffled = np.empty((stop - s, n_rows))
+            for c in range(s, stop, step):
+                shuffled[c - s : c - s + step] = shuffle_within_blocks(i_lay, lay, min(step, stop - c), rng)
+        num = shuffled @ y_lay
+        out[s:stop] = num * num / denom
 
 
 def permutation_pvalues(observed: np.ndarray, null: np.ndarray, rtol: float = 1e-9) -> np.ndarray:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from harness.spec.decision import Decision, at_least, within
 from harness.stats.intervals import percentile_ci
 
 __all__ = [
@@ -225,45 +226,39 @@ def composition_checks(
     base_rows: ArrayLike | None = None,
     bi_rows: ArrayLike | None = None,
     n: int = 0,
-) -> tuple[np.ndarray, list[tuple[str, bool, str]]]:
+) -> tuple[np.ndarray, list[tuple[str, Decision, str]]]:
     """Leakage across model scale (§5.9 Table 11) on a size ladder, smallest first: each size's head-mean ΔR², causal
     (``base``) and bidirectional (``bi``), with their bootstrap rows where measured (``composition_intervals``).
-    Returns the residual-stream share bi / base per size and the claim's checks in order, each (condition, whether
-    it holds, the message when it does not), judged on the 95% CI (on the point estimate without rows):
-    "approximately constant" as an equivalence, the spread's CI upper end within ``constant`` of the ladder's
-    mean; "rises" as the CI of the rise above 0; (three sizes or more) "saturates" as the CI of the saturation
-    margin above 0. One function for the claim test and for a merge of runs that measured the sizes apart
-    (harness.report.merge)."""
+    Returns the residual-stream share bi / base per size and the claim's criteria in order, each (condition, the one
+    rule's ``Decision`` on its paired 95% CI, the message for a reader): "approximately constant" as an equivalence,
+    the spread inside [0, ``constant``]; "rises" as the rise above 0; (three sizes or more) "saturates" as the
+    saturation margin above 0. A straddling interval is inconclusive, never not held; without rows (a merge of runs
+    that kept only point estimates) each decision is on its point estimate and says so. One function for the claim
+    test and for a merge of runs that measured the sizes apart (harness.report.ladder)."""
     share, st = composition_intervals(base, bi, base_rows, bi_rows, n)
-    lo = {k: v if ci is None else ci[0] for k, (v, ci) in st.items()}
-    hi = {k: v if ci is None else ci[1] for k, (v, ci) in st.items()}
-
-    def shown(k: str) -> str:
-        v, ci = st[k]
-        return f"{v:.3f}" + ("" if ci is None else f" (95% CI [{ci[0]:.3f}, {ci[1]:.3f}])")
-
+    count = n or None
     base_s = np.round(np.asarray(base, dtype=float), 4).tolist()
     shares = np.round(share, 3).tolist()
     checks = [
         (
-            "spread_hi <= CONSTANT",
-            bool(hi["spread"] <= constant),
-            f"total leakage varies {shown('spread')} of the "
-            f"family mean across sizes ({base_s}), not within {constant:.0%}",
+            "constant",
+            within(st["spread"][0], st["spread"][1], 0.0, constant, count),
+            f"total leakage is not shown constant across sizes ({base_s}): the largest deviation of a size's mean "
+            f"ΔR² from the family mean, against within {constant:.0%}",
         ),
         (
-            "rise_lo > 0",
-            bool(lo["rise"] > 0),
-            f"residual-stream share does not rise from the smallest size: {shares}, rise {shown('rise')}",
+            "rises",
+            at_least(st["rise"][0], st["rise"][1], 0.0, count),
+            f"the residual-stream share is not shown to rise from the smallest size ({shares}): share[1] - share[0]",
         ),
     ]
     if "saturation" in st:
         checks.append(
             (
-                "saturation_lo > 0",
-                bool(lo["saturation"] > 0),
-                f"residual-stream share does not saturate: {shares}, "
-                f"(share[1] - share[0]) - |share[2] - share[1]| = {shown('saturation')}",
+                "saturates",
+                at_least(st["saturation"][0], st["saturation"][1], 0.0, count),
+                f"the residual-stream share is not shown to saturate ({shares}): "
+                f"(share[1] - share[0]) - |share[2] - share[1]|",
             )
         )
     return share, checks

@@ -2,9 +2,10 @@
 
 * ``top_cells`` / ``sink_cells_at_chance`` – the highest (layer, position) cells of a grid, and the §5.1 decision
   that the highest-sink cells' topic probes are at chance (an equivalence bound, not a failure to reject).
-* ``pc1_heldout_identity`` / ``identity_carriers`` – §5.2 Table 4: a head's PC1 projection regressed on the identity
-  of the token at 0, R² held out across prompts (each identity recurs on prompts whose other tokens vary), against a
-  permutation null; and the decision over a set of heads.
+* ``pc1_heldout_identity`` / ``pc1_heldout_rows`` / ``identity_significance`` / ``carrier_decision`` – §5.2 Table 4:
+  a head's PC1 projection regressed on the identity of the token at 0, R² held out across prompts (each identity
+  recurs on prompts whose other tokens vary), against a permutation null, its interval over prompts; and the decision
+  over a set of heads (the BH gate, then the best significant head's R² floor by the one rule).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import warnings
 
 import numpy as np
 
+from harness.spec.decision import Decision, at_least, at_most
 from harness.stats.heads import pc1_scores
+from harness.stats.intervals import percentile_ci
 from harness.stats.nulls import benjamini_hochberg, permutation_pvalues
-from harness.stats.probes import accuracy_upper_bound
+from harness.stats.probes import accuracy_interval
 
 
 def sink_magnitude_by_layer(profile: np.ndarray) -> np.ndarray:
@@ -68,15 +71,17 @@ def top_cells(values: np.ndarray, k: int) -> list[tuple[int, int]]:
 
 def sink_cells_at_chance(
     sink: np.ndarray, accuracy_at, n: int, bound: float, k: int = 3, alpha: float = 0.05
-) -> tuple[list[tuple[int, int]], list[float], list[float], bool]:
-    """The §5.1 decision: (the k highest-sink cells of ``sink`` [layers, positions], their probe accuracies, the
-    one-sided (1 - alpha) upper bounds of those accuracies over ``n`` prompts, held). ``accuracy_at(cell)`` gives a
-    cell's probe accuracy (a grid's entry, or a probe fitted on that cell alone). Held when every bound is below
-    ``bound``: 'at chance' shown as an equivalence, so a probe too noisy to reject chance does not pass."""
+) -> tuple[list[tuple[int, int]], list[float], list[Decision]]:
+    """The §5.1 decision: (the k highest-sink cells of ``sink`` [layers, positions], their probe accuracies, the one
+    rule's decision on each). ``accuracy_at(cell)`` gives a cell's probe accuracy (a grid's entry, or a probe fitted
+    on that cell alone). Each accuracy is judged below ``bound`` (``decision.at_most``) on its two-sided (1 - 2 alpha)
+    Clopper-Pearson interval over ``n`` prompts, whose ends are the one-sided (1 - alpha) bounds: held when the upper
+    bound is below ``bound`` ('at chance' shown as an equivalence, so a probe too noisy to reject chance does not
+    pass), not held when the lower bound is above it, inconclusive between."""
     cells = top_cells(sink, k)
     acc = [float(accuracy_at(c)) for c in cells]
-    upper = [accuracy_upper_bound(a, n, alpha) for a in acc]
-    return cells, acc, upper, all(u < bound for u in upper)
+    level = 1 - 2 * alpha
+    return cells, acc, [at_most(a, accuracy_interval(a, n, level), bound, n, level=level) for a in acc]
 
 
 def identity_folds(token_ids: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -95,17 +100,33 @@ def identity_folds(token_ids: np.ndarray, seed: int = 0) -> np.ndarray:
     return folds
 
 
-def _heldout_r2(Z: np.ndarray, G: np.ndarray, folds: np.ndarray, sst: float) -> np.ndarray:
-    """Held-out R² of each row of Z [m, n] on one-hot identities G [n, g]: each fold's prompts predicted by their
-    identity's mean over the other folds (the training mean where the identity is absent), 1 - SSE / SST."""
-    sse = np.zeros(Z.shape[0])
+def _heldout_errors(Z: np.ndarray, G: np.ndarray, folds: np.ndarray) -> np.ndarray:
+    """[m, n] each prompt's held-out squared error for each row of Z [m, n] on one-hot identities G [n, g]: each
+    fold's prompts predicted by their identity's mean over the other folds (the training mean where the identity is
+    absent)."""
+    err = np.zeros(Z.shape)
     for f in np.unique(folds):
         test, train = folds == f, folds != f
         counts = G[train].sum(axis=0)
         grand = Z[:, train].mean(axis=1, keepdims=True)
         means = np.where(counts > 0, (Z[:, train] @ G[train]) / np.maximum(counts, 1), grand)
-        sse += ((Z[:, test] - means @ G[test].T) ** 2).sum(axis=1)
-    return 1.0 - sse / sst
+        err[:, test] = (Z[:, test] - means @ G[test].T) ** 2
+    return err
+
+
+def _heldout_r2(Z: np.ndarray, G: np.ndarray, folds: np.ndarray, sst: float) -> np.ndarray:
+    """Held-out R² of each row of Z [m, n] (``_heldout_errors``): 1 - SSE / SST."""
+    return 1.0 - _heldout_errors(Z, G, folds).sum(axis=1) / sst
+
+
+def _design(outputs: np.ndarray, token_ids: np.ndarray, seed: int):
+    """(PC1 scores z [n], their variance fraction, one-hot identities G [n, g], folds [n])."""
+    z, frac = pc1_scores(outputs)
+    token_ids = np.asarray(token_ids)
+    if token_ids.shape != (z.size,):
+        raise ValueError(f"token_ids must be [n_prompts] = [{z.size}], got {token_ids.shape}")
+    _, inv = np.unique(token_ids, return_inverse=True)
+    return z, frac, np.eye(inv.max() + 1)[inv], identity_folds(token_ids, seed)
 
 
 def pc1_heldout_identity(
@@ -121,20 +142,28 @@ def pc1_heldout_identity(
     unlike the in-sample R², whose permutation mean is (G - 1) / (n - 1). The null permutes z across prompts with
     identities and folds fixed (the same exchangeability as permuting identities, every fold kept balanced);
     permutations from ``np.random.default_rng(seed)``. Outputs constant across prompts give (0, 0, zeros)."""
-    z, frac = pc1_scores(outputs)
-    token_ids = np.asarray(token_ids)
-    if token_ids.shape != (z.size,):
-        raise ValueError(f"token_ids must be [n_prompts] = [{z.size}], got {token_ids.shape}")
+    z, frac, G, folds = _design(outputs, token_ids, seed)
     sst = float(np.sum((z - z.mean()) ** 2))
     if sst <= 0.0:
         return 0.0, frac, np.zeros(n_perm)
-    _, inv = np.unique(token_ids, return_inverse=True)
-    G = np.eye(inv.max() + 1)[inv]
-    folds = identity_folds(token_ids, seed)
     r2 = float(_heldout_r2(z[None, :], G, folds, sst)[0])
     perms = np.random.default_rng(seed).permuted(np.tile(np.arange(z.size), (n_perm, 1)), axis=1)
     null = np.concatenate([_heldout_r2(z[p], G, folds, sst) for p in np.array_split(perms, max(1, n_perm // 1000))])
     return r2, frac, null
+
+
+def pc1_heldout_rows(outputs: np.ndarray, token_ids: np.ndarray, weights: np.ndarray, seed: int = 0) -> np.ndarray:
+    """[B] the held-out R² of ``pc1_heldout_identity`` on B prompt resamples (``weights`` [B, n]: each prompt's count,
+    ``intervals.bootstrap_weights``): the fold predictions held fixed (as a fitted direction is where its norm fraction is resampled), each
+    prompt's held-out squared error and squared deviation from the mean resampled together, R² = 1 - Σ w e² / Σ w d².
+    The interval of these rows is over the prompts the R² is measured on, not over refits; constant outputs give
+    zeros."""
+    z, _, G, folds = _design(outputs, token_ids, seed)
+    dev = (z - z.mean()) ** 2
+    if dev.sum() <= 0.0:
+        return np.zeros(len(weights))
+    err = _heldout_errors(z[None, :], G, folds)[0]
+    return 1.0 - (weights @ err) / np.maximum(weights @ dev, np.finfo(float).tiny)
 
 
 def heldout_shrinkage(token_ids: np.ndarray) -> float:
@@ -153,13 +182,27 @@ def corrected_r2(r2, shrinkage: float):
     return 1 - (1 - np.asarray(r2, dtype=np.float64)) / shrinkage
 
 
-def identity_carriers(
-    r2: np.ndarray, null: np.ndarray, q: float, r2_min: float, shrinkage: float = 1.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """The token-0 identity decision over a set of heads: (carriers [heads], p-values [heads]). ``r2`` [heads]
-    held-out R², ``null`` [n_perm, heads] their permutation nulls. A head carries the token-0 identity when its R²
-    beats its null after Benjamini-Hochberg at ``q`` over the heads (p = (1 + #{null >= R²}) / (1 + n_perm)) and its
-    R² corrected for the held-out shrinkage (``corrected_r2``) reaches ``r2_min``."""
-    r2 = np.asarray(r2, dtype=np.float64)
-    p = permutation_pvalues(r2, np.asarray(null, dtype=np.float64))
-    return benjamini_hochberg(p, q) & (corrected_r2(r2, shrinkage) >= r2_min), p
+def identity_significance(r2: np.ndarray, null: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """Which heads' held-out R² beats its permutation null after Benjamini-Hochberg at ``q`` over the heads:
+    (significant [heads], p-values [heads]); ``r2`` [heads], ``null`` [n_perm, heads], p = (1 + #{null >= R²}) /
+    (1 + n_perm). A multiple test of the heads, not an interval: the gate before the R² floor
+    (``carrier_decision``)."""
+    p = permutation_pvalues(np.asarray(r2, dtype=np.float64), np.asarray(null, dtype=np.float64))
+    return benjamini_hochberg(p, q), p
+
+
+def carrier_decision(
+    r2: np.ndarray, rows: np.ndarray, significant: np.ndarray, r2_min: float, shrinkage: float, n: int
+) -> tuple[int, Decision]:
+    """The token-0 identity carrier by the one rule: (the head judged, its decision). The head is the BH-significant
+    one (``significant``, not all False) with the largest held-out R²; its R² corrected for the held-out shrinkage
+    (``corrected_r2``) is judged above ``r2_min`` on the interval of its prompt-resampled rows (``rows`` [B, heads],
+    ``pc1_heldout_rows``, corrected alike) at 1 - 0.05 / k, k the significant heads it was chosen among
+    (Bonferroni: the largest of k is read as one)."""
+    candidates = np.flatnonzero(significant)
+    if candidates.size == 0:
+        raise ValueError("no head beats its permutation null: there is no carrier to judge")
+    head = int(candidates[np.argmax(np.asarray(r2)[candidates])])
+    level = 1 - 0.05 / candidates.size
+    ci = tuple(float(x) for x in percentile_ci(corrected_r2(np.asarray(rows)[:, head], shrinkage), level, n=n))
+    return head, at_least(float(corrected_r2(r2[head], shrinkage)), ci, r2_min, n, level=level)

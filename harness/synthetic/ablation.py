@@ -9,50 +9,29 @@ effects and its gap over the second, with bootstrap rows over the evaluation sam
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
-from harness.stats import intervals
-from harness.stats.head_map import Deposit, deposit, head_effects
+from harness.stats.head_map import AccuracyMap, Deposit, accuracy_map, deposit
 from harness.synthetic.train import Trained, correct, data
 
 
-class HeadMap(NamedTuple):
-    accuracy: float  # unablated, on the held-out samples
-    accuracy_rows: np.ndarray  # [B]
-    ablated: np.ndarray  # accuracy with each head zeroed [heads]
-    effects: np.ndarray  # |1 - ablated / unablated| [heads]
-    rows: np.ndarray  # their bootstrap rows [B, heads]
-    samples: int  # evaluation samples (the unit of the intervals)
-
-
-def head_map(trained: Trained, layer: int = 0, n_boot: int = 1000, seed: int = 0) -> HeadMap:
+def head_map(trained: Trained, layer: int = 0, n_boot: int = 1000, seed: int = 0) -> AccuracyMap:
     """Layer ``layer``'s heads zeroed one at a time on the spec's held-out split."""
     model, spec = trained.model, trained.spec
     ids, labels = data(spec)["test"]
-    base = correct(model, ids, labels, spec.task).astype(np.float64)
+    base = correct(model, ids, labels, spec.task)
     per_head = []
     for head in range(model.shape.heads):
         model.zeroed = {(layer, head)}
         try:
-            per_head.append(correct(model, ids, labels, spec.task).astype(np.float64))
+            per_head.append(correct(model, ids, labels, spec.task))
         finally:
             model.zeroed = set()
-    hits = np.stack(per_head, axis=1)  # [samples, heads]
-    w = intervals.bootstrap_weights(len(base), n_boot, seed)  # resamples of the evaluation samples
-    base_rows, ablated_rows = w @ base / len(base), w @ hits / len(base)
-    if base.mean() == 0 or np.any(base_rows == 0):
-        raise ValueError(f"{spec.name}: accuracy 0 on the held-out samples: no relative effect is defined")
-    return HeadMap(
-        float(base.mean()),
-        base_rows,
-        hits.mean(axis=0),
-        head_effects(base.mean(), hits.mean(axis=0)),
-        head_effects(base_rows, ablated_rows),
-        len(base),
-    )
+    try:
+        return accuracy_map(base, np.stack(per_head, axis=1), n_boot, seed)  # resamples of the evaluation samples
+    except ValueError as e:
+        raise ValueError(f"{spec.name}: {e} on the held-out samples") from None
 
 
-def deposit_of(m: HeadMap) -> Deposit:
+def deposit_of(m: AccuracyMap) -> Deposit:
     return deposit(m.effects, m.rows)

@@ -32,27 +32,16 @@ instead, which is not a head (METHODS.md).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from harness.synthetic.sizes import Shape
 from harness.synthetic.tasks import PAD
 
 ENCODINGS = ("rope", "absolute", "alibi", "relative", "nope", "rope-k1", "rope-k2", "rope-k3", "mla")
 ARCHITECTURES = ("authors", "decoder")
-
-
-@dataclass(frozen=True)
-class Shape:
-    d_model: int
-    heads: int
-    mlp: int
-    layers: int
-    seq_len: int
-    n_classes: int
-    dropout: float = 0.1
 
 
 def rope_heads(encoding: str, heads: int) -> int:

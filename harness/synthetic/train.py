@@ -1,11 +1,9 @@
 """Training the related paper's synthetic models: the authors' recipe, seeded, checkpointed every epoch and cached by a
-hash of (task, encoding, architecture, size, recipe, seed), resumable, with a progress line.
+hash of (task, encoding, architecture, size, recipe, seed), resumable, with a progress line. Checkpoints and final
+models hold tensors and plain values only, read without unpickling, and record which model they are: a damaged file or
+another model's is removed with one line naming it and the model trained again, never resumed from it.
 
-Sizes (``SIZES``): ``smoke`` (seconds: the machinery in CI, never a verdict), ``pilot`` (a size that learns Task 1
-on 2 CPU cores within about half an hour per model), ``paper`` (the authors' d_model 256, 16 heads, MLP 512, 6 layers,
-128 tokens, 100,000 / 50,000 samples, 100 epochs, batch 512; for a GPU). The recipe (``Recipe``) is the authors':
-AdamW, learning rate 1e-4, weight decay 1e-5, betas (0.98, 0.9), cosine schedule with 6% warm-up, a 70/30 split; the
-smaller sizes raise the learning rate (their few steps would not move at 1e-4), stated in METHODS.md.
+The sizes and recipes (``SIZES``, ``recipe_of``) are in ``harness.synthetic.sizes``.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
@@ -26,70 +24,12 @@ from torch import nn
 
 from harness.model.cache import cache_root
 from harness.synthetic import tasks
-from harness.synthetic.model import PositionModel, Shape
+from harness.synthetic.model import PositionModel
+from harness.synthetic.sizes import PILOT_AUTHORS_LR, SIZES, Recipe, at_depth, recipe_of  # noqa: F401
 
 # bump an architecture's when a change of this code changes what its cached models hold (authors 2: their added RoPE
 # table concatenated, dropout on the attention weights, no final LayerNorm, as their code has them)
 FORMAT = {"authors": 2, "decoder": 1}
-
-
-@dataclass(frozen=True)
-class Recipe:
-    samples: int  # generated (before the 70/30 split); Task 2 uses half, as the authors' 50,000 to 100,000
-    epochs: int
-    batch: int
-    lr: float = 1e-4
-    weight_decay: float = 1e-5
-    betas: tuple[float, float] = (0.98, 0.9)
-    warmup: float = 0.06
-
-
-@dataclass(frozen=True)
-class Size:
-    shape: Shape
-    recipe: Recipe
-
-
-SIZES = {
-    # three layers: the smallest depth with a layer after the second (the hybrid claim reads layers after layer 2)
-    "smoke": Size(Shape(32, 4, 64, 3, 32, tasks.N_CLASSES), Recipe(samples=1200, epochs=6, batch=64, lr=3e-3)),
-    "pilot": Size(Shape(64, 4, 128, 2, 64, tasks.N_CLASSES), Recipe(samples=20_000, epochs=30, batch=128, lr=1e-3)),
-    "paper": Size(Shape(256, 16, 512, 6, 128, tasks.N_CLASSES), Recipe(samples=100_000, epochs=100, batch=512)),
-}
-# the pilot with a third layer, its recipe unchanged: for a measurement that reads a layer after the second, which the
-# two-layer pilot lacks (``at_depth``); not a set of its own
-SIZES["pilot3"] = Size(replace(SIZES["pilot"].shape, layers=3), SIZES["pilot"].recipe)
-
-
-def at_depth(size: str, layers: int) -> str | None:
-    """``size`` itself where it has at least ``layers`` layers, else the registered size that differs from it in
-    depth alone (same width, heads, length and recipe) with the fewest layers that suffice; None where none does."""
-    base = SIZES[size]
-    if base.shape.layers >= layers:
-        return size
-    deeper = [
-        (s.shape.layers, name)
-        for name, s in SIZES.items()
-        if s.shape.layers >= layers
-        and s.recipe == base.recipe
-        and replace(s.shape, layers=base.shape.layers) == base.shape
-    ]
-    return min(deeper)[1] if deeper else None
-
-
-# The authors' architecture pools the raw residual (no final LayerNorm): at the pilot's 1e-3 its RoPE model's
-# training diverged (seed 0: loss 2.52 at epoch 4, then 9.1, 141); of the two rates then tried, 5e-4 and 3e-4, the
-# larger, whose loss followed the earlier pilot's through epoch 8 (METHODS.md, the threshold log, 2026-11-28)
-PILOT_AUTHORS_LR = 5e-4
-
-
-def recipe_of(size: str, encoding: str, arch: str) -> Recipe:
-    """The size's recipe, at the pilot's (any depth) in the authors' architecture with ``PILOT_AUTHORS_LR``; the
-    authors trained their MLA model for 150 epochs at batch 1024 (``mla.py``, ``Config``), kept at their size."""
-    r = SIZES[size].recipe
-    if r == SIZES["pilot"].recipe and arch == "authors":
-        return replace(r, lr=PILOT_AUTHORS_LR)
-    return replace(r, epochs=150, batch=1024) if size == "paper" and encoding == "mla" else r
 
 
 @dataclass(frozen=True)
@@ -154,6 +94,58 @@ def folder(spec: SyntheticSpec, device: str = "cpu") -> Path:
     return cache_root() / "synthetic" / f"{spec.name}-{spec.key(device)}"
 
 
+def identity(spec: SyntheticSpec, device: str = "cpu") -> str:
+    """What a checkpoint or final model is, written into it: the model's name and cache key and what the key hashes
+    (task, encoding, architecture, size, seed, shape, recipe, format), so that a file of another model is never read
+    as this one's."""
+    what = {"name": spec.name, "key": spec.key(device), "spec": asdict(spec), "format": FORMAT[spec.arch]}
+    what |= {"shape": asdict(SIZES[spec.size].shape), "recipe": asdict(spec.recipe)}
+    return json.dumps(what, sort_keys=True)
+
+
+def _load(path: Path, spec: SyntheticSpec, device: str, log: Callable[[str], None]) -> dict | None:
+    """The checkpoint or final model at ``path`` when it is this spec's: read without unpickling anything (tensors and
+    plain values only). A damaged file, one holding anything else, or another model's is removed with one line
+    naming it, and the model is trained again from its start; None then, and where there is no file."""
+    if not path.is_file():
+        return None
+    try:
+        saved = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # cut, overwritten, or holding objects a plain load refuses: never executed
+        why = str(e).strip().splitlines()[0][:160] if str(e).strip() else type(e).__name__
+        _discard(path, spec, f"unreadable ({why})", log)
+        return None
+    if not isinstance(saved, dict) or saved.get("identity") != identity(spec, device):
+        try:
+            other = json.loads(saved["identity"])["name"] if isinstance(saved, dict) else None
+        except (KeyError, TypeError, ValueError):
+            other = None
+        what = f"holds {other}" if other else "records no identity of the model it holds"
+        _discard(path, spec, f"{what}, not {spec.name} of key {spec.key(device)}", log)
+        return None
+    return saved
+
+
+def _into(model: nn.Module, saved: dict, path: Path, spec: SyntheticSpec, log: Callable[[str], None]) -> bool:
+    """``saved``'s weights loaded into ``model``; False (the file removed, with its line, the model untouched) where
+    they are not exactly the model's tensors: the same names and shapes."""
+    state, own = saved.get("model"), model.state_dict()
+    if not isinstance(state, dict) or state.keys() != own.keys():
+        state = None
+    if state is None or not all(
+        isinstance(state[k], torch.Tensor) and state[k].shape == v.shape for k, v in own.items()
+    ):
+        _discard(path, spec, "weights that are not the model's tensors", log)
+        return False
+    model.load_state_dict(state)
+    return True
+
+
+def _discard(path: Path, spec: SyntheticSpec, why: str, log: Callable[[str], None]) -> None:
+    path.unlink(missing_ok=True)
+    log(f"[synthetic] {path}: {why}; removed, {spec.name} is trained again from its start")
+
+
 def _save(obj, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     torch.save(obj, tmp)
@@ -190,11 +182,11 @@ def train(
     a GPU lease too short for the whole schedule leaves a checkpoint that the next one resumes."""
     size, where = SIZES[spec.size], folder(spec, device)
     final = where / "final.pt"
-    if final.is_file():
-        saved = torch.load(final, map_location=device, weights_only=False)
+    saved = _load(final, spec, device, log)
+    if saved is not None:
         model = PositionModel(size.shape, spec.encoding, spec.arch).to(device)
-        model.load_state_dict(saved["model"])
-        return Trained(spec, model.eval(), saved["info"])
+        if _into(model, saved, final, spec, log):
+            return Trained(spec, model.eval(), saved["info"])
     where.mkdir(parents=True, exist_ok=True)
     split = data(spec)
     ids, labels = (torch.as_tensor(x, device=device) for x in split["train"])  # the whole split on the device once
@@ -210,9 +202,8 @@ def train(
     loss_fn = nn.CrossEntropyLoss(ignore_index=-100 if ignored is None else ignored)
     start_epoch, seconds, losses = 0, 0.0, []
     checkpoint = where / "checkpoint.pt"
-    if checkpoint.is_file():  # resume: weights, optimiser, schedule and the epochs done
-        c = torch.load(checkpoint, map_location=device, weights_only=False)
-        model.load_state_dict(c["model"])
+    c = _load(checkpoint, spec, device, log)  # resume: weights, optimiser, schedule and the epochs done
+    if c is not None and _into(model, c, checkpoint, spec, log):
         opt.load_state_dict(c["opt"])
         sched.load_state_dict(c["sched"])
         start_epoch, seconds, losses = c["epoch"], c["seconds"], c["losses"]
@@ -237,7 +228,7 @@ def train(
         seconds += took
         _save(
             {"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(), "epoch": epoch + 1}
-            | {"seconds": seconds, "losses": losses, "rng": torch.get_rng_state()},
+            | {"seconds": seconds, "losses": losses, "rng": torch.get_rng_state(), "identity": identity(spec, device)},
             checkpoint,
         )
         log(
@@ -249,6 +240,6 @@ def train(
     accuracy = float(correct(model, *split["test"], spec.task).mean())
     info = {"epochs": r.epochs, "seconds": round(seconds, 2), "losses": losses, "test_accuracy": accuracy}
     info |= {"samples": len(ids), "device": device, "threads": torch.get_num_threads()}
-    _save({"model": model.state_dict(), "info": info}, final)
+    _save({"model": model.state_dict(), "info": info, "identity": identity(spec, device)}, final)
     checkpoint.unlink(missing_ok=True)
     return Trained(spec, model.eval(), info)
