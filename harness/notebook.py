@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 from urllib.parse import unquote
 
 from harness.outcome.results import load_results
-from harness.outcome.verdict import Verdict
+from harness.outcome.verdict import Verdict, words
 from harness.report.matrix import TOTALS
 from harness.report.record_text import claim_key, deciding, headline_cell, model_label, test_name
 from harness.report.render import md_escape, to_markdown
@@ -49,7 +49,7 @@ def verdict_record(r: dict) -> dict:
         "test": test,
         "model": model_label(r),
         "verdict": Verdict.of(r).value,
-        "verdict_words": Verdict.of(r).label + (" (as recorded)" if r.get("known_outcome") else ""),
+        "verdict_words": words(r),
         "reason": r.get("reason") or "",
         "headline": headline(test, figures),
         "figures": figures,

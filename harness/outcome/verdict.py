@@ -283,6 +283,21 @@ def recorded(known: Mapping[str, Any]) -> str:
     return f"recorded {known_verdict(known).value} at {known['check']}: {known['measured']}"
 
 
+#: how a verdict of a model without recorded outcomes is worded (``known_outcomes.without_record``)
+NO_RECORD = "no record for this model"
+
+
+def words(r: Mapping[str, Any]) -> str:
+    """A run record's verdict in words: its label, "(as recorded)" where it repeats a recorded known outcome, "(no
+    record for this model)" where it is not held or inconclusive on a model without recorded outcomes."""
+    v = Verdict.of(r)
+    if r.get("known_outcome"):
+        return f"{v.label} (as recorded)"
+    return (
+        f"{v.label} ({NO_RECORD})" if r.get("unrecorded") and v in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE) else v.label
+    )
+
+
 def _error_text(e: BaseException) -> str:
     """``Type: message`` of an exception, its type named in full unless it is a builtin or the harness's own."""
     kind = type(e)
@@ -299,12 +314,15 @@ def decide(
     known: Mapping[str, Any] | None = None,
     rehearses: str | None = None,
     not_held: ClaimNotHeld | None = None,
+    unrecorded: bool = False,
 ) -> tuple[Verdict, bool, str, str | None]:
     """(verdict, whether a recorded known outcome expected it, the reason in this run, the failing assertion) of a
     claim test that ended in ``phase`` ("setup" or "call") with ``error`` (None: it ran to its end). ``known``: the
     recorded known outcome it is expected to repeat; ``rehearses``: the paper model(s) a rehearsal stands for (random
     weights: held and not held alike end the call without an error, and it reads "rehearsed"); ``not_held``: the
-    ClaimNotHeld its body or its paper values raised, if any. Decided by the exception's type alone."""
+    ClaimNotHeld its body or its paper values raised, if any; ``unrecorded``: the model has no recorded outcomes, so
+    a not held or inconclusive ends the call without an error and reads as itself. Decided by the exception's type
+    alone."""
     import pytest  # here: the verdict vocabulary loads without pytest (the report, the notebook API)
 
     check = not_held.check if not_held is not None else None
@@ -315,6 +333,8 @@ def decide(
     if phase != "call":
         return Verdict.HARNESS_ERROR, False, _error_text(error) if error is not None else "", None
     if error is None:
+        if unrecorded and not_held is not None and not rehearses:  # a verdict on a model without a record
+            return verdict_of(not_held), False, str(not_held), check
         if rehearses:
             would = f"{verdict_of(not_held)} at {check}: {not_held}" if not_held is not None else "held"
             return Verdict.REHEARSED, False, f"rehearsal of {rehearses} (random weights), would read: {would}", check

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from harness.outcome.nodeid import parse
-from harness.outcome.verdict import Verdict
+from harness.outcome.verdict import NO_RECORD, Verdict
 from harness.report.render import fmt
 from harness.spec.claims import CLAIMS, claim_order, claim_test, figure_words
 from harness.spec.models import FAMILIES
@@ -93,6 +93,7 @@ def verdict_label(r: dict) -> str:
 def verdict_text(r: dict, with_reason: bool) -> str:
     verdict = Verdict.of(r)
     v = verdict_label(r) + (" (as recorded)" if r.get("known_outcome") else "")
+    v += f" ({NO_RECORD})" if r.get("unrecorded") and verdict in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE) else ""
     reason = " ".join(str(r.get("reason") or "").split())
     if verdict == Verdict.UNSTABLE:
         reason = f"{r['unstable']}; this run: {r['verdict']}" + (f": {reason}" if reason else "")

@@ -1,10 +1,9 @@
 """pytest plugin: thin hooks over one ``RunContext`` (harness/run/context.py), kept in ``config.stash``.
 
-Loaded from the root conftest.py. Every test that takes ``model_name`` runs once per selected model,
-carrying the model's family and group as markers (so ``-m llama`` or ``-m "paper and qwen"`` select) and an
-``xdist_group`` so that under ``-n N --dist loadgroup`` one model stays on one worker. Claim applicability
-(the claims' declarations, claims/<section>.py) becomes collection-time skips; known outcomes become strict xfails; after each
-claim test body the plugin compares its figures with the snapshot and with the paper's values.
+Loaded from the root conftest.py. A test taking ``model_name`` runs once per selected model, with the model's family
+and group as markers (``-m llama``, ``-m "paper and qwen"``) and an ``xdist_group`` (``-n N --dist loadgroup`` keeps
+a model on one worker). Claim applicability (claims/<section>.py) becomes collection-time skips; known outcomes become
+strict xfails; after each claim test body the plugin compares its figures with the snapshot and the paper's values.
 """
 
 from __future__ import annotations
@@ -52,6 +51,7 @@ KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected
 NOT_APPLICABLE = pytest.StashKey[str]()  # why the paper's prediction does not apply to a claim test's model
 REHEARSES = pytest.StashKey[str]()  # the paper model(s) a rehearsal's claim test rehearses
 NOT_HELD = pytest.StashKey[ClaimNotHeld]()  # the ClaimNotHeld a claim test's body or paper values raised
+UNRECORDED = pytest.StashKey[bool]()  # its model has no recorded outcomes: a not held is its result, not a failure
 JUDGED = pytest.StashKey[list]()  # every criterion a claim test decided by the rule (harness.outcome.verdict.judge)
 WORK = pytest.StashKey[dict]()  # the forward work booked to a claim test (harness.capture.workload)
 REQUIRED = pytest.StashKey[bool]()  # --require-weights checked (once, on the first xdist worker's collection)
@@ -167,13 +167,9 @@ def pytest_collection_modifyitems(config, items):
         known = None if rehearses else known_outcomes.lookup(item.originalname, key, verdict_key, run.known_outcomes)
         if known:
             item.stash[KNOWN] = known
-            item.add_marker(
-                pytest.mark.xfail(
-                    strict=True,
-                    raises=ClaimNotHeld,
-                    reason=recorded(known),
-                )
-            )
+            item.add_marker(pytest.mark.xfail(strict=True, raises=ClaimNotHeld, reason=recorded(known)))
+        elif known_outcomes.without_record(model, run.known_outcomes):  # (a rehearsal's model is never one)
+            item.stash[UNRECORDED] = True
 
 
 def pytest_collection_finish(session):
@@ -344,6 +340,8 @@ def pytest_runtest_call(item):
                     with contextlib.suppress(ClaimNotHeld):
                         figures.check_paper()
                 return None
+            if item.stash.get(UNRECORDED, False):  # a verdict on a model without a record: the run's result
+                return None
             mismatch = known_outcomes.mismatch(item.stash.get(KNOWN, None), e)
             if mismatch:
                 raise KnownOutcomeMismatch(mismatch) from e
@@ -380,6 +378,7 @@ def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
         known=item.stash.get(KNOWN, None),
         rehearses=item.stash.get(REHEARSES, None),
         not_held=item.stash.get(NOT_HELD, None),
+        unrecorded=item.stash.get(UNRECORDED, False),
     )
     params = item.callspec.params if hasattr(item, "callspec") else {}
     figures = getattr(item, "funcargs", {}).get("figures") if phase == "call" else None
@@ -396,4 +395,5 @@ def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
         baseline=figures.baseline_status if isinstance(figures, Figures) else None,
         margin=deciding_margin(judged := item.stash.get(JUDGED, []), item.stash.get(NOT_HELD, None)),
         decisions=tuple(j.as_dict() for j in judged),
+        unrecorded=item.stash.get(UNRECORDED, False),
     )
