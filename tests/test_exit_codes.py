@@ -56,8 +56,8 @@ def test_a_not_held_on_a_model_without_a_record_is_its_verdict_and_worded_so():
     assert words({"verdict": "not held", "unrecorded": True}) == "not held (no record for this model)"
     assert words({"verdict": "inconclusive", "unrecorded": True}) == "inconclusive (no record for this model)"
     assert words({"verdict": "held", "unrecorded": True}) == "held"
-    assert words({"verdict": "not held", "known_outcome": True}) == "not held (as recorded)"
-    assert words({"verdict": "not held"}) == "not held"
+    assert words({"verdict": "not held", "known_outcome": True}) == "not held"  # as recorded: no mark
+    assert words({"verdict": "not held"}) == "not held · changed since the record"
 
 
 def test_which_models_have_no_record(tmp_path):
@@ -110,14 +110,14 @@ def test_a_not_held_without_a_record_ends_0_and_a_change_or_an_error_fails(tmp_p
     mine, out = crafted_run(tmp_path / "path", f"path:{smollm2_copy}", "-k", "not T5")
     text = mine.stdout + mine.stderr
     assert mine.returncode == 0, text[-3000:]
-    assert "not held (no record for this model)" in mine.stdout and "new since the recorded run" not in text
+    assert "not held (no record for this model)" in mine.stdout and "changed since the record" not in text
     assert "FAILURES" not in text and "Traceback" not in text
     assert (out[T6]["verdict"], out[T6].get("unrecorded")) == ("not held", True)
     assert out["test_T9a_position0_state_is_identical_across_prompts"]["verdict"] == "held"
 
     bundled, out = crafted_run(tmp_path / "bundled", "smollm2-135m", "-k", "not T5")
     assert bundled.returncode == 1, bundled.stdout[-3000:]
-    assert f"{T6}[smollm2-135m]" in bundled.stdout and "not held (new since the recorded run)" in bundled.stdout
+    assert f"{T6}[smollm2-135m]" in bundled.stdout and "not held · changed since the record" in bundled.stdout
     assert out[T6]["verdict"] == "not held" and not out[T6].get("unrecorded")
 
     broken, out = crafted_run(tmp_path / "broken", f"path:{smollm2_copy}")

@@ -84,7 +84,7 @@ _ABOUT = {
     ),
     Verdict.STALE: (
         "recorded as not holding, and it now holds: re-take the record (abspos-claims outcomes record)",
-        "held — new since the recorded run, re-take the record",
+        "held — recorded otherwise, re-take the record",
         "stale",
     ),
     Verdict.HARNESS_ERROR: (
@@ -285,17 +285,35 @@ def recorded(known: Mapping[str, Any]) -> str:
 
 #: how a verdict of a model without recorded outcomes is worded (``known_outcomes.without_record``)
 NO_RECORD = "no record for this model"
+#: the badge on a verdict that differs from its record (``changed``): a report marks changes, not sameness
+CHANGED = "changed since the record"
+
+
+def changed(r: Mapping[str, Any]) -> bool:
+    """Whether a run record's verdict differs from its record: held where a known outcome records a not held or
+    inconclusive (stale), or a not held or inconclusive that no known outcome records at its criterion, on a model
+    with recorded outcomes. A verdict on a model without a record is no change, nor is a harness error (no verdict),
+    an n/a, a skip or a rehearsal; seed instability (``Verdict.of``'s overlay) is not the record's and is ignored."""
+    v = Verdict.of({**r, "unstable": None})
+    if v == Verdict.STALE:
+        return True
+    as_recorded = r.get("known_outcome", r.get("outcome") == "xfailed")  # a record older than the field: an xfail
+    return v in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE) and not as_recorded and not r.get("unrecorded")
+
+
+def badge(r: Mapping[str, Any]) -> str:
+    """What follows a verdict's label: " · changed since the record" where it differs from its record, " (no record
+    for this model)" where it is not held or inconclusive on a model without recorded outcomes, else ""."""
+    if changed(r):
+        return f" · {CHANGED}"
+    unrecorded = r.get("unrecorded") and Verdict.of({**r, "unstable": None}) in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE)
+    return f" ({NO_RECORD})" if unrecorded else ""
 
 
 def words(r: Mapping[str, Any]) -> str:
-    """A run record's verdict in words: its label, "(as recorded)" where it repeats a recorded known outcome, "(no
-    record for this model)" where it is not held or inconclusive on a model without recorded outcomes."""
-    v = Verdict.of(r)
-    if r.get("known_outcome"):
-        return f"{v.label} (as recorded)"
-    return (
-        f"{v.label} ({NO_RECORD})" if r.get("unrecorded") and v in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE) else v.label
-    )
+    """A run record's verdict in words: its label and its ``badge`` ("not held · changed since the record"); a
+    verdict that repeats its record carries no mark."""
+    return Verdict.of(r).label + badge(r)
 
 
 def _error_text(e: BaseException) -> str:

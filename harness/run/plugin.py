@@ -23,6 +23,7 @@ from harness.outcome.claim_result import ClaimResult
 from harness.outcome.figures import Figures
 from harness.outcome.nodeid import param
 from harness.outcome.verdict import (
+    CHANGED,
     DECIDED,
     ClaimNotHeld,
     KnownOutcomeMismatch,
@@ -364,7 +365,7 @@ def pytest_runtest_makereport(item, call):
     if report.failed and result.verdict in DECIDED:
         said = str(call.excinfo.value) if call.excinfo is not None else ""  # a mismatch's: which assertion
         text = result.reason if said in result.reason else f"{said} — {result.reason}"
-        report.longrepr = f"{result.verdict.label} (new since the recorded run): {text}"
+        report.longrepr = f"{result.verdict.label} · {CHANGED}: {text}"
     return report
 
 
