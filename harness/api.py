@@ -22,8 +22,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
+from harness import live
+from harness.files import checkout
 from harness.files.paths import REPORTS, ROOT
 from harness.notebook import Verdicts
 from harness.notebook import aligned as aligned  # the plain-text tables of the command line too
@@ -32,7 +34,7 @@ from harness.notebook import verdict_record as verdict_record
 from harness.outcome.results import ResultsFileError, load_results
 from harness.report.matrix import totals_line
 from harness.run import signals
-from harness.spec.claims import claim
+from harness.spec.claims import claim, expand, target_of
 
 CLAIMS_DIR = ROOT / "claims"
 USAGE_ERROR = 4  # pytest's exit code for a usage error
@@ -83,9 +85,42 @@ def model_names(models: str | Iterable[str] | None) -> list[str]:
 
 
 def keyword_expression(claim_ids: Sequence[str]) -> str:
-    """The ``-k`` expression selecting every test of the claims (their test function names); an unknown id raises
-    ``harness.spec.claims.UnknownClaim`` (one line listing the registered ids)."""
-    return " or ".join(dict.fromkeys(t for cid in claim_ids for t in claim(cid).tests))
+    """The ``-k`` expression selecting every test of the claims (their test function names; a selection's name, such
+    as ``core``, stands for its claims); an unknown id raises ``harness.spec.claims.UnknownClaim`` (one line listing
+    the registered ids)."""
+    return " or ".join(dict.fromkeys(t for cid in expand(claim_ids) for t in claim(cid).tests))
+
+
+DEFAULT_MODELS = "bundled,paper"  # the suite's --models default (harness/run/options.py)
+
+
+def target_problem(models: str | Iterable[str] | None, claim_ids: Sequence[str]) -> str | None:
+    """Why a claim named cannot run on any of the targets ``models`` names (one line naming the ``--models`` it
+    needs), else None: a claim whose tests run on the related paper's synthetic sets alone, with none named, or one
+    whose tests run on language models alone, with only synthetic sets named. What a test runs on is read from the
+    registry (``harness.spec.claims.target_of``); a model its prediction does not apply to is a verdict (not
+    applicable), not this."""
+    from harness.run.selection import SYNTHETIC_PURPOSE
+
+    tokens = as_names(DEFAULT_MODELS if models is None else models)
+    synthetic = [t for t in tokens if t.startswith("synthetic")]
+    real = [t for t in tokens if not t.startswith("synthetic")]
+    for cid in expand(claim_ids):
+        kinds = {target_of(t) for t in claim(cid).tests}
+        if kinds == {"synthetic"} and not synthetic:
+            sets = "; ".join(f"synthetic-{size}: {why}" for size, why in SYNTHETIC_PURPOSE.items())
+            return (
+                f"--claims {cid}: its tests run on the related paper's synthetic sets, trained here, not on "
+                f"{', '.join(real)}: name one in --models, e.g. --models {','.join([*real, 'synthetic-smoke'])} "
+                f"({sets})"
+            )
+        if "synthetic" not in kinds and not real:
+            return (
+                f"--claims {cid}: its tests run on language models, not on the synthetic sets "
+                f"{', '.join(synthetic)}: name one in --models, e.g. --models {','.join(['smollm2-135m', *synthetic])} "
+                f"(or bundled, paper, hf:<org>/<name>, path:<folder>, gguf:<file>)"
+            )
+    return None
 
 
 def split_keyword(options: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -109,14 +144,16 @@ def pytest_argv(
 ) -> list[str]:
     """The command line of a claims run: ``python -m pytest <repo>/claims [--models M] [-k <claims' tests>]
     <options>``; options pass through unchanged (a ``-k`` of theirs narrows the claims' selection). ``models`` None
-    keeps the suite's default; an empty one raises ``RunFailed``, an unknown claim ``UnknownClaim``, before anything
-    runs."""
+    keeps the suite's default; an empty one raises ``RunFailed``, an unknown claim ``UnknownClaim``, and a claim
+    none of the models named can run (``target_problem``) ``RunFailed``, before anything runs."""
     argv = [sys.executable, "-m", "pytest", str(CLAIMS_DIR)]
     if models is not None:
         argv += ["--models", ",".join(model_names(models))]
     ids, options = as_names(claims), list(options)
     if ids:
         selected = keyword_expression(ids)
+        if problem := target_problem(models, ids):
+            raise RunFailed(problem, USAGE_ERROR)
         user, options = split_keyword(options)
         argv += ["-k", selected if user is None else f"({selected}) and ({user})"]
     return argv + options
@@ -134,10 +171,11 @@ def worker_options(workers: int | None) -> list[str]:
 
 def run_pytest(argv: Sequence[str], echo: bool | Callable[[str], None] = True) -> tuple[int, str]:
     """Run pytest in the caller's folder (relative paths in references and options are the caller's; the claims
-    folder is given absolute, so pytest still finds the repository's configuration), its stdout and stderr streamed to
-    ``sys.stdout`` when ``echo`` is True (so a notebook shows them), or each line given to ``echo`` when it is a
-    function (``Progress``); returns (exit code, the line saying what went wrong: the last error line it printed,
-    ``ERROR: ...`` or argparse's ``...: error: ...``, else its last non-empty line)."""
+    folder is given absolute, so pytest still finds the repository's configuration, and this checkout's harness comes
+    first on its PYTHONPATH, so the claims run with their own harness whatever is installed), its stdout and stderr
+    streamed to ``sys.stdout`` when ``echo`` is True (so a notebook shows them), or each line given to ``echo`` when
+    it is a function (``Progress``); returns (exit code, the line saying what went wrong: the last error line it
+    printed, ``ERROR: ...`` or argparse's ``...: error: ...``, else its last non-empty line)."""
     last = error = ""
     proc = subprocess.Popen(
         list(argv),
@@ -146,7 +184,7 @@ def run_pytest(argv: Sequence[str], echo: bool | Callable[[str], None] = True) -
         text=True,
         errors="replace",
         bufsize=1,
-        env=signals.child_env({**os.environ, "PYTHONUNBUFFERED": "1"}),
+        env=signals.child_env(checkout.pythonpath(ROOT, {**os.environ, "PYTHONUNBUFFERED": "1"})),  # this harness
     )
     try:
         with signals.forwarding(proc) as received:  # SIGINT/SIGTERM/SIGHUP: pytest writes what finished, then ends
@@ -175,16 +213,18 @@ def run_pytest(argv: Sequence[str], echo: bool | Callable[[str], None] = True) -
 
 class Progress:
     """A run's progress on one line, rewritten in place (``\\r``), instead of pytest's output: how many tests it
-    selected and pytest's own ``[ NN%]`` marker (ending each test file's line of results, or each ``-v`` line).
-    Read from pytest's output rather than the run's records, it stays right with xdist workers and whatever options
-    the caller passes."""
+    selected and pytest's own ``[ NN%]`` marker (ending each test file's line of results, or each ``-v`` line), or,
+    where the run says it, "test k of N, elapsed, about M minutes left" (harness.run.eta). Read from pytest's output
+    rather than the run's records, it stays right with xdist workers and whatever options the caller passes."""
 
     SELECTED = re.compile(r"(\d+) selected|collected (\d+) items?|\[(\d+) items?\]")
     PERCENT = re.compile(r"\[\s*(\d{1,3})%\]")
+    ETA = re.compile(r"\[abspos\] (test \d+ of \d+, .*?)\s*$")
 
     def __init__(self) -> None:
         self.tests: int | None = None
         self.percent: int | None = None
+        self.eta: str | None = None
         self.shown = ""
 
     def __call__(self, line: str) -> None:
@@ -193,9 +233,13 @@ class Progress:
             self.tests = int(next(g for g in found[0].groups() if g))
         if percent := self.PERCENT.findall(line):
             self.percent = int(percent[-1])
+        if eta := self.ETA.search(line):
+            self.eta = eta.group(1)
         self.write(self.text())
 
     def text(self) -> str:
+        if self.eta is not None and self.percent != 100:
+            return f"abspos: {self.eta}"
         tests = f"{self.tests} test{'s' * (self.tests != 1)}" if self.tests is not None else "tests"
         if self.percent is None:
             return f"abspos: running {tests}" if self.tests is not None else "abspos: collecting the claim tests"
@@ -225,9 +269,11 @@ def _stamp(report_dir: Path):
 
 
 def verify(
-    models: str | Sequence[str] = "bundled",
+    models: Any = "bundled",
+    *positional: Any,
     claims: str | Sequence[str] | None = None,
-    *,
+    tokenizer: Any = None,
+    workdir: str | Path | None = None,
     seq_len: int | None = None,
     n_prompts: int | None = None,
     seed: int | None = None,
@@ -240,17 +286,46 @@ def verify(
     echo: bool = False,
     quiet: bool = False,
 ) -> Verdicts:
-    """Run the claims (all, or the ids in ``claims``) on ``models`` (names or groups, a comma list or a list) in a
-    pytest subprocess and return their verdicts. Settings left None keep the suite's defaults; ``workers`` runs
-    pytest-xdist workers (one model per worker); ``extra_args`` go to pytest unchanged. While it runs one progress
-    line shows, then the totals and where the report is; ``echo`` streams pytest's own output instead, ``quiet``
-    prints nothing. The run is kept in a run folder of its own under ``report_dir`` (the suite's reports/, as
-    ``abspos-claims run``; ``Verdicts.report``, ``Verdicts.show``; calls sharing a ``report_dir`` never share a
-    folder). An unknown claim id raises ``harness.spec.claims.UnknownClaim`` and naming no model ``RunFailed`` before
+    """Run the claims (all, or the ids in ``claims``; a selection such as ``core`` stands for its claims) on
+    ``models`` (names or groups, a comma list or a list) in a pytest subprocess and return their verdicts:
+    ``verify("smollm2-135m", ["<id>"])``. ``models`` may instead be a model held in memory, a loaded Hugging Face
+    causal LM (or an nnsight ``LanguageModel``), with its tokenizer: ``verify(model, tokenizer, claims=["<id>"])``;
+    its spec is derived and its weights checked as a ``path:`` reference's before anything runs (``harness.live``),
+    and it is saved under ``workdir`` (a temporary folder; the system's by default) for the run and deleted after it.
+    Settings left None keep the suite's defaults; ``workers`` runs pytest-xdist workers (one model per worker);
+    ``extra_args`` go to pytest unchanged. While it runs one progress line shows, then the totals and where the
+    report is; ``echo`` streams pytest's own output instead, ``quiet`` prints nothing. The run is kept in a run
+    folder of its own under ``report_dir`` (the suite's reports/, as ``abspos-claims run``; ``Verdicts.report``,
+    ``Verdicts.show``; calls sharing a ``report_dir`` never share a folder). An unknown claim id raises ``harness.spec.claims.UnknownClaim`` and naming no model ``RunFailed`` before
     anything runs; a usage error (exit 4) or a run without results raises ``RunFailed`` with pytest's error line (its
     last line when it printed none). Interrupted (a notebook's interrupt, SIGTERM, SIGHUP), its pytest is told too
     and writes what finished; ``RunInterrupted`` (a ``KeyboardInterrupt``) is then raised, carrying those verdicts
     and the folder they are kept in."""
+    if len(positional) > 1:
+        raise TypeError(f"verify() takes models and one more positional argument, got {1 + len(positional)}")
+    if live.is_model(models):  # verify(model, tokenizer, claims=...): saved for the run, as a path: reference
+        keyword_expression(as_names(claims))  # an unknown claim before anything is checked or saved
+        if claims is not None and (problem := target_problem("in-memory", as_names(claims))):
+            raise RunFailed(problem, USAGE_ERROR)
+        settings = dict(seq_len=seq_len, n_prompts=n_prompts, seed=seed, device=device, dtype=dtype, corpus=corpus)
+        try:
+            with live.saved_for_run(models, positional[0] if positional else tokenizer, workdir) as (ref, options):
+                return verify(
+                    ref,
+                    claims=claims,
+                    workers=workers,
+                    report_dir=report_dir,
+                    echo=echo,
+                    quiet=quiet,
+                    extra_args=[*options, *extra_args],
+                    **settings,
+                )
+        except live.LiveModelError as e:
+            raise RunFailed(str(e), USAGE_ERROR) from None
+    if positional:  # verify(models, claims)
+        if claims is not None:
+            raise TypeError("verify() got claims both as its second argument and as claims=")
+        claims = positional[0]
     keyword_expression(as_names(claims))  # an unknown claim before anything is made or run
     model_names(models)  # no model named (None, "", []): before anything runs, never every model
     folder = Path(report_dir) if report_dir is not None else REPORTS  # None: the suite's own, as before

@@ -19,24 +19,32 @@ is ``python -m harness.report``. Importing this module loads neither torch, tran
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib.metadata import version
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
-from harness.api import aligned
 from harness.bundle import bundle_command
+from harness.files import checkout
 from harness.files.atomic import JSONFileError
-from harness.files.paths import KNOWN_OUTCOMES, STABILITY
+from harness.files.paths import KNOWN_OUTCOMES, ROOT, STABILITY
+from harness.listing import (  # noqa: F401  (applies_to, family_level, weights_status: the listing's, named here too)
+    ALL_SYNTHETIC,
+    applies_to,
+    claims_list,
+    family_level,
+    models_listing,
+    weights_status,
+)
 from harness.outcome import known_outcomes, stability
 from harness.report.cli import main as report_main
 from harness.run import selection
 from harness.run_command import PROG, fail, run_command
-from harness.spec.applies import Applies, Target, family_sizes
 from harness.spec.catalogue import CatalogueError
-from harness.spec.claims import CLAIMS, catalogue_problem
+from harness.spec.claims import catalogue_problem
 from harness.spec.methods_text import methods_decisions, methods_table
-from harness.spec.models import REGISTRY, WeightsUnavailable, WrongWeights
+from harness.spec.models import REGISTRY
 from harness.spec.settings import Settings
 from harness.submit import submit_command
 
@@ -60,12 +68,16 @@ def report_command(argv: Sequence[str]) -> int:
 def models_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"{PROG} models",
-        description="List the models (by default the registry's bundled and paper models): family, group, BOS policy, "
-        "sliding window, context, whether their weights are on this machine; then, per claim, how many "
-        "of its tests apply to each model.",
+        description="List the models (by default the registry's bundled and paper models, and the related paper's "
+        "synthetic sets): family, group, BOS policy, sliding window, context, whether their weights are on this "
+        "machine (a synthetic set: its shape, training and purpose); then, per claim, how many of its tests apply to "
+        "each.",
     )
     p.add_argument(
-        "models", nargs="*", metavar="MODEL", help="model names or groups (as --models) instead of the registry listing"
+        "models",
+        nargs="*",
+        metavar="MODEL",
+        help="model names, groups or synthetic sets (as --models) instead of the registry listing",
     )
     p.add_argument(
         "--seq-len",
@@ -78,71 +90,6 @@ def models_parser() -> argparse.ArgumentParser:
     return p
 
 
-def bos_policy(spec) -> str:
-    if not spec.adds_bos:
-        return "none"
-    return "auto" if spec.bos_token_id is None else f"auto id {spec.bos_token_id}"
-
-
-def weights_status(spec) -> str:
-    """ "present", or why not (the one-line reason of ``weights.ensure_available``)."""
-    from harness.model.availability import ensure_available  # torch: loaded by this command alone
-
-    try:
-        ensure_available(spec)
-    except (WeightsUnavailable, WrongWeights) as e:
-        return f"absent: {e}"
-    if spec.rehearses:  # random weights built on first use: present only once built
-        from harness.model import rehearsal
-
-        if not rehearsal.is_built(spec):
-            size = rehearsal.weights_bytes(spec.rehearses, spec.rehearsal_size)
-            return f"not built yet: built on first use ({size / 1e9:.1f} GB of float32 random weights)"
-    return "present"
-
-
-def model_rows(specs, status: Callable = weights_status) -> list[list[str]]:
-    return [
-        [s.name, s.family, s.group, bos_policy(s), str(s.sliding_window or "-"), str(s.context or "?"), status(s)]
-        for s in specs
-    ]
-
-
-MODEL_HEADER = ("model", "family", "group", "BOS", "sliding window", "context", "weights")
-
-
-def family_level(applies: Applies) -> bool:
-    """A test over a model family (a size ladder) rather than one model: its prediction cannot apply to a target with
-    neither, where every model-level one does (the §3 causal-softmax property runs without a model)."""
-    return applies.why_not(Target()) is not None
-
-
-def target(applies: Applies, spec, selected: tuple[str, ...], seq_len: int) -> Target:
-    """What the test runs on for this model: the model, or (a family-level test) the model's family."""
-    if family_level(applies):
-        return Target(None, spec.family, selected, seq_len)
-    return Target(spec, None, selected, seq_len)
-
-
-def applies_to(applies: Applies, spec, selected: tuple[str, ...], seq_len: int) -> bool:
-    """Whether the test's prediction applies to this model; a family-level test's, when it applies to the model's
-    family and the model is one of the sizes it runs on (``harness.spec.claims.family_sizes``)."""
-    if applies.why_not(target(applies, spec, selected, seq_len)) is not None:
-        return False
-    return not family_level(applies) or spec.name in family_sizes(spec.family, selected)
-
-
-def applicability(tests: Mapping[str, Applies], spec, selected: tuple[str, ...], seq_len: int) -> str:
-    """ "applying/all" of a claim's tests on one model, "(n/a)" when none applies."""
-    n = sum(applies_to(a, spec, selected, seq_len) for a in tests.values())
-    return f"{n}/{len(tests)}" + ("" if n else " (n/a)")
-
-
-def applicability_rows(specs, seq_len: int) -> list[list[str]]:
-    selected = tuple(s.name for s in specs)
-    return [[cid, *(applicability(c.tests, s, selected, seq_len) for s in specs)] for cid, c in CLAIMS.items()]
-
-
 def models_command(argv: Sequence[str]) -> int:
     args = models_parser().parse_args(argv)
     seq_len = Settings().seq_len if args.seq_len is None else args.seq_len
@@ -151,18 +98,14 @@ def models_command(argv: Sequence[str]) -> int:
     if problem := catalogue_problem() or selection.cache_problem():  # what every run would stop on, said here too
         return fail(problem)
     try:
-        names = selection.selected_models(",".join(args.models) if args.models else "bundled,paper")
+        sets, rest = selection.synthetic_targets(",".join(args.models))
+        names = selection.selected_models(rest or "bundled,paper") if rest or not sets else ()
     except selection.UsageError as e:
         return fail(str(e))
-    if not names:
+    if not names and not sets:
         return fail("no models named")
     specs = [REGISTRY[n] for n in names]  # names may be derived specs the registry holds (hf:, path:, gguf:)
-    print(aligned(MODEL_HEADER, model_rows(specs)))
-    print(
-        f"\nclaims × models: tests whose prediction applies, of the claim's tests (seq_len {seq_len}; "
-        f"n/a: none applies)"
-    )
-    print(aligned(["claim", *names], applicability_rows(specs, seq_len)))
+    print(models_listing(specs, sets if args.models else ALL_SYNTHETIC, seq_len))
     return 0
 
 
@@ -268,19 +211,12 @@ def stability_command(argv: Sequence[str]) -> int:
 def claims_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"{PROG} claims", description="The claims' declarations (claims/<section>.py).")
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("list", help="each claim: its id, paper section, statement, and the models its tests apply to")
+    sub.add_parser(
+        "list", help="each claim: its id, what its tests run on (models, a family, synthetic sets), section, statement"
+    )
     sub.add_parser("table", help="print METHODS.md's claim table (paste it between the claim-table markers)")
     sub.add_parser("decisions", help="print METHODS.md's claim decisions (paste them over the claim-decisions block)")
     return p
-
-
-def claims_list() -> str:
-    """One row per claim: id, section, statement, and where its tests' predictions apply."""
-    rows = [
-        [c.id, c.section, c.statement, "; ".join(dict.fromkeys(t.applies.label for t in c.claim_tests.values()))]
-        for c in CLAIMS.values()
-    ]
-    return aligned(["claim", "section", "statement", "applies to"], rows)
 
 
 def claims_command(argv: Sequence[str]) -> int:
@@ -337,6 +273,24 @@ def top_parser() -> argparse.ArgumentParser:
     return p
 
 
+NOTED = ("run", "submit")  # the commands that say which checkout they run when it is not the one stood in
+
+
+def stand_in_checkout(command: str, argv: Sequence[str]) -> int | None:
+    """Run the checkout the command is typed in (``harness.files.checkout``): re-execute this command with that
+    checkout's harness when it is another than this one's (never returns then); an exit code when none can be run;
+    None to go on here (a run outside any checkout first says which it runs, and why)."""
+    decision = checkout.decide(ROOT, Path.cwd(), os.environ)
+    if decision.problem is not None:
+        return fail(decision.problem)
+    if decision.reexec:
+        env = {**checkout.pythonpath(decision.root, os.environ), checkout.GUARD: str(decision.root)}
+        os.execve(sys.executable, checkout.reexec_argv(sys.executable, list(argv)), env)
+    if decision.note is not None and command in NOTED:
+        print(f"{PROG}: {decision.note}", file=sys.stderr, flush=True)
+    return None
+
+
 def exit_code(e: SystemExit) -> int:
     return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
 
@@ -359,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else f"unknown command {argv[0]!r}; choose from {', '.join(COMMANDS)}",
             code=2,
         )
+    if (code := stand_in_checkout(argv[0], argv)) is not None:
+        return code
     try:
         return COMMANDS[argv[0]][1](argv[1:])
     except SystemExit as e:  # argparse's --help (0) and usage errors (2)

@@ -13,6 +13,7 @@ command line stay light.
 from __future__ import annotations
 
 import html
+import json
 import re
 import sys
 from pathlib import Path
@@ -20,7 +21,8 @@ from typing import Any, Iterable, Sequence
 from urllib.parse import unquote
 
 from harness.outcome.results import load_results
-from harness.outcome.verdict import Verdict
+from harness.outcome.verdict import CHANGED, Verdict, changed, words
+from harness.report import frame
 from harness.report.matrix import TOTALS
 from harness.report.record_text import claim_key, deciding, headline_cell, model_label, test_name
 from harness.report.render import md_escape, to_markdown
@@ -38,8 +40,10 @@ def headline(test: str, figures: list) -> dict:
 
 
 def verdict_record(r: dict) -> dict:
-    """One plain record of a results.json record: claim, test (function name), model, verdict (its value: "held",
-    "n/a", ...), verdict_words (as a report words it, "(as recorded)" where it repeats a recorded one), reason, headline,
+    """One plain record of a results.json record: claim, test (function name), model, verdict (its ``Verdict``
+    value: "held", "not held", "n/a", ..., nothing folded in), recorded (a known outcome records this verdict),
+    changed (it differs from its record), unrecorded (its model has no recorded outcomes), verdict_words (as a report
+    words it: "not held · changed since the record"), reason, headline,
     figures (the record's figure list: name, value, paper, ci, note), margin (the deciding criterion's, None where no
     criterion decided it) and decisions (every criterion the one rule decided: check, verdict, estimate, interval,
     criterion, margin, prompts_to_decide)."""
@@ -49,7 +53,10 @@ def verdict_record(r: dict) -> dict:
         "test": test,
         "model": model_label(r),
         "verdict": Verdict.of(r).value,
-        "verdict_words": Verdict.of(r).label + (" (as recorded)" if r.get("known_outcome") else ""),
+        "recorded": bool(r.get("known_outcome", r.get("outcome") == "xfailed")),
+        "changed": changed(r),
+        "unrecorded": bool(r.get("unrecorded")),
+        "verdict_words": words(r),
         "reason": r.get("reason") or "",
         "headline": headline(test, figures),
         "figures": figures,
@@ -81,30 +88,8 @@ def run_results(path: str | Path) -> Path:
     raise FileNotFoundError(f"{p}: {what}; give a run folder, its results.json, or a report folder holding `latest`")
 
 
-def scalar_pair(x: Any) -> tuple[Any, Any]:
-    """(low, high) of a scalar interval [lo, hi]; (None, None) for none, or for an array figure's intervals."""
-    if isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(e, (int, float)) for e in x):
-        return x[0], x[1]
-    return None, None
-
-
-FIGURE_COLUMNS = ("claim", "test", "model", "verdict", "figure", "value", "ci_low", "ci_high", "paper")
+scalar_pair = frame.scalar_pair
 DECISION_COLUMNS = ("claim", "test", "model", "check", "verdict", "estimate", "interval_low", "interval_high")
-
-
-def figure_rows(records: Iterable[dict]) -> list[tuple]:
-    """One row per (record, figure), a record without figures one row (figure ""): ``FIGURE_COLUMNS`` then the
-    deciding criterion, its margin and the verdict's reason."""
-    rows = []
-    for v in records:
-        criterion = (deciding(v) or {}).get("criterion", "")
-        for f in v["figures"] or [{"name": ""}]:
-            ci_low, ci_high = scalar_pair(f.get("ci"))
-            rows.append(
-                (v["claim"], v["test"], v["model"], v["verdict_words"], f["name"], f.get("value"), ci_low, ci_high)
-                + (f.get("paper"), criterion, v.get("margin"), v["reason"])
-            )
-    return rows
 
 
 def decision_rows(records: Iterable[dict]) -> list[tuple]:
@@ -152,12 +137,16 @@ def models_of(records: Iterable[dict], order: Sequence[str]) -> list[str]:
     return sorted(seen, key=lambda m: rank.get(m, len(rank)))
 
 
-def counted(verdicts: Iterable[str]) -> str:
-    """ "a held · b not held · ..." in the report's totals wording, the verdicts present only."""
+def counted(records: Iterable[dict]) -> str:
+    """ "a held · b not held · ... · c changed since the record" in the report's totals wording, the verdicts
+    present only (and the changes where there are any)."""
     counts: dict[Verdict, int] = {}
-    for v in verdicts:
-        counts[Verdict(v)] = counts.get(Verdict(v), 0) + 1
-    return " · ".join(f"{counts[v]} {words}" for v, words in TOTALS.items() if counts.get(v))
+    moved = 0
+    for r in records:
+        counts[Verdict(r["verdict"])] = counts.get(Verdict(r["verdict"]), 0) + 1
+        moved += bool(r.get("changed"))
+    shown = [f"{counts[v]} {words}" for v, words in TOTALS.items() if counts.get(v)]
+    return " · ".join(shown + ([f"{moved} {CHANGED}"] if moved else []))
 
 
 TABLE = ("claim", "test", "model", "verdict", "headline")
@@ -228,7 +217,7 @@ class Verdicts(list):
         named = ", ".join(models[:MODELS_NAMED]) + (f", +{more} more" if more > 0 else "")
         on = f" on {len(models)} model{'s' * (len(models) != 1)} ({named})" if models else ""
         tests = f"{len(self)} test{'s' * (len(self) != 1)}"
-        return f"Verdicts: {tests}{on} — {counted(v['verdict'] for v in self)}; {self._calls()}"
+        return f"Verdicts: {tests}{on} — {counted(self)}; {self._calls()}"
 
     def _calls(self) -> str:
         """What to call next, ``show`` with a claim that has plots in this run (a not-held one first)."""
@@ -238,11 +227,14 @@ class Verdicts(list):
         return ".table(), .to_pandas()" + (f', .show("{example}")' if example else "")
 
     def to_pandas(self, decisions: bool = False) -> Any:
-        """A pandas DataFrame: one row per (claim test, model, figure), a test without figures one row (figure "")
-        — claim, test, model, verdict, figure, value, ci_low, ci_high (a scalar figure's interval), paper, criterion
-        (the deciding check's threshold, e.g. "> 2.02"), margin, reason. ``decisions=True``: one row per decision
-        of the rule instead — claim, test, model, check, verdict, estimate, interval_low, interval_high, criterion,
-        margin, prompts_to_decide, deciding (whether it decided the verdict)."""
+        """A tidy pandas DataFrame (``harness.report.frame``): one row per (claim test, model, figure), a test without
+        figures one row (figure "") — claim, test, model, verdict (the one vocabulary: ``df[df.verdict == "not
+        held"]`` is every not held), recorded, changed, unrecorded (bools), figure, value (a number, NaN for a
+        vector), values (a vector or table figure), ci_low, ci_high (a scalar figure's interval), paper, paper_model
+        (the registry's number for the figure and the paper model it is for), paper_words (the report's paper cell),
+        deciding (the figure the deciding criterion judged), criterion and margin (that criterion's, on its row
+        only), reason. ``decisions=True``: one row per decision of the rule instead — claim, test, model, check,
+        verdict, estimate, interval_low, interval_high, criterion, margin, prompts_to_decide, deciding."""
         try:
             import pandas as pd
         except ImportError:
@@ -250,7 +242,23 @@ class Verdicts(list):
         if decisions:
             columns = [*DECISION_COLUMNS, "criterion", "margin", "prompts_to_decide", "deciding"]
             return pd.DataFrame(decision_rows(self), columns=columns)
-        return pd.DataFrame(figure_rows(self), columns=[*FIGURE_COLUMNS, "criterion", "margin", "reason"])
+        return pd.DataFrame(frame.rows(self), columns=list(frame.COLUMNS))
+
+    def to_csv(self, path: str | Path, decisions: bool = False) -> Path:
+        """``to_pandas(decisions)`` written as CSV (a vector figure's ``values`` as JSON text); returns the path."""
+        df = self.to_pandas(decisions)
+        if "values" in df:
+            df["values"] = [None if x is None else json.dumps(x) for x in df["values"]]
+        df.to_csv(path, index=False)
+        return Path(path)
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """The rows of ``to_pandas()`` as a JSON array of objects (NaN as null), written to ``path`` when given; no
+        pandas needed. Returns the text."""
+        text = frame.to_json_text(frame.rows(self))
+        if path is not None:
+            Path(path).write_text(text)
+        return text
 
     def show(self, claim_id: str) -> list[Path]:
         """The plots of a claim in this run, shown inline (each under its title) when run in IPython; returns their

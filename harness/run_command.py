@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from harness.api import RunFailed, as_names, pytest_argv
+from harness.files import checkout
 from harness.files.paths import ROOT
 from harness.run import signals
 from harness.run.options import pytest_options, suite_options
@@ -52,7 +54,10 @@ def run_parser() -> argparse.ArgumentParser:
         "default: the suite's (bundled,paper)",
     )
     p.add_argument(
-        "--claims", metavar="IDS", help="comma list of claim ids (as METHODS.md lists them): run only their tests"
+        "--claims",
+        metavar="IDS",
+        help="comma list of claim ids (as METHODS.md lists them) or selections (core: the headline claims): run "
+        "only their tests",
     )
     suite = p.add_argument_group("the suite's options (passed on to pytest)")
     for names, kw in suite_options():
@@ -108,11 +113,12 @@ def unknown_option(rest: Sequence[str]) -> str | None:
 
 
 def call(argv: Sequence[str]) -> int:
-    """Run a command in the caller's folder (its relative paths are the caller's), its output on this terminal; its
-    exit code says how it ended. SIGINT, SIGTERM and SIGHUP sent to this command are passed on to it (it writes what
-    finished and says it was interrupted: exit 2), and this command waits for it: it is never left running alone
-    (on Linux it also gets SIGTERM should this command die: harness.run.signals)."""
-    proc = subprocess.Popen(list(argv), env=signals.child_env())
+    """Run a command in the caller's folder (its relative paths are the caller's), its output on this terminal, this
+    checkout's harness first on its PYTHONPATH (harness.files.checkout); its exit code says how it ended. SIGINT,
+    SIGTERM and SIGHUP sent to this command are passed on to it (it writes what finished and says it was
+    interrupted: exit 2), and this command waits for it: it is never left running alone (on Linux it also gets
+    SIGTERM should this command die: harness.run.signals)."""
+    proc = subprocess.Popen(list(argv), env=signals.child_env(checkout.pythonpath(ROOT, os.environ)))  # this harness
     with signals.forwarding(proc):
         while True:
             try:
@@ -134,6 +140,6 @@ def run_command(argv: Sequence[str]) -> int:
         command = pytest_argv(args.models, args.claims, [*passed_on(args), *rest])
     except UnknownClaim as e:
         return fail(f"--claims: {e}")
-    except RunFailed as e:  # --models naming no model
-        return fail(f"--{e}")
+    except RunFailed as e:  # --models naming no model, or --claims none of them can run
+        return fail(str(e) if str(e).startswith("--") else f"--{e}")
     return call(command)

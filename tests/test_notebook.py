@@ -17,7 +17,10 @@ import pytest
 from harness import Verdicts, api, verify
 from harness.files.paths import ROOT
 from harness.notebook import PANDAS_MISSING
-from harness.spec.claims import UnknownClaim
+from harness.outcome.verdict import Verdict
+from harness.report.frame import COLUMNS as FRAME_COLUMNS
+from harness.report.matrix import totals_line
+from harness.spec.claims import CLAIMS, UnknownClaim
 
 EXAMPLE = ROOT / "reports" / "example"
 RECORDS = json.loads((EXAMPLE / "results.json").read_text())["records"]
@@ -68,8 +71,8 @@ def test_the_repr_is_one_short_line_of_totals_and_what_to_call(example):
     assert len(text) < 300 and "\n" not in text and "[" not in text  # no arrays, no records
     for hidden in ("xfail", "ClaimNotHeld", "known outcome"):
         assert hidden not in text
-    # the report's own totals line, its non-zero counts in its order
-    report_totals = next(line for line in (EXAMPLE / "report.md").read_text().splitlines() if "claim tests on" in line)
+    # the report's own totals line (as the report writes it from these records), its non-zero counts in its order
+    report_totals = totals_line(RECORDS)
     counts = [p for p in report_totals.strip("*").split(": ", 1)[1].split(" · ") if not p.startswith("0 ")]
     assert text.split(" — ", 1)[1].split("; ")[0] == " · ".join(counts)
     assert text.endswith('; .table(), .to_pandas(), .show("T2")')  # a claim not held with plots in this run
@@ -94,39 +97,135 @@ def test_the_markdown_table_is_still_every_row(example):
 # ---- pandas ---------------------------------------------------------------------------------------------------
 
 
-def test_to_pandas_has_a_row_per_figure_with_the_deciding_criterion(example):
-    pytest.importorskip("pandas")
+def test_to_pandas_is_tidy_a_row_per_figure_with_its_deciding_flag(example):
+    """Issue 59: one vocabulary in ``verdict`` (no "(as recorded)" folded in), ``recorded``/``changed``/``unrecorded``
+    beside it, a number in ``value`` (a vector in ``values``), the registry's paper value on every row it declares one
+    for, and the deciding criterion on the deciding figure's row only."""
+    pd = pytest.importorskip("pandas")
     frame = example.to_pandas()
-    assert list(frame.columns) == [
-        "claim",
-        "test",
-        "model",
-        "verdict",
-        "figure",
-        "value",
-        "ci_low",
-        "ci_high",
-        "paper",
-        "criterion",
-        "margin",
-        "reason",
-    ]
+    assert list(frame.columns) == list(FRAME_COLUMNS)
     assert len(frame) == sum(max(1, len(r["figures"])) for r in RECORDS)
+    assert set(frame.verdict) <= {v.value for v in Verdict}
+    # every not-held test, and only those, whatever its standing against the record
+    not_held = {(r["test"].split("::")[1].split("[")[0], r["model"]) for r in RECORDS if Verdict.of(r) == "not held"}
+    assert set(zip(frame[frame.verdict == "not held"].test, frame[frame.verdict == "not held"].model)) == not_held
+    assert len(not_held) == 18
+    for column in ("recorded", "changed", "unrecorded", "deciding"):
+        assert frame[column].dtype == bool, column
+    changed = frame[frame.changed]
+    assert set(changed.model) == {"qwen2.5-coder-0.5b"} and changed.groupby(["test", "model"]).ngroups == 4
+    assert not (frame.changed & frame.recorded).any()
+    assert frame.value.dtype == float and frame["values"].notna().any()
+    assert all(isinstance(x, (list, dict, bool, str)) for x in frame["values"].dropna())
+    assert frame[frame["values"].notna()].value.isna().all()
+
     want = raw(T6, "gemma3-270m")
     figure = next(f for f in want["figures"] if f["name"] == "bidirectional_over_causal")
-    row = frame[(frame.test == T6) & (frame.model == "gemma3-270m") & (frame.figure == figure["name"])]
-    assert len(row) == 1
-    row = row.iloc[0]
-    assert (row.claim, row.verdict, row.value) == ("T6", "not held (as recorded)", figure["value"]) and figure[
-        "paper"
-    ] is None
-    assert frame.paper.isna()[row.name]  # pandas's missing value
-    assert [row.ci_low, row.ci_high] == figure["ci"]
-    assert (row.criterion, row.margin, row.reason) == ("< 0.46", want["margin"], want["reason"])
+    (row,) = frame[(frame.test == T6) & (frame.model == "gemma3-270m") & (frame.figure == figure["name"])].itertuples()
+    assert (row.claim, row.verdict, row.value, row.recorded, row.changed) == (
+        "T6",
+        "not held",
+        figure["value"],
+        True,
+        False,
+    )
+    assert [row.ci_low, row.ci_high] == figure["ci"] and row.reason == want["reason"]
+    assert (row.deciding, row.criterion, row.margin) == (True, "< 0.46", want["margin"])
+    others = frame[(frame.test == T6) & (frame.model == "gemma3-270m") & ~frame.deciding]
+    assert len(others) and others.criterion.isna().all() and others.margin.isna().all()
+    # the deciding flag: at most one figure per test, its value the deciding decision's estimate
+    deciding = frame[frame.deciding]
+    assert deciding.groupby(["test", "model"]).size().max() == 1
+    for d in deciding.itertuples():
+        decision = next(x for x in raw(d.test, d.model)["decisions"] if x["margin"] == d.margin)
+        assert d.value == pytest.approx(decision["estimate"]) and d.criterion == decision["criterion"]
+    # the registry's paper value on every row whose figure it declares one for, whatever the run recorded
+    for r in frame.itertuples():
+        declared = CLAIMS[r.claim].figure(r.figure).paper if r.claim in CLAIMS and r.figure else {}
+        declared = {} if not r.figure or r.figure not in {f.name for f in CLAIMS[r.claim].figures} else declared
+        if declared:
+            on = r.model if r.model in declared else next(iter(declared))
+            assert (r.paper, r.paper_model) == (declared[on].value, on), r
+    assert frame.paper.notna().sum() > 60  # 6 of 446 before: only where the run recorded one
+    assert (frame.paper_words != "").mean() > 0.9
     paper = frame[(frame.claim == "T5") & (frame.figure == "top30_significant")]
     assert list(paper.paper) == [30, 30, 30]
     bare = frame[frame.claim == "EQ2"]
-    assert len(bare) == 3 and set(bare.figure) == {""} and set(bare.criterion) == {""}
+    assert len(bare) == 3 and set(bare.figure) == {""} and not bare.deciding.any()
+    assert isinstance(frame, pd.DataFrame)
+
+
+def constructed() -> Verdicts:
+    """Four records, one of each standing: repeats its record, new since it, stale, on a model without a record."""
+
+    def one(model, verdict, figures, **extra):
+        return {
+            "test": f"claims/test_s5_4.py::{T6}[{model}]",
+            "claim": "T6",
+            "model": model,
+            "outcome": "passed",
+            "verdict": verdict,
+            "reason": f"{verdict} on {model}",
+            "known_outcome": False,
+            "figures": figures,
+            **extra,
+        }
+
+    decision = {"check": "c", "verdict": "not held", "estimate": 0.9, "interval": [0.8, 1.0], "criterion": "< 0.46"}
+    judged = {"name": "bidirectional_over_causal", "value": 0.9, "ci": [0.8, 1.0], "paper": None, "note": ""}
+    vector = {"name": "by_layer", "value": [0.1, 0.2], "ci": None, "paper": None, "note": ""}
+    decided = {"margin": 0.44, "decisions": [{**decision, "margin": 0.44}]}
+    records = [
+        one("smollm2-135m", "not held", [judged, vector], known_outcome=True, **decided),
+        one("gemma3-270m", "not held", [judged], **decided),
+        one("qwen2.5-coder-0.5b", "stale", []),
+        one("path-mine", "not held", [judged], unrecorded=True, **decided),
+    ]
+    return Verdicts.from_results({"records": records, "models": []})
+
+
+def test_to_pandas_of_constructed_records_marks_each_standing(tmp_path):
+    pytest.importorskip("pandas")
+    v = constructed()
+    frame = v.to_pandas()
+    by = {m: frame[frame.model == m] for m in frame.model}
+    standing = {
+        m: (f.verdict.iloc[0], f.recorded.iloc[0], f.changed.iloc[0], f.unrecorded.iloc[0]) for m, f in by.items()
+    }
+    assert standing == {
+        "smollm2-135m": ("not held", True, False, False),
+        "gemma3-270m": ("not held", False, True, False),
+        "qwen2.5-coder-0.5b": ("stale", False, True, False),
+        "path-mine": ("not held", False, False, True),
+    }
+    assert len(frame[frame.verdict == "not held"].groupby("model")) == 3
+    mine = by["smollm2-135m"].set_index("figure")
+    assert mine.loc["bidirectional_over_causal", "deciding"] and not mine.loc["by_layer", "deciding"]
+    assert mine.loc["by_layer", "values"] == [0.1, 0.2] and pd_isna(mine.loc["by_layer", "value"])
+    assert pd_isna(mine.loc["by_layer", "criterion"]) and mine.loc["bidirectional_over_causal", "criterion"] == "< 0.46"
+    assert by["qwen2.5-coder-0.5b"].figure.tolist() == [""]
+    assert [r["verdict_words"] for r in v] == [
+        "not held · changed since the record",
+        "not held (no record for this model)",
+        "held — recorded otherwise, re-take the record · changed since the record",
+        "not held",
+    ]  # claim, test, then model order
+    written = v.to_json(tmp_path / "v.json")
+    rows = json.loads((tmp_path / "v.json").read_text())
+    assert written == (tmp_path / "v.json").read_text() and len(rows) == len(frame)
+    assert [r["verdict"] for r in rows] == frame.verdict.tolist() and rows[0].keys() == set(FRAME_COLUMNS)
+    csv = v.to_csv(tmp_path / "v.csv")
+    import pandas as pd
+
+    back = pd.read_csv(csv)
+    assert list(back.columns) == list(FRAME_COLUMNS) and len(back) == len(frame)
+    assert json.loads(back[back.figure == "by_layer"]["values"].iloc[0]) == [0.1, 0.2]
+
+
+def pd_isna(x) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(x))
 
 
 def test_to_pandas_decisions_is_a_row_per_decision_one_deciding_each(example):

@@ -11,6 +11,7 @@ import pytest
 from pytest_runs import run_pytest
 
 from harness.outcome.snapshots import TOLERANCE, tolerance
+from harness.run.records import HARNESS_ERROR_EXIT
 from harness.spec.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,13 +152,14 @@ def test_a_not_held_claim_names_its_assertion_and_a_changed_assertion_is_not_the
         == "test_T5_leakage_is_content_independent: ratio <= 1.25"
     )
     assert (
-        "not held (new since the recorded run): not held at another assertion than recorded: "
+        "not held · changed since the record: not held at another assertion than recorded: "
         "test_T6_bidirectional_attention_reduces_leakage: ratio <= 0.46" in r.stdout
     )
     t6 = r.stdout.split("test_T6_bidirectional_attention_reduces_leakage[smollm2-135m] _")[1].split("\n_")[0]
     assert "Mismatch" not in t6 and "ClaimNotHeld" not in t6 and "raise" not in t6  # words, no traceback
-    # the run fails for everything but the matching known outcome: stale, crash, mismatch, unrecorded, drift
-    assert r.returncode == 1 and "5 failed" in r.stdout and "1 xfailed" in r.stdout, r.stdout
+    # the run fails for everything but the matching known outcome: stale, crash, mismatch, unrecorded, drift; with a
+    # harness error among them, with the harness error's own exit code
+    assert r.returncode == HARNESS_ERROR_EXIT and "5 failed" in r.stdout and "1 xfailed" in r.stdout, r.stdout
 
 
 @pytest.mark.long
@@ -168,11 +170,13 @@ def test_the_report_and_terminal_show_the_four_outcomes_apart(crafted):
         if line.startswith("| T"):
             matrix.setdefault(line.split(" | ")[0][2:], []).append(line.rstrip(" |").split(" | ")[-1])
     assert sorted(matrix["T5"]) == ["harness error (no verdict)", "not held"]
-    assert matrix["T9a"] == ["held — new since the recorded run, re-take the record"]
-    assert matrix["T6"] == ["not held", "not held"] and matrix["T7"] == ["harness error (no verdict)"]
+    # a change is marked (stale; not held where nothing, or another assertion, is recorded), sameness is not
+    assert matrix["T9a"] == ["held — recorded otherwise, re-take the record · **changed since the record**"]
+    assert matrix["T6"] == ["not held · **changed since the record**"] * 2
+    assert matrix["T7"] == ["harness error (no verdict)"]
     lead = report.split("## Claims at a glance")[1].split("\n## ")[0]
-    assert "| not held (as recorded): crafted: ratio 9.9" in lead  # this run's reason, in the lead row
-    assert "not held (as recorded): crafted: ratio 9.9" in report
+    assert "| not held: crafted: ratio 9.9" in lead  # this run's reason, in the lead row, as recorded: no mark
+    assert "as recorded" not in report and "3 changed since the record**" in report.splitlines()[2]
     assert "T5     1 harness error, 1 not held" in r.stdout and "T9a    1 stale" in r.stdout
     assert "verdicts: held:" not in r.stdout and "stale: recorded as not holding, and it now holds" in r.stdout
 
@@ -208,7 +212,10 @@ def test_a_non_default_run_records_its_baseline_then_compares_with_it(tmp_path):
     test["min_std_position1"] *= 1.01  # beyond rtol 1e-3
     path.write_text(json.dumps(data))
     third = t9a(tmp_path, "--seq-len", "16")
-    assert third.returncode == 1 and "SnapshotDrift: T9a: measured figures drifted from the baseline" in third.stdout
+    assert (
+        third.returncode == HARNESS_ERROR_EXIT
+        and "SnapshotDrift: T9a: measured figures drifted from the baseline" in third.stdout
+    )
     assert "min_std_position1" in third.stdout and "ClaimNotHeld" not in third.stdout
     fourth = t9a(tmp_path, "--seq-len", "16", "--baseline-update")
     assert fourth.returncode == 0 and "1 tests re-recorded" in fourth.stdout, fourth.stdout

@@ -9,6 +9,7 @@ import pytest
 from pytest_runs import ROOT, run_pytest
 
 from harness.run import collection
+from harness.run.records import HARNESS_ERROR_EXIT
 
 pytestmark = pytest.mark.long  # every test here runs pytest on the claims in a subprocess
 
@@ -116,7 +117,7 @@ def test_a_held_claim_is_compared_with_its_snapshot(tmp_path):
 
 def test_snapshot_drift_fails_a_held_claim_as_a_harness_error(tmp_path):
     r = t9a_in(tmp_path, 1.01)  # 1% > the snapshot's rtol 1e-3
-    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.returncode == HARNESS_ERROR_EXIT, r.stdout + r.stderr  # its own exit code, never a verdict's
     assert "SnapshotDrift: T9a: measured figures drifted from the snapshot" in r.stdout
     assert "min_std_position1: " in r.stdout and "(-0.99%)" in r.stdout  # the figure that moved, and by how much
     assert "ClaimNotHeld" not in r.stdout

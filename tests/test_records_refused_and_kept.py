@@ -458,7 +458,7 @@ def test_every_record_field_of_a_wrong_type_is_refused_or_read(tmp_path):
         try:
             build(folder)
             v = Verdicts.load(folder)
-            v.table(), repr(v), v._repr_markdown_()
+            v.table(), repr(v), v._repr_markdown_(), v.to_json()
             if __import__("importlib").util.find_spec("pandas"):
                 v.to_pandas(), v.to_pandas(decisions=True)
         except Exception as e:  # noqa: BLE001 - what the test looks for

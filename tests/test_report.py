@@ -392,7 +392,8 @@ def test_the_report_opens_with_the_paper_the_totals_and_the_matrix(built, which)
     assert totals, head[2]
     counts = dict((w, int(n)) for n, w in (re.match(r"(\d+) (.*)", part).groups() for part in totals[3].split(" · ")))
     assert list(counts)[:5] == ["held", "not held", "inconclusive", "not applicable", "harness errors"]
-    assert sum(counts.values()) == int(totals[1])
+    moved = counts.pop("changed since the record", None)  # not a verdict: a mark on some of them, shown where any
+    assert sum(counts.values()) == int(totals[1]) and moved != 0
     assert head[4].startswith("Models: ")
     assert md.index("## Claims × models") < md.index("## Claims at a glance") < md.index("## Glossary")
     claims = re.findall(r"^## ((?:EQ|T)\d+[a-z]?) — ", md, re.M)
@@ -442,7 +443,7 @@ def test_a_report_of_synthetic_sets_alone_speaks_of_the_related_paper_and_each_s
     assert text.count("at pilot size, 4 heads: held") >= 2  # and the lead table
     paper = {"records": [ds("not held", "synthetic-paper-authors")], "models": [], "settings": settings}
     text = to_markdown(document.document(paper, []), paths.ROOT)
-    assert "at paper size, 16 heads" not in text and "| not held |" in text
+    assert "at paper size, 16 heads" not in text and "| not held · **changed since the record** |" in text
     assert "synthetic-paper-authors (paper size: d_model 256, 16 heads, 6 layers, 128 tokens" in text
     mixed = pilot | {"models": ["smollm2-135m"]}
     assert document.title(mixed) == f"Claims report: {document.PAPER_TITLE}"
@@ -461,3 +462,44 @@ def test_an_na_implied_by_another_check_says_so_in_the_matrix():
     assert record_text.verdict_label(implied) == "implied by EQ7"
     assert record_text.verdict_label(other) == "not applicable"
     assert record_text.verdict_text(implied, False) == "implied by EQ7"
+
+
+def test_a_changed_verdict_is_badged_and_counted_and_an_as_recorded_one_is_not_marked(tmp_path):
+    """Issue 59: the report marks changes, not sameness. A not held that no known outcome records, and a held where
+    one records a not held (stale), carry "changed since the record" in the matrix, the lead table and the figure rows
+    of report.md, report.html and summary.md, and the totals line counts them; a not held that repeats its record,
+    a held, and a not held on a model without a record carry no such mark (and no "as recorded" anywhere)."""
+    from harness.outcome.verdict import CHANGED, changed, words
+    from harness.report import document
+    from harness.report.render import to_html, to_markdown
+
+    def one(test, verdict, **extra):
+        r = rec("T6", test, "smollm2-135m", "passed", [fig("ratio", 0.9, ci=[0.8, 1.0])], reason=f"{test} reason")
+        return {**r, "verdict": verdict, "known_outcome": False, **extra}
+
+    records = [
+        one("test_new", "not held"),
+        one("test_recorded", "not held", known_outcome=True),
+        one("test_stale", "stale"),
+        one("test_held", "held"),
+        one("test_mine", "not held", unrecorded=True),
+    ]
+    assert [changed(r) for r in records] == [True, False, True, False, False]
+    assert words(records[0]) == "not held · changed since the record" and words(records[1]) == "not held"
+    assert words(records[4]) == "not held (no record for this model)"
+    results = {"records": records, "models": ["smollm2-135m"], "settings": {"device": "cpu"}}
+    md = to_markdown(document.document(results, [], tmp_path), tmp_path)
+    html_text = to_html(document.document(results, [], tmp_path))
+    summary = document.summary_markdown(results)
+    assert md.splitlines()[2].endswith(f" · 2 {CHANGED}**") and f"2 {CHANGED}" in summary
+    assert "as recorded" not in md + html_text + summary
+    for text in (md, summary):
+        marked = {line.split(" | ")[1] for line in text.splitlines() if f"**{CHANGED}**" in line and "| T6 |" in line}
+        assert {"test_new", "test_stale"} <= {t for t in ("test_new", "test_stale") if any(t in m for m in marked)}
+        rows = [line for line in text.splitlines() if "reason" in line and line.startswith("| T6")]
+        for line in rows:
+            badged = f"**{CHANGED}**" in line
+            assert badged == ("test_new reason" in line or "test_stale reason" in line), line
+    badges = re.findall(r'<td class="([^"]*)">([^<]*)<strong>changed since the record</strong>', html_text)
+    assert badges and {c for c, _ in badges} <= {"not changed", "stale changed"}
+    assert "not held (no record for this model)" in md

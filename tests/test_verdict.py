@@ -275,6 +275,6 @@ def test_a_new_not_held_verdict_reads_in_words_and_the_total_is_the_last_line(py
     )
     result.assert_outcomes(failed=1)
     out = "\n".join(result.outlines)
-    assert "not held (new since the recorded run): " in out and "ratio 1.35 [1.29, 1.40]" in out
+    assert "not held · changed since the record: " in out and "ratio 1.35 [1.29, 1.40]" in out
     assert "ClaimNotHeld" not in out and "Traceback" not in out and "raise " not in out, out
     assert [x for x in result.outlines if x.strip()][-1].startswith("abspos total: 1 claim test on 1 model: 0 held · 1")

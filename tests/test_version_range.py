@@ -28,6 +28,7 @@ from harness.report.compare import agreement_line, relative, versions_line
 from harness.report.document import run_line, summary_markdown
 from harness.report.matrix import setup_failure_lines
 from harness.run import context
+from harness.run.records import HARNESS_ERROR_EXIT
 from harness.run.selection import UsageError
 from harness.spec import versions
 
@@ -342,7 +343,7 @@ def test_a_failed_setup_reads_as_one_line_and_keeps_the_snapshots(tmp_path):
         "--models", "gemma3-270m", "-p", "refuse_weights", "--report-dir", str(tmp_path / "r"), cwd=root, env=env
     )
     out = r.stdout + r.stderr
-    assert r.returncode == 1, out
+    assert r.returncode == HARNESS_ERROR_EXIT, out  # every test a harness error: the run's own exit code
     assert "Traceback" not in out and "raise WrongWeights" not in out  # one line per test, not ~45
     assert "unused" not in out and "--snapshot-update" not in out  # no advice to delete the model's snapshots
     errors = [line for line in out.splitlines() if line.startswith("gemma3-270m: setup failed: WrongWeights: ")]
@@ -358,7 +359,7 @@ def test_a_failed_setup_reads_as_one_line_and_keeps_the_snapshots(tmp_path):
     assert "**Setup failed** — gemma3-270m: setup failed, so its 27 claim tests" in (run / "report.md").read_text()
     # followed, that advice deletes them: a --snapshot-update run whose every setup failed deletes none
     r = run_pytest("--models", "bundled", "-p", "refuse_weights", "--snapshot-update", "--no-report", cwd=root, env=env)
-    assert r.returncode == 1 and "deleted" not in r.stdout + r.stderr
+    assert r.returncode == HARNESS_ERROR_EXIT and "deleted" not in r.stdout + r.stderr
     assert sorted((root / "claims" / "__snapshots__").rglob("*.json")) == snapshots
 
 

@@ -114,6 +114,12 @@ class Session:
             self.workload.load_cpu_seconds += time.process_time() - cpu0
         return self._models[name]
 
+    def adopt(self, model: HookedModel) -> HookedModel:
+        """A model loaded elsewhere (held in memory by its user: harness.measure), as this session's model of its
+        spec's name."""
+        self._models[model.spec.name] = model
+        return model
+
     def release(self, model: HookedModel | str) -> None:
         """Drop a model, its prompt sets, cached captures and derived results (keeps memory flat). Which planned
         passes ran is kept: a model loaded again (a family size ladder) captures only what is asked, not the plan

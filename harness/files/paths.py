@@ -10,4 +10,5 @@ KNOWN_OUTCOMES = FIXTURES / "known_outcomes.json"
 BASELINES = FIXTURES / "baselines"
 STABILITY = FIXTURES / "stability.json"
 REPORTS = ROOT / "reports"
+EXAMPLE_RESULTS = REPORTS / "example" / "results.json"  # the committed example run: a workload for estimates
 METHODS = ROOT / "METHODS.md"

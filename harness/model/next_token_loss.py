@@ -76,9 +76,10 @@ def inputs_digest(folder: Path) -> str:
     return h.hexdigest()
 
 
-def measure(model, tok, folder: Path) -> dict[str, Any]:
+def measure(model, tok, folder: Path | None) -> dict[str, Any]:
     """{"loss", "vocab", "predictions", "dtype", "device", "seconds", "inputs", "format"} of a loaded model (on its
-    device, in its dtype): the mean cross-entropy of each next token of the slice, one document at a time."""
+    device, in its dtype): the mean cross-entropy of each next token of the slice, one document at a time. ``folder``
+    None: a model held in memory (harness.live), whose figure is never kept ("inputs" empty)."""
     import torch
     import torch.nn.functional as F
 
@@ -98,7 +99,7 @@ def measure(model, tok, folder: Path) -> dict[str, Any]:
         "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
         "device": str(device),
         "seconds": round(time.time() - t0, 3),
-        "inputs": inputs_digest(folder),
+        "inputs": "" if folder is None else inputs_digest(folder),
         "format": FORMAT,
     }
 

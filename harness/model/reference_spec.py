@@ -274,6 +274,19 @@ def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
         ) from None
     if ref.kind == "gguf":  # as its conversion will (harness.model.gguf_bos): the BOS token the GGUF declares
         gguf_bos.give_declared_bos(tokenizer, folder / Path(ref.target).name)
+    return spec_of(
+        ref,
+        config,
+        tokenizer,
+        folder=None if ref.kind == "gguf" else folder,
+        gguf={"kind": "path", "file": str(Path(ref.target).resolve())} if ref.kind == "gguf" else {},
+        note="" if ref.kind == "gguf" else custom_code_note(folder),
+    )
+
+
+def spec_of(ref: Reference, config, tokenizer, folder: Path | None, gguf: dict, note: str = "") -> ModelSpec:
+    """The spec of a model from its config and tokenizer (loaded from a reference's folder, or a model in memory:
+    harness.live): BOS policy from what the tokenizer does, RoPE, windows and shape from the config."""
     adds_bos, bos_id = bos_policy(tokenizer, ref)
     rope, theta = rope_of(config)
     text = getattr(config, "text_config", None) or config
@@ -307,9 +320,9 @@ def derive_spec(ref: Reference, folder: Path) -> ModelSpec:
             else f"; its architecture ({config.model_type}) is outside the "
             f"four families the harness was validated on (Llama, Qwen2, Mistral, Gemma)"
         )
-        + ("" if ref.kind == "gguf" else custom_code_note(folder)),
+        + note,
         hub_id=ref.target if ref.kind == "hf" else None,
         config=shape,
-        folder=None if ref.kind == "gguf" else str(folder),
-        gguf={"kind": "path", "file": str(Path(ref.target).resolve())} if ref.kind == "gguf" else {},
+        folder=None if folder is None else str(folder),
+        gguf=gguf,
     )

@@ -34,6 +34,7 @@ class ClaimResult:
     baseline: dict[str, str] | None = None  # {"status", "path"} of the recorded baseline it was compared with
     margin: float | None = None  # the deciding criterion's margin (harness.spec.decision), None: no rule decided it
     decisions: tuple[dict, ...] = ()  # every criterion decided by the rule (``Judged.as_dict``), in order
+    unrecorded: bool = False  # its model has no recorded outcomes (``known_outcomes.without_record``)
 
     def as_property(self) -> tuple[str, dict]:
         """The (name, value) user property that carries it: plain JSON data."""
@@ -86,5 +87,6 @@ class ClaimResult:
             **({"unstable": unstable} if unstable else {}),
             **({"shape": work["shape"]} if "shape" in work else {}),
             **({"crashed": crashed} if crashed else {}),
+            **({"unrecorded": True} if self.unrecorded else {}),
         }
         return cast(Record, record)

@@ -76,6 +76,24 @@ def validate(path: Path = PATH, required: bool = False) -> None:
             )
 
 
+#: the model groups that have a record without a known-outcome entry: the bundled models (their committed example run
+#: and snapshots: a not held there is a change) and the paper's models (judged against the paper itself); a model of
+#: any other group (a reference, path: hf: gguf:, or an opt-in model) has a record only once an entry names it
+RECORDED_GROUPS = ("bundled", "paper")
+
+
+def without_record(model: str | None, path: Path = PATH) -> bool:
+    """Whether ``model`` has no recorded outcomes: its verdicts are the run's result, never a
+    change from a record (a not held or inconclusive ends the test without failing the run, "no record for this
+    model"). A family-level or synthetic test (no model) always has its record."""
+    from harness.spec.models import REGISTRY  # a reference's spec is registered when its run is configured
+
+    spec = REGISTRY.get(model) if model else None
+    if spec is None or spec.group in RECORDED_GROUPS or spec.group == "tiny":  # tiny: rehearsals, never a verdict
+        return False
+    return not any(isinstance(by_model, dict) and model in by_model for by_model in table(path).values())
+
+
 def lookup(test_name: str, model: str | None, key: dict, path: Path = PATH) -> dict | None:
     """The recorded outcome {"settings", "check", "measured"} of a test on a model at these settings, if any."""
     if not model:

@@ -49,6 +49,7 @@ class Record(TypedDict, total=False):
     unstable: str  # where its verdict differs between seeds: ``stability.describe`` of the stability record's entry
     shape: dict[str, int]  # {"layers", "heads"} of the model (the work scales with it: benchmarks/bench_nightly.py)
     crashed: str  # its xdist worker died while running it (xdist's line); a re-run's record keeps it
+    unrecorded: bool  # its model has no recorded outcomes: a not held or inconclusive is the run's result, not a change
     setup_failed: str  # its model's setup failed (weights refused, a conversion failed): "<model>: setup failed: ..."
     run: str  # a merged run's record: the label of the run it comes from (harness.report.merge)
     merged: str  # a merged run's record judged at the merge (a size ladder across runs): how it was judged

@@ -84,7 +84,7 @@ _ABOUT = {
     ),
     Verdict.STALE: (
         "recorded as not holding, and it now holds: re-take the record (abspos-claims outcomes record)",
-        "held — new since the recorded run, re-take the record",
+        "held — recorded otherwise, re-take the record",
         "stale",
     ),
     Verdict.HARNESS_ERROR: (
@@ -283,6 +283,39 @@ def recorded(known: Mapping[str, Any]) -> str:
     return f"recorded {known_verdict(known).value} at {known['check']}: {known['measured']}"
 
 
+#: how a verdict of a model without recorded outcomes is worded (``known_outcomes.without_record``)
+NO_RECORD = "no record for this model"
+#: the badge on a verdict that differs from its record (``changed``): a report marks changes, not sameness
+CHANGED = "changed since the record"
+
+
+def changed(r: Mapping[str, Any]) -> bool:
+    """Whether a run record's verdict differs from its record: held where a known outcome records a not held or
+    inconclusive (stale), or a not held or inconclusive that no known outcome records at its criterion, on a model
+    with recorded outcomes. A verdict on a model without a record is no change, nor is a harness error (no verdict),
+    an n/a, a skip or a rehearsal; seed instability (``Verdict.of``'s overlay) is not the record's and is ignored."""
+    v = Verdict.of({**r, "unstable": None})
+    if v == Verdict.STALE:
+        return True
+    as_recorded = r.get("known_outcome", r.get("outcome") == "xfailed")  # a record older than the field: an xfail
+    return v in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE) and not as_recorded and not r.get("unrecorded")
+
+
+def badge(r: Mapping[str, Any]) -> str:
+    """What follows a verdict's label: " · changed since the record" where it differs from its record, " (no record
+    for this model)" where it is not held or inconclusive on a model without recorded outcomes, else ""."""
+    if changed(r):
+        return f" · {CHANGED}"
+    unrecorded = r.get("unrecorded") and Verdict.of({**r, "unstable": None}) in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE)
+    return f" ({NO_RECORD})" if unrecorded else ""
+
+
+def words(r: Mapping[str, Any]) -> str:
+    """A run record's verdict in words: its label and its ``badge`` ("not held · changed since the record"); a
+    verdict that repeats its record carries no mark."""
+    return Verdict.of(r).label + badge(r)
+
+
 def _error_text(e: BaseException) -> str:
     """``Type: message`` of an exception, its type named in full unless it is a builtin or the harness's own."""
     kind = type(e)
@@ -299,12 +332,15 @@ def decide(
     known: Mapping[str, Any] | None = None,
     rehearses: str | None = None,
     not_held: ClaimNotHeld | None = None,
+    unrecorded: bool = False,
 ) -> tuple[Verdict, bool, str, str | None]:
     """(verdict, whether a recorded known outcome expected it, the reason in this run, the failing assertion) of a
     claim test that ended in ``phase`` ("setup" or "call") with ``error`` (None: it ran to its end). ``known``: the
     recorded known outcome it is expected to repeat; ``rehearses``: the paper model(s) a rehearsal stands for (random
     weights: held and not held alike end the call without an error, and it reads "rehearsed"); ``not_held``: the
-    ClaimNotHeld its body or its paper values raised, if any. Decided by the exception's type alone."""
+    ClaimNotHeld its body or its paper values raised, if any; ``unrecorded``: the model has no recorded outcomes, so
+    a not held or inconclusive ends the call without an error and reads as itself. Decided by the exception's type
+    alone."""
     import pytest  # here: the verdict vocabulary loads without pytest (the report, the notebook API)
 
     check = not_held.check if not_held is not None else None
@@ -315,6 +351,8 @@ def decide(
     if phase != "call":
         return Verdict.HARNESS_ERROR, False, _error_text(error) if error is not None else "", None
     if error is None:
+        if unrecorded and not_held is not None and not rehearses:  # a verdict on a model without a record
+            return verdict_of(not_held), False, str(not_held), check
         if rehearses:
             would = f"{verdict_of(not_held)} at {check}: {not_held}" if not_held is not None else "held"
             return Verdict.REHEARSED, False, f"rehearsal of {rehearses} (random weights), would read: {would}", check

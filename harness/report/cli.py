@@ -85,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         default=None,
         metavar="FILE",
-        help="read each verdict's standing against the recorded known outcomes (stale, as recorded) from this file as "
+        help="read each verdict's standing against the recorded known outcomes (changed since the record or not) from this file as "
         "it stands now (fixtures/known_outcomes.json), not as it stood when each run was made",
     )
     return ap

@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.files.paths import METHODS
-from harness.outcome.verdict import Verdict
+from harness.outcome.verdict import CHANGED, Verdict, changed
 from harness.report.matrix import setup_failure_lines, totals_line, verdict_strip
 from harness.report.record_text import (
     claim_key,
@@ -26,6 +26,7 @@ from harness.report.record_text import (
     fold_property_checks,
     headline_cell,
     is_property_check,
+    marked,
     model_label,
     property_checks_text,
     set_shape,
@@ -33,7 +34,7 @@ from harness.report.record_text import (
     synthetic_sets,
     test_name,
     test_words,
-    verdict_label,
+    verdict_css,
     verdict_text,
 )
 from harness.report.render import Link, fmt, to_markdown
@@ -43,6 +44,12 @@ from harness.spec.claims import CLAIMS, claim_test, figure_words, glossary_terms
 from harness.spec.models import names
 
 PAPER_NAMES = set(names("paper"))
+#: what the badge on a verdict that differs from its record means (the legend's and the glossary's words)
+CHANGED_MEANING = (
+    f"{CHANGED} = this run's verdict differs from its record (fixtures/known_outcomes.json): not held or "
+    "inconclusive where no earlier run recorded it at that criterion, or held where one recorded it otherwise; a "
+    "verdict that repeats its record carries no mark, and a model without recorded outcomes has nothing to change from."
+)
 
 #: The engine's own terms; each claim's follow them in the report (its declaration's ``glossary``).
 GLOSSARY = [
@@ -56,11 +63,7 @@ GLOSSARY = [
     ("sink magnitude", "the mean attention weight later queries give to a key position (attention sink)"),
     ("sink-reading strength", "a head's attention on position 0"),
     ("layer-tokens", "prompt tokens × decoder layers run: the forward-pass work a capture does"),
-    (
-        "as recorded",
-        "a verdict that did not hold (or was inconclusive) in an earlier run, recorded in fixtures/known_outcomes.json "
-        "with the criterion that decided it, and repeated here at the same criterion",
-    ),
+    (CHANGED, CHANGED_MEANING.split(" = ", 1)[1].rstrip(".")),
 ]
 
 
@@ -209,7 +212,7 @@ def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
                 model_label(r),
                 paper_numbers(cid, test, r.get("model")) if c else "",
                 headline_cell(r, c.headline, c.column) if c else "",
-                (verdict_text(r, Verdict.of(r) != Verdict.NOT_APPLICABLE), Verdict.of(r).css),
+                (verdict_text(r, Verdict.of(r) != Verdict.NOT_APPLICABLE), verdict_css(r)),
                 methods_link(cid, base),
             ]
         )
@@ -253,14 +256,14 @@ def matrix(results: dict) -> list:
     for r in shown:
         by_test.setdefault((r["claim"], test_name(r)), {})[model_label(r)] = r
     for (claim, test), at in sorted(by_test.items(), key=lambda kv: (claim_key(kv[0][0]), kv[0][1])):
-        cells = [(verdict_label(at[m]), Verdict.of(at[m]).css) if m in at else ("—", "") for m in columns]
+        cells = [(marked(at[m]), verdict_css(at[m])) if m in at else ("—", "") for m in columns]
         rows.append([claim, test_words(test, claim), *cells])
     seen = {Verdict.of(r) for r in records}
     legend = (
         "One row per claim test, its verdict on each model: "
         + "; ".join(f"{v.label} = {v.meaning}" for v in Verdict if v in seen)
         + '; — = no such test on that model. "<family> family": a test over a model family; "(no model)": a '
-        "property tested without a model."
+        "property tested without a model." + (f" {CHANGED_MEANING}" if any(map(changed, records)) else "")
     )
     failed = [("p", f"**Setup failed** — {line}") for line in setup_failure_lines(records)]
     return [("table", ["claim", "test", *columns], rows), ("p", legend), *failed]
@@ -290,7 +293,7 @@ def provenance_blocks(results: dict) -> list:
 def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
     rows = []
     for r in records:
-        css = Verdict.of(r).css
+        css = verdict_css(r)
         for k, f in enumerate(r.get("figures") or [{}]):
             words = figure_words(f.get("name", ""))
             name = words + (f" — `{f['name']}`" if words != f.get("name", "") else "")

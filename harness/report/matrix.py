@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
-from harness.outcome.verdict import Verdict
+from harness.outcome.verdict import CHANGED, Verdict, changed
 from harness.report.record_text import claim_key, model_label
 
 
@@ -38,18 +38,21 @@ TOTALS = {
     Verdict.NOT_APPLICABLE: "not applicable",
     Verdict.HARNESS_ERROR: "harness errors",
     Verdict.UNSTABLE: "unstable across seeds",
-    Verdict.STALE: "held, new since the recorded run",
+    Verdict.STALE: "held, recorded otherwise",
     Verdict.SKIPPED: "skipped",
     Verdict.REHEARSED: "rehearsed (random weights, no verdict)",
 }
 
 
 def totals_line(records: list) -> str:
-    """Every test's verdict counted: "N claim tests on M models: a held · b not held · ..."."""
+    """Every test's verdict counted: "N claim tests on M models: a held · b not held · ...", and "· c changed since
+    the record" where any verdict differs from its record (``verdict.changed``)."""
     counts = Counter(Verdict.of(r) for r in records)
+    moved = sum(map(changed, records))
     models = {r.get("model") or model_label(r) for r in records}  # a synthetic set (synthetic-<size>-<arch>) counts
     models = {m for m in models if m != "(no model)" and not m.endswith(" family")}
     shown = [f"{counts[v]} {words}" for k, (v, words) in enumerate(TOTALS.items()) if k < 5 or counts[v]]
+    shown += [f"{moved} {CHANGED}"] if moved else []
     tests, on = (
         f"{len(records)} claim test{'s' * (len(records) != 1)}",
         f"{len(models)} model{'s' * (len(models) != 1)}",

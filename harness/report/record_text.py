@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from harness.outcome.nodeid import parse
-from harness.outcome.verdict import Verdict
+from harness.outcome.verdict import CHANGED, Verdict, badge, changed
 from harness.report.render import fmt
 from harness.spec.claims import CLAIMS, claim_order, claim_test, figure_words
 from harness.spec.models import FAMILIES
@@ -90,9 +90,20 @@ def verdict_label(r: dict) -> str:
     return size_note(r) + verdict.label
 
 
+def marked(r: dict) -> str:
+    """The verdict's label in a report cell with its ``badge``, the change in bold: "not held · **changed since the
+    record**"; a verdict that repeats its record carries no mark."""
+    return verdict_label(r) + (f" · **{CHANGED}**" if changed(r) else badge(r))
+
+
+def verdict_css(r: dict) -> str:
+    """A verdict cell's css classes: the verdict's, and "changed" where it differs from its record."""
+    return Verdict.of(r).css + " changed" * changed(r)
+
+
 def verdict_text(r: dict, with_reason: bool) -> str:
     verdict = Verdict.of(r)
-    v = verdict_label(r) + (" (as recorded)" if r.get("known_outcome") else "")
+    v = marked(r)
     reason = " ".join(str(r.get("reason") or "").split())
     if verdict == Verdict.UNSTABLE:
         reason = f"{r['unstable']}; this run: {r['verdict']}" + (f": {reason}" if reason else "")

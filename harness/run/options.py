@@ -60,8 +60,8 @@ def pytest_addoption(parser):
     g.addoption(
         "--known-outcomes",
         default=str(KNOWN_OUTCOMES),
-        help="the 'not held' verdicts recorded from earlier runs: a run that reproduces one says 'as recorded' (default: "
-        "fixtures/known_outcomes.json)",
+        help="the 'not held' verdicts recorded from earlier runs: a run that reproduces one passes unmarked, any other "
+        "is 'changed since the record' (default: fixtures/known_outcomes.json)",
     )
     g.addoption(
         "--stability-record",

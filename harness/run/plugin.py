@@ -1,10 +1,9 @@
 """pytest plugin: thin hooks over one ``RunContext`` (harness/run/context.py), kept in ``config.stash``.
 
-Loaded from the root conftest.py. Every test that takes ``model_name`` runs once per selected model,
-carrying the model's family and group as markers (so ``-m llama`` or ``-m "paper and qwen"`` select) and an
-``xdist_group`` so that under ``-n N --dist loadgroup`` one model stays on one worker. Claim applicability
-(the claims' declarations, claims/<section>.py) becomes collection-time skips; known outcomes become strict xfails; after each
-claim test body the plugin compares its figures with the snapshot and with the paper's values.
+Loaded from the root conftest.py. A test taking ``model_name`` runs once per selected model, with the model's family
+and group as markers (``-m llama``, ``-m "paper and qwen"``) and an ``xdist_group`` (``-n N --dist loadgroup`` keeps
+a model on one worker). Claim applicability (claims/<section>.py) becomes collection-time skips; known outcomes become
+strict xfails; after each claim test body the plugin compares its figures with the snapshot and the paper's values.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from harness.outcome.claim_result import ClaimResult
 from harness.outcome.figures import Figures
 from harness.outcome.nodeid import param
 from harness.outcome.verdict import (
+    CHANGED,
     DECIDED,
     ClaimNotHeld,
     KnownOutcomeMismatch,
@@ -34,7 +34,7 @@ from harness.outcome.verdict import (
     judging,
     recorded,
 )
-from harness.run import signals, threads
+from harness.run import eta, signals, threads
 from harness.run.collection import SYNTHETIC_SMOKE, keep_models_on_one_worker, rehearsal_of, unselected
 from harness.run.context import RunContext
 from harness.run.options import pytest_addoption  # noqa: F401  (the hook, on this plugin)
@@ -52,6 +52,7 @@ KNOWN = pytest.StashKey[dict]()  # the recorded outcome a claim test is expected
 NOT_APPLICABLE = pytest.StashKey[str]()  # why the paper's prediction does not apply to a claim test's model
 REHEARSES = pytest.StashKey[str]()  # the paper model(s) a rehearsal's claim test rehearses
 NOT_HELD = pytest.StashKey[ClaimNotHeld]()  # the ClaimNotHeld a claim test's body or paper values raised
+UNRECORDED = pytest.StashKey[bool]()  # its model has no recorded outcomes: a not held is its result, not a failure
 JUDGED = pytest.StashKey[list]()  # every criterion a claim test decided by the rule (harness.outcome.verdict.judge)
 WORK = pytest.StashKey[dict]()  # the forward work booked to a claim test (harness.capture.workload)
 REQUIRED = pytest.StashKey[bool]()  # --require-weights checked (once, on the first xdist worker's collection)
@@ -105,6 +106,7 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):  # the xdist controller (or a plain run) owns the records
         keep_models_on_one_worker(config)
         config.pluginmanager.register(RecordCollector(run, list(config.invocation_params.args)), "abspos-records")
+        config.pluginmanager.register(eta.Eta(config, run), "abspos-eta")  # test k of N, about M minutes left
         config.stash[PROGRESS].write = terminal_writer(config)
 
 
@@ -166,13 +168,9 @@ def pytest_collection_modifyitems(config, items):
         known = None if rehearses else known_outcomes.lookup(item.originalname, key, verdict_key, run.known_outcomes)
         if known:
             item.stash[KNOWN] = known
-            item.add_marker(
-                pytest.mark.xfail(
-                    strict=True,
-                    raises=ClaimNotHeld,
-                    reason=recorded(known),
-                )
-            )
+            item.add_marker(pytest.mark.xfail(strict=True, raises=ClaimNotHeld, reason=recorded(known)))
+        elif known_outcomes.without_record(model, run.known_outcomes):  # (a rehearsal's model is never one)
+            item.stash[UNRECORDED] = True
 
 
 def pytest_collection_finish(session):
@@ -343,6 +341,8 @@ def pytest_runtest_call(item):
                     with contextlib.suppress(ClaimNotHeld):
                         figures.check_paper()
                 return None
+            if item.stash.get(UNRECORDED, False):  # a verdict on a model without a record: the run's result
+                return None
             mismatch = known_outcomes.mismatch(item.stash.get(KNOWN, None), e)
             if mismatch:
                 raise KnownOutcomeMismatch(mismatch) from e
@@ -365,7 +365,7 @@ def pytest_runtest_makereport(item, call):
     if report.failed and result.verdict in DECIDED:
         said = str(call.excinfo.value) if call.excinfo is not None else ""  # a mismatch's: which assertion
         text = result.reason if said in result.reason else f"{said} — {result.reason}"
-        report.longrepr = f"{result.verdict.label} (new since the recorded run): {text}"
+        report.longrepr = f"{result.verdict.label} · {CHANGED}: {text}"
     return report
 
 
@@ -379,6 +379,7 @@ def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
         known=item.stash.get(KNOWN, None),
         rehearses=item.stash.get(REHEARSES, None),
         not_held=item.stash.get(NOT_HELD, None),
+        unrecorded=item.stash.get(UNRECORDED, False),
     )
     params = item.callspec.params if hasattr(item, "callspec") else {}
     figures = getattr(item, "funcargs", {}).get("figures") if phase == "call" else None
@@ -395,4 +396,5 @@ def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
         baseline=figures.baseline_status if isinstance(figures, Figures) else None,
         margin=deciding_margin(judged := item.stash.get(JUDGED, []), item.stash.get(NOT_HELD, None)),
         decisions=tuple(j.as_dict() for j in judged),
+        unrecorded=item.stash.get(UNRECORDED, False),
     )

@@ -14,7 +14,7 @@ import pytest
 from harness.outcome import stability
 from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
-from harness.outcome.verdict import Verdict
+from harness.outcome.verdict import Verdict, words
 from harness.report.matrix import setup_failure_lines, totals_line, verdict_matrix
 from harness.report.record_text import (
     claim_key,
@@ -38,6 +38,11 @@ def claim_of(nodeid: str) -> dict:
     test = parse(nodeid)
     cid = next((c.id for c in CLAIMS.values() if test.function in c.tests), None)
     return {"claim": cid, "model": test.param if test.param in REGISTRY else None} if cid else {}
+
+
+#: the exit code of a run in which a claim test ended in a harness error (a crash, a snapshot drift, a model that did
+#: not load): pytest's 1 is kept for a verdict that differs from its record (docs/running.md, "Exit codes")
+HARNESS_ERROR_EXIT = 6
 
 
 class RecordCollector:
@@ -217,7 +222,7 @@ class RecordCollector:
             [
                 r["claim"],
                 model_label(r),
-                Verdict.of(r).label + (" (as recorded)" if r.get("known_outcome") else ""),
+                words(r),
                 deciding_text(r) or headline_text(r),
                 f"{r.get('seconds') or 0:.0f} s",
             ]
@@ -285,6 +290,9 @@ class RecordCollector:
             for line in setup_failure_lines(self.records):  # the run's last lines say why a model has no verdicts
                 tr.write_line(f"abspos: {line}")
         self.interrupts.restore()
+        failed = self.session is not None and self.session.exitstatus == pytest.ExitCode.TESTS_FAILED
+        if failed and any(r.get("verdict") == Verdict.HARNESS_ERROR for r in self.records):
+            self.session.exitstatus = HARNESS_ERROR_EXIT  # a broken run, never read as a verdict that changed (1)
         late = self.interrupts.by if self.session is not None and not self.stopped_by else None
         if late and self.session.exitstatus != pytest.ExitCode.USAGE_ERROR:  # while the summary was printed
             self.session.exitstatus = pytest.ExitCode.INTERRUPTED

@@ -34,6 +34,16 @@ class UsageError(ValueError):
 
 SYNTHETIC_SIZES = ("smoke", "pilot", "paper")  # harness.synthetic.train.SIZES: the related paper's trained models
 SYNTHETIC_ARCHITECTURES = ("authors", "decoder")  # harness.synthetic.model.ARCHITECTURES
+#: what each size of synthetic set is for, in a reader's words (``abspos-claims models``, a claim's --models hint)
+SYNTHETIC_PURPOSE = {
+    "smoke": "seconds of training: checks the machinery, never a verdict",
+    "pilot": "the qualitative claims' verdicts: about half an hour per model on 2 CPU cores",
+    "paper": "the authors' sizes, where their numbers are judged: for a GPU",
+}
+SYNTHETIC_ARCHITECTURE_WORDS = {
+    "authors": "the authors' architecture (no causal mask, mean pooling)",
+    "decoder": "a standard causal decoder (not tested by the paper)",
+}
 
 
 def synthetic_targets(option: str) -> tuple[tuple[str, ...], str]:

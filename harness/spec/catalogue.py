@@ -5,10 +5,13 @@ Each section of the paper has a test file, ``claims/test_<section>.py``, and bes
 says what one holds). This module imports every declaration module of the folder, in file order, and hands the
 entries to the registry (harness/spec/claims.py, which checks them); the engine reads claims only through the registry, never by name.
 
-The folder is ``claims/`` of this checkout, or ``$ABSPOS_CLAIMS_DIR``. Declarations are Python, not TOML, because a
-claim's applicability is a predicate over the model, its thresholds are derived from the paper's numbers in the open
-(``(0.27 - 0.05) / (0.0063 * 1.25)``), and a paper value carries its tolerance rule (``magnitude``, ``share``,
-``sink``): as data each would need a second language of names.
+A declaration module may also set ``SELECTIONS``, named sets of claims (``--claims core``), and a module may set
+that alone. What a claim test runs on (one model at a time, a family's sizes, the related paper's synthetic sets, or
+nothing) is read from the test functions' parameters (``tests_targets``), so that a new test is placed without a
+word more in its declaration. The folder is ``claims/`` of this checkout, or ``$ABSPOS_CLAIMS_DIR``. Declarations
+are Python, not TOML, because a claim's applicability is a predicate over the model, its thresholds are derived
+from the paper's numbers in the open (``(0.27 - 0.05) / (0.0063 * 1.25)``), and a paper value carries its tolerance
+rule (``magnitude``, ``share``, ``sink``): as data each would need a second language of names.
 """
 
 from __future__ import annotations
@@ -49,31 +52,32 @@ def declaration_files(directory: Path | None = None) -> list[Path]:
     skip = ("test_", "conftest", "__init__")
     files = sorted(p for p in d.glob("*.py") if not p.name.startswith(skip))
     declares = {p: _sets_claims(p) for p in files}
-    if not any(declares.values()):
+    if not any("CLAIMS" in names for names in declares.values()):
         raise CatalogueError(
             f"{where}: no claims in it (no <section>.py setting CLAIMS beside its test_<section>.py); {hint}"
         )
-    for p, sets in declares.items():
-        if not sets:
+    for p, names in declares.items():
+        if not names:
             raise CatalogueError(f"{p}: a declaration module sets CLAIMS to a tuple of ClaimSpec")
     return files
 
 
-def _sets_claims(path: Path) -> bool:
-    """Whether a module's text assigns ``CLAIMS`` at its top level (read with ``ast``, nothing run)."""
+def _sets_claims(path: Path) -> set[str]:
+    """Which of ``CLAIMS`` and ``SELECTIONS`` a module's text assigns at its top level (read with ``ast``, nothing
+    run)."""
     try:
         tree = ast.parse(path.read_text(errors="replace"), str(path))
     except SyntaxError as e:
         raise CatalogueError(f"{path}: not Python ({e.msg}, line {e.lineno})") from None
     except (OSError, ValueError, RecursionError) as e:
         raise CatalogueError(f"{path}: unreadable ({type(e).__name__})") from None
+    found: set[str] = set()
     for node in tree.body:
         targets = (
             node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
         )
-        if any(isinstance(t, ast.Name) and t.id == "CLAIMS" for t in targets):
-            return True
-    return False
+        found |= {t.id for t in targets if isinstance(t, ast.Name) and t.id in ("CLAIMS", "SELECTIONS")}
+    return found
 
 
 def load(directory: Path | None = None) -> list[tuple[str, tuple[Any, ...]]]:
@@ -88,8 +92,56 @@ def load(directory: Path | None = None) -> list[tuple[str, tuple[Any, ...]]]:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
-        entries = getattr(module, "CLAIMS", None)
-        if not isinstance(entries, tuple):
-            raise CatalogueError(f"{path}: a declaration module sets CLAIMS to a tuple of ClaimSpec")
+        entries = getattr(module, "CLAIMS", ())
+        if not isinstance(entries, tuple) or not isinstance(getattr(module, "SELECTIONS", ()), tuple):
+            raise CatalogueError(
+                f"{path}: a declaration module sets CLAIMS to a tuple of ClaimSpec (and SELECTIONS, if it names "
+                f"selections, to a tuple of Selection)"
+            )
         out.append((f"claims/{path.name}" if path.parent == DEFAULT_DIR else str(path), entries))
     return out
+
+
+def selections(directory: Path | None = None) -> list[tuple[str, tuple[Any, ...]]]:
+    """(the file, its ``SELECTIONS`` tuple) of every declaration module of the folder that sets one (``load`` has
+    imported them: the registry loads the claims first)."""
+    out = []
+    for path in declaration_files(directory):
+        module = sys.modules.get(f"{PACKAGE}.{path.stem}")
+        if module is not None and getattr(module, "SELECTIONS", None):
+            out.append((f"claims/{path.name}" if path.parent == DEFAULT_DIR else str(path), module.SELECTIONS))
+    return out
+
+
+#: What a claim test runs on, read from its parameters (and those of the fixtures its file defines): a model at a
+#: time (``model``), one family's sizes (``family``), one of the related paper's synthetic sets (``synthetic``), or
+#: nothing (a property of the equations, run once: ``none``).
+TARGET_PARAMETERS = (("synthetic", "synthetic"), ("family", "family"), ("model", "model"), ("model_name", "model"))
+
+
+def tests_targets(directory: Path | None = None) -> dict[str, str]:
+    """Test function name -> what it runs on (``TARGET_PARAMETERS``), for every ``test_*`` function of the folder's
+    test files: read from their text with ``ast`` (nothing run)."""
+    d = folder() if directory is None else directory
+    out: dict[str, str] = {}
+    for path in sorted(d.glob("test_*.py")):
+        try:
+            tree = ast.parse(path.read_text(errors="replace"), str(path))
+        except (OSError, ValueError, SyntaxError, RecursionError):
+            continue  # the declaration's own checks, and pytest's collection, say what is wrong with it
+        functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for name, node in functions.items():
+            if name.startswith("test_"):
+                wanted = _parameters(node, functions, set())
+                out[name] = next((kind for p, kind in TARGET_PARAMETERS if p in wanted), "none")
+    return out
+
+
+def _parameters(node, functions: dict, seen: set[str]) -> set[str]:
+    """A function's parameters, and those of the fixtures of its own file it takes, and theirs."""
+    names = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+    for n in names - seen:
+        if n in functions and n not in ("model", "model_name"):
+            seen.add(n)
+            names |= _parameters(functions[n], functions, seen)
+    return names

@@ -23,6 +23,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache, cached_property
+from pathlib import Path
 from string import Formatter
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -281,6 +282,16 @@ class ClaimSpec:
         return self.figure(figure).paper.get(model or "")
 
 
+@dataclass(frozen=True)
+class Selection:
+    """A named set of claims a run selects by its name (``--claims core``), declared beside the claims (a declaration
+    module's ``SELECTIONS``); ``why`` says in a line what it shows a reader."""
+
+    name: str
+    claims: tuple[str, ...]
+    why: str
+
+
 # ---- the registry ------------------------------------------------------------------------------------
 
 
@@ -306,6 +317,7 @@ class Registry(Mapping[str, ClaimSpec]):
 
     def __init__(self) -> None:
         self._claims: dict[str, ClaimSpec] = {}
+        self._selections: dict[str, Selection] = {}
         self._loaded = False
         self._frozen = False
 
@@ -318,10 +330,37 @@ class Registry(Mapping[str, ClaimSpec]):
                         if not isinstance(spec, ClaimSpec):
                             raise ClaimRegistrationError(f"{source}: CLAIMS holds {spec!r}, not a ClaimSpec")
                         self.register(dataclasses.replace(spec, source=source))
+                for source, entries in catalogue.selections():
+                    for selection in entries:
+                        self.add_selection(selection, source)
             except BaseException:  # never half a catalogue: the next use reads the folder again
-                self._claims, self._loaded = {}, False
+                self._claims, self._selections, self._loaded = {}, {}, False
                 raise
         return self._claims
+
+    @property
+    def selections(self) -> Mapping[str, Selection]:
+        """Selection name -> its declaration (``--claims <name>``)."""
+        self._load()
+        return MappingProxyType(self._selections)
+
+    def add_selection(self, selection: Selection, source: str = "") -> Selection:
+        """Add a named selection; refused in one line: not a ``Selection``, a name taken (by a claim id or another
+        selection), or a claim id the registry does not hold."""
+        where = f"{source}: " if source else ""
+        if not isinstance(selection, Selection):
+            raise ClaimRegistrationError(f"{where}SELECTIONS holds {selection!r}, not a Selection")
+        taken = selection.name in self._selections or selection.name.upper() in (c.upper() for c in self._claims)
+        if taken or not selection.name or "," in selection.name:
+            raise ClaimRegistrationError(f"{where}selection {selection.name!r}: the name is taken or not a name")
+        unknown = [c for c in selection.claims if c not in self._claims]
+        if unknown or not selection.claims:
+            raise ClaimRegistrationError(
+                f"{where}selection {selection.name!r} names {', '.join(unknown) or 'no claim'}, which the registry "
+                f"does not hold"
+            )
+        self._selections[selection.name] = selection
+        return selection
 
     def __getitem__(self, claim_id: str) -> ClaimSpec:
         return self._load()[claim_id]
@@ -339,12 +378,12 @@ class Registry(Mapping[str, ClaimSpec]):
     @contextmanager
     def scratch(self) -> Iterator[Registry]:
         """The registry as it is, open to additions for the block and restored after it."""
-        saved, frozen = dict(self._load()), self._frozen
+        saved, frozen, selections = dict(self._load()), self._frozen, dict(self._selections)
         self._frozen = False
         try:
             yield self
         finally:
-            self._claims, self._frozen = saved, frozen
+            self._claims, self._frozen, self._selections = saved, frozen, selections
             self._changed()
 
     @staticmethod
@@ -408,9 +447,34 @@ def claim(claim_id: str) -> ClaimSpec:
     try:
         return CLAIMS[claim_id]
     except KeyError:
-        close = difflib.get_close_matches(claim_id.upper(), [c.upper() for c in CLAIMS], 1, cutoff=0.8)
-        hint = f", did you mean {next(c for c in CLAIMS if c.upper() == close[0])!r}?" if close else ""
-        raise UnknownClaim(f"unknown claim {claim_id!r}{hint}; registered: {', '.join(CLAIMS)}") from None
+        names = [*CLAIMS, *CLAIMS.selections]
+        close = difflib.get_close_matches(claim_id.upper(), [c.upper() for c in names], 1, cutoff=0.8)
+        hint = f", did you mean {next(c for c in names if c.upper() == close[0])!r}?" if close else ""
+        named = f"; or a selection: {', '.join(CLAIMS.selections)}" if CLAIMS.selections else ""
+        raise UnknownClaim(f"unknown claim {claim_id!r}{hint}; registered: {', '.join(CLAIMS)}{named}") from None
+
+
+def expand(names: Sequence[str]) -> list[str]:
+    """Claim ids and selection names (``--claims core,<id>``) as the claim ids they name, each once, in the order
+    given; an unknown name raises ``UnknownClaim`` (one line, with a did-you-mean)."""
+    out: list[str] = []
+    for name in names:
+        selection = CLAIMS.selections.get(name)
+        out += list(selection.claims) if selection is not None else [claim(name).id]
+    return list(dict.fromkeys(out))
+
+
+def target_of(test: str) -> str:
+    """What a claim test (by function name) runs on: ``model`` (each selected model), ``family`` (each family of the
+    selected models), ``synthetic`` (each of the related paper's synthetic sets named) or ``none`` (once, without a
+    model); read from the test functions' parameters in the catalogue folder (``catalogue.tests_targets``). A test
+    not found there (registered by a plugin of one's own) runs on models."""
+    return _targets(str(catalogue.folder())).get(test, "model")
+
+
+@cache
+def _targets(folder: str) -> Mapping[str, str]:
+    return MappingProxyType(catalogue.tests_targets(Path(folder)))
 
 
 def claim_test(test: str) -> ClaimTest | None:
