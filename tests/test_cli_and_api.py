@@ -507,7 +507,7 @@ def test_verdicts_table_and_markdown(verdicts):
     at = lines[0].index("verdict")
     assert [line[at:].split("  ")[0] for line in lines[1:]] == [
         "not applicable",
-        "not held",
+        "not held · changed since the record",  # gemma's T7: a not held no known outcome records
         "held",
         "held",
         "not applicable",
@@ -517,7 +517,7 @@ def test_verdicts_table_and_markdown(verdicts):
     assert md[0] == "| claim | test | model | verdict | headline |" and len(md) == 7
     assert (
         md[3]
-        == f"| T7 | {T7} | gemma3-270m | not held | {figure_words('first_bin_share_of_causal_profile')}: 0.41 [0.3, 0.5] |"
+        == f"| T7 | {T7} | gemma3-270m | not held · changed since the record | {figure_words('first_bin_share_of_causal_profile')}: 0.41 [0.3, 0.5] |"
     )
     assert Verdicts().table().split() == ["claim", "test", "model", "verdict", "headline"]
 

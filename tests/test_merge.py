@@ -620,7 +620,9 @@ def test_runs_of_synthetic_sets_are_named_by_their_sets_and_a_later_reading_is_s
     """A run of the related paper's trained sets loads no model (``models`` is empty): its report, the merge's line
     and the merged summary name the sets; a claim measured again apart (DS5 at a deeper sibling) is shown from the
     run given first, the other run's verdict said in a warning."""
-    source = load_results(ROOT / "tests" / "data" / "synthetic-pilot-run-2026-11-29.json")  # a run of earlier criteria: machinery only
+    source = load_results(
+        ROOT / "tests" / "data" / "synthetic-pilot-run-2026-11-29.json"
+    )  # a run of earlier criteria: machinery only
     keep = ("run", "settings", "versions", "provenance", "records")
     base = {k: copy.deepcopy(source[k]) for k in keep} | {"models": []}
     ds5 = [r | {"verdict": "not held"} for r in source["records"] if r["claim"] == "DS5"]

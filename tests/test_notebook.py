@@ -109,11 +109,12 @@ def test_to_pandas_is_tidy_a_row_per_figure_with_its_deciding_flag(example):
     # every not-held test, and only those, whatever its standing against the record
     not_held = {(r["test"].split("::")[1].split("[")[0], r["model"]) for r in RECORDS if Verdict.of(r) == "not held"}
     assert set(zip(frame[frame.verdict == "not held"].test, frame[frame.verdict == "not held"].model)) == not_held
-    assert len(not_held) == 18
+    assert len(not_held) == 20
     for column in ("recorded", "changed", "unrecorded", "deciding"):
         assert frame[column].dtype == bool, column
     changed = frame[frame.changed]
-    assert set(changed.model) == {"qwen2.5-coder-0.5b"} and changed.groupby(["test", "model"]).ngroups == 4
+    # the example's run ended 0: each of its not held and inconclusive verdicts is one its known outcomes record
+    assert changed.empty and frame[frame.verdict.isin(["not held", "inconclusive"])].recorded.all()
     assert not (frame.changed & frame.recorded).any()
     assert frame.value.dtype == float and frame["values"].notna().any()
     assert all(isinstance(x, (list, dict, bool, str)) for x in frame["values"].dropna())
@@ -361,7 +362,7 @@ def test_verify_shows_one_progress_line_then_the_totals(a_run, tmp_path, capsys)
         "abspos: 50% of 4 tests finished",
         "abspos: 100% of 4 tests finished; writing the results and the report",
     ]
-    assert totals.startswith("abspos total: 101 claim tests on 3 models: 39 held · ") and "**" not in totals
+    assert totals.startswith("abspos total: 101 claim tests on 3 models: 37 held · ") and "**" not in totals
     assert report == f"abspos report: {v.report}" and v.report.parent.parent == tmp_path  # (no report.html here)
     assert "claims/test_s5" not in out and "collected" not in out  # pytest's own lines stay out of the cell
     assert v.folder == v.report.parent and len(v) == len(RECORDS)
