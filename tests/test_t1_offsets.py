@@ -1,6 +1,8 @@
 """T1's design: prompts that start inside a document, "at chance" as an equivalence, the token-at-0
 identity baseline, and the check that T1a's verdict does not come from the word at position 0."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy.stats import beta, binom
@@ -25,6 +27,20 @@ class WordTokenizer:
 
     def __call__(self, text, add_special_tokens=False):
         return {"input_ids": [self.ids.setdefault(w, 3 + len(self.ids)) for w in text.split()] or [1]}  # "\n\n": 1
+
+
+def neutral_token_at_zero(prompts: corpus.PromptSet, tokenizer, seed: int = 0) -> corpus.PromptSet:
+    """The prompts with the token at position 0 replaced by a topic-neutral token (the first token of one of
+    ``corpus.NEUTRAL_WORDS``): the k-th prompt of every label gets word ``order[k % 14]`` (``order`` one seeded
+    permutation), so on a balanced set every topic gets the same words at 0 and none is associated with a topic, even
+    by chance. The design check below replaces T1a's token at 0 with it; no claim reads it."""
+    neutral = np.asarray([tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in corpus.NEUTRAL_WORDS])
+    order = np.random.default_rng(seed).permutation(neutral.size)
+    ids = prompts.ids.copy()
+    for label in np.unique(prompts.labels):
+        rows = np.flatnonzero(prompts.labels == label)
+        ids[rows, 0] = neutral[order[np.arange(rows.size) % neutral.size]]
+    return replace(prompts, ids=ids, name=f"{prompts.name}+neutral@0")
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +88,12 @@ def test_neutral_token_at_zero_is_topic_independent_and_seeded():
     """The done-when check's replacement: a neutral word at 0 drawn per prompt, whatever the topic."""
     tok = WordTokenizer()
     ps = corpus.PromptSet(np.full((40, 6), 99), np.repeat(np.arange(4), 10), ("a", "b", "c", "d"), "t")
-    out = corpus.neutral_token_at_zero(ps, tok, seed=1)
+    out = neutral_token_at_zero(ps, tok, seed=1)
     neutral = {tok.ids[w] for w in corpus.NEUTRAL_WORDS}
     assert set(out.ids[:, 0]) <= neutral and len(set(out.ids[:, 0])) == 10
     assert all(np.array_equal(out.ids[out.labels == t, 0], out.ids[out.labels == 0, 0]) for t in range(4))  # balanced
     assert np.array_equal(out.ids[:, 1:], ps.ids[:, 1:])
-    assert np.array_equal(out.ids, corpus.neutral_token_at_zero(ps, tok, seed=1).ids)
+    assert np.array_equal(out.ids, neutral_token_at_zero(ps, tok, seed=1).ids)
 
 
 def test_accuracy_upper_bound_is_clopper_pearson():
@@ -169,7 +185,7 @@ def test_T1a_verdict_does_not_change_with_a_topic_neutral_token_at_zero():
     s = session.settings
     n = probes.equivalence_prompts(0.25, DECODABLE, 0.9, start=s.n_probe_prompts)
     text = corpus.offset_topic_prompts(model.tokenizer, model.spec, n, s.seq_len, seed=s.seed, source=s.corpus)
-    neutral = corpus.neutral_token_at_zero(text, model.tokenizer, seed=s.seed)
+    neutral = neutral_token_at_zero(text, model.tokenizer, seed=s.seed)
     held, accs = t1a_verdict(session, model, text)
     held_neutral, accs_neutral = t1a_verdict(session, model, neutral)
     assert held == held_neutral, f"offset prompts: {accs} held={held}; neutral token at 0: {accs_neutral}"

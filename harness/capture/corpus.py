@@ -237,19 +237,6 @@ def fixed_token_at_zero(prompts: PromptSet, token_id: int) -> PromptSet:
     return replace(prompts, ids=ids, name=f"{prompts.name}+fixed@0")
 
 
-def neutral_token_at_zero(prompts: PromptSet, tokenizer, seed: int = 0) -> PromptSet:
-    """Replace the token at position 0 by a topic-neutral token (the first token of one of ``NEUTRAL_WORDS``): the
-    k-th prompt of every label gets word ``order[k % 14]`` (``order`` one seeded permutation), so on a balanced set
-    every topic gets the same words at 0 and none is associated with a topic, even by chance."""
-    neutral = np.asarray([_encode(tokenizer, w)[0] for w in NEUTRAL_WORDS])
-    order = np.random.default_rng(seed).permutation(neutral.size)
-    ids = prompts.ids.copy()
-    for label in np.unique(prompts.labels):
-        rows = np.flatnonzero(prompts.labels == label)
-        ids[rows, 0] = neutral[order[np.arange(rows.size) % neutral.size]]
-    return replace(prompts, ids=ids, name=f"{prompts.name}+neutral@0")
-
-
 def token0_identity_prompts(prompts: PromptSet, tokenizer, n_tokens: int, seed: int = 0) -> PromptSet:
     """The token-0 identity design (§5.2 Table 4): every prompt keeps its own tokens 1..n-1 (the suffixes vary) and
     gets at 0 one of ``n_tokens`` tokens drawn uniformly from the uncommon range (seeded), prompt p the token

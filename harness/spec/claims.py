@@ -161,14 +161,6 @@ class FigureSpec:
     def matches(self, name: str) -> bool:
         return self.pattern.match(name) is not None
 
-    @property
-    def plot_kind(self) -> str | None:
-        return None if self.plot is None else self.plot.split(".")[0]
-
-    @property
-    def plot_role(self) -> str:
-        return "" if self.plot is None or "." not in self.plot else self.plot.split(".", 1)[1]
-
 
 @dataclass(frozen=True)
 class Threshold:
