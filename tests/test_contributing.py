@@ -1,16 +1,21 @@
 """docs/development.md's "Contributing" works as written: the claim its example declares beside its tests registers,
-declares every figure its test records and is collected on a bundled model; a model registers the same way."""
+declares every figure its test records, and its test runs to a verdict through the one decision rule on an interval
+(in this process on a tiny random-init model; through the suite's plugin on a bundled model, in a claims folder of its
+own); a model registers the same way."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 
+import numpy as np
 import pytest
 from pytest_runs import run_pytest
 
 from harness.files import paths
+from harness.outcome.verdict import DECIDED, ClaimNotHeld, Verdict, conclude, decide, judging
 from harness.spec import claims, models
 from harness.spec.methods_text import methods_table
 
@@ -90,6 +95,58 @@ def test_the_readme_claim_registers_and_declares_every_figure_its_test_records(r
         claims.register_claim(spec)
 
 
+def guide_test_function(name: str):
+    """The guide's test function ``name``, defined as its claims file defines it (its imports and module constants
+    run: the guide's claim must be registered first)."""
+    path, code = example("claims/test_")
+    namespace: dict = {"__name__": "guide_claims_test"}
+    exec(compile(code, path, "exec"), namespace)
+    return namespace[name]
+
+
+def test_the_guide_claim_runs_to_a_verdict_through_the_one_rule(restore_claims):
+    """The guide's test body, run as the plugin runs it (its judged criteria collected, ``conclude``, ``decide``) on a
+    tiny random-init Llama over 8 planted prompts of 32 tokens, in seconds: it ends in a verdict (held, not held or
+    inconclusive; random weights decide nothing about the paper, only that the path runs), every criterion it judges
+    is the one rule's decision on a prompt-level interval (never a point estimate, never a bare ``holds``), and it
+    records exactly the figures its declaration lists."""
+    from harness.capture.corpus import PromptSet
+    from harness.capture.progress import Progress
+    from harness.capture.session import Session
+    from harness.outcome.figures import Figures
+    from harness.spec.settings import Settings
+
+    spec = claims.register_claim(readme_entry())
+    _, test, _, _ = readme_test()
+    body = guide_test_function(test)
+    n, seq = 8, 32
+    quiet = dict(log=lambda *a: None, notice=lambda *a: None, progress=Progress(enabled=False))
+    session = Session(Settings(n_prompts=n, seq_len=seq, n_pairs=150, n_boot=50), **quiet)
+    model = session.model("tiny-llama")  # random init: no tokenizer, so its topic prompts are planted
+    ids = np.random.default_rng(0).integers(3, 250, size=(n, seq))
+    session._prompts[(model.spec.name, "topic", seq, n)] = PromptSet(ids, np.arange(n) % 4, ("a", "b", "c", "d"), "t")
+    figures = Figures(f"claims/test_guide.py::{test}[tiny-llama]", spec, model="tiny-llama", seq_len=seq, n_prompts=n)
+    error = None
+    with judging() as judged:
+        try:
+            body(model, session, figures)
+            conclude(judged)
+        except ClaimNotHeld as e:  # not held, or Inconclusive
+            error = e
+    verdict, _, reason, _ = decide("call", error)
+    assert verdict in DECIDED, (verdict, reason)
+    assert judged, "the guide's test judges no criterion through the one rule (harness.judge)"
+    for j in judged:
+        d = j.decision
+        assert d.interval is not None, f"{j.check} is decided on a point estimate: {d.describe()}"
+        assert d.interval[0] <= d.estimate <= d.interval[1] and d.criterion.startswith(("<", "≤", ">", "≥", "inside"))
+    if verdict != Verdict.HELD:
+        assert reason and "CI" in reason, reason  # the verdict says its interval and margin
+    assert [f["name"] for f in figures.reported] == [f.name for f in spec.figures]
+    ratio = figures.recorded[spec.claim_tests[test].headline[0]]
+    assert ratio["ci"] is not None and np.isfinite(ratio["value"])
+
+
 def test_the_registry_refuses_an_entry_that_contradicts_itself(restore_claims):
     spec = readme_entry()
     test = next(iter(spec.claim_tests))
@@ -114,11 +171,12 @@ def test_a_frozen_registry_refuses_a_claim(restore_claims):
 
 
 @pytest.mark.long
-def test_the_readme_claim_is_collected_on_a_bundled_model(tmp_path):
+def test_the_readme_claim_runs_through_the_plugin_on_a_bundled_model(tmp_path):
     """The guide's steps 1 and 2 in a claims folder of their own (its declaration module and its test file, the
-    catalogue pointed at it with $ABSPOS_CLAIMS_DIR), collected by the suite's plugin on smollm2-135m with
-    ``--collect-only`` (nothing is loaded): the plugin refuses a claim test whose marker names no declared claim or
-    whose declaration does not list it."""
+    catalogue pointed at it with $ABSPOS_CLAIMS_DIR): collected by the suite's plugin on smollm2-135m (it refuses a
+    claim test whose marker names no declared claim or whose declaration does not list it), then run at a small
+    setting (8 prompts of 32 tokens, its own baseline: about a minute of CPU, most of it loading the model) to a
+    verdict in results.json, decided on the one rule's interval."""
     declaration, entry = example("claims/s")
     path, test, _, _ = readme_test()
     _, code = example("claims/test_")
@@ -132,9 +190,9 @@ def test_the_readme_claim_is_collected_on_a_bundled_model(tmp_path):
         "PYTHONPATH": os.pathsep.join(p for p in (str(paths.ROOT), os.environ.get("PYTHONPATH")) if p),
         "ABSPOS_CLAIMS_DIR": str(tmp_path / "claims"),
     }
+    common = ("--models", "smollm2-135m", "--baseline-dir", str(tmp_path / "baselines"))
     done = run_pytest(
-        *("--collect-only", "-q", "--models", "smollm2-135m", "--no-report", "--report-dir", str(tmp_path / "reports")),
-        *("--baseline-dir", str(tmp_path / "baselines")),
+        *("--collect-only", "-q", "--no-report", "--report-dir", str(tmp_path / "reports"), *common),
         target=path,
         cwd=tmp_path,
         env=env,
@@ -142,6 +200,19 @@ def test_the_readme_claim_is_collected_on_a_bundled_model(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"{path}::{test}[smollm2-135m]" in done.stdout.splitlines(), done.stdout[-3000:]
+    ran = run_pytest(
+        *("-q", "--report-dir", str(tmp_path / "reports"), "--n-prompts", "8", "--seq-len", "32", *common),
+        target=path,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    out = ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert ran.returncode in (0, 1) and "Traceback" not in out, out
+    (results,) = [p for p in (tmp_path / "reports").glob("*/results.json") if not p.parent.is_symlink()]
+    (record,) = json.loads(results.read_text())["records"]
+    assert Verdict(record["verdict"]) in DECIDED, record
+    assert record["decisions"] and all(d["interval"] is not None for d in record["decisions"]), record
 
 
 def test_a_model_registers_once_under_its_name(restore_registry):

@@ -1,7 +1,7 @@
 """The harness's import graph: layered subpackages, each importing only from the layers below it, and no cycles.
 
-    files (0) < spec (1) < stats (2) < model (3) < capture (4) < outcome (5) < report (6) < run (7)
-    < the top-level modules harness/__init__.py, api.py, cli.py, submit.py (8)
+    files (0) < spec (1) < stats (2) < model (3) < capture (4) < synthetic (5) < outcome (6) < report (7) < run (8)
+    < harness/__init__.py and the top-level modules beside it (api.py, cli.py, live.py, measure.py, ...) (9)
 
 Read statically with ``ast`` (imports inside functions count too: a deferred import is still a dependency), so a
 violation fails here in milliseconds instead of as a circular-import error somewhere else. ``__main__.py`` files
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harness"
 LAYERS = ("files", "spec", "stats", "model", "capture", "synthetic", "outcome", "report", "run")
 LAYER = {name: i for i, name in enumerate(LAYERS)}
-TOP = len(LAYERS)  # harness/__init__.py, api.py, cli.py, submit.py
+TOP = len(LAYERS)  # harness/__init__.py and the top-level modules beside it
 HEAVY = ("torch", "transformers")
 
 
@@ -97,6 +97,25 @@ def test_every_subpackage_has_a_layer():
         f"subpackages without a layer: {sorted(packages - set(LAYERS))}; "
         f"layers without a subpackage: {sorted(set(LAYERS) - packages)}"
     )
+
+
+def test_the_guides_layer_table_lists_every_module():
+    """docs/development.md's layer table has a row per layer, in the order above, and names each module of
+    harness/ (``__init__`` and ``__main__`` aside) in its layer's row: the table is where a newcomer looks first."""
+    rows: dict[str, str] = {}
+    for line in (ROOT / "docs" / "development.md").read_text().splitlines():
+        if m := re.match(r"\| `(\w+)/` \| (.*) \|$", line):
+            rows[m.group(1)] = m.group(2)
+        elif line.startswith("| top-level modules |"):
+            rows["top"] = line
+    assert list(rows) == [*LAYERS, "top"], f"the layer table's rows: {list(rows)}"
+    missing = [
+        path.relative_to(ROOT).as_posix()
+        for module, path in MODULES.items()
+        if path.name not in ("__init__.py", "__main__.py")
+        and f"`{path.name}`" not in rows[module.split(".")[1] if len(module.split(".")) > 2 else "top"]
+    ]
+    assert not missing, f"modules docs/development.md's layer table does not name in their layer's row: {missing}"
 
 
 def test_no_module_imports_from_a_higher_layer():
