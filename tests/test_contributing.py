@@ -175,7 +175,7 @@ def test_the_readme_claim_runs_through_the_plugin_on_a_bundled_model(tmp_path):
     """The guide's steps 1 and 2 in a claims folder of their own (its declaration module and its test file, the
     catalogue pointed at it with $ABSPOS_CLAIMS_DIR): collected by the suite's plugin on smollm2-135m (it refuses a
     claim test whose marker names no declared claim or whose declaration does not list it), then run at a small
-    setting (8 prompts of 32 tokens, its own baseline: about a minute of CPU, most of it loading the model) to a
+    setting (12 prompts of 32 tokens, the fewest a run takes, its own baseline: about 20 s, most of it loading the model) to a
     verdict in results.json, decided on the one rule's interval."""
     declaration, entry = example("claims/s")
     path, test, _, _ = readme_test()
@@ -200,8 +200,9 @@ def test_the_readme_claim_runs_through_the_plugin_on_a_bundled_model(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"{path}::{test}[smollm2-135m]" in done.stdout.splitlines(), done.stdout[-3000:]
+    small = ("--n-prompts", "12", "--seq-len", "32", "--n-pairs", "1000")  # the smallest a run accepts
     ran = run_pytest(
-        *("-q", "--report-dir", str(tmp_path / "reports"), "--n-prompts", "8", "--seq-len", "32", *common),
+        *("-q", "--report-dir", str(tmp_path / "reports"), *small, *common),
         target=path,
         cwd=tmp_path,
         env=env,
