@@ -174,8 +174,8 @@ def test_a_frozen_registry_refuses_a_claim(restore_claims):
 def test_the_readme_claim_runs_through_the_plugin_on_a_bundled_model(tmp_path):
     """The guide's steps 1 and 2 in a claims folder of their own (its declaration module and its test file, the
     catalogue pointed at it with $ABSPOS_CLAIMS_DIR): collected by the suite's plugin on smollm2-135m (it refuses a
-    claim test whose marker names no declared claim or whose declaration does not list it), then run at a small
-    setting (12 prompts of 32 tokens, the fewest a run takes, its own baseline: about 20 s, most of it loading the model) to a
+    claim test whose marker names no declared claim or whose declaration does not list it), then run at the smallest
+    setting a run takes (12 prompts of 32 tokens, its own baseline: about 20 s, most of it loading the model) to a
     verdict in results.json, decided on the one rule's interval."""
     declaration, entry = example("claims/s")
     path, test, _, _ = readme_test()
