@@ -29,6 +29,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.spec.synthetic_sets import SYNTHETIC_ARCHITECTURES  # noqa: E402
 from harness.stats.intervals import percentile_ci  # noqa: E402
 from harness.synthetic import model as family  # noqa: E402
 from harness.synthetic.ablation import deposit_of, head_map  # noqa: E402
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--encoding", required=True, choices=family.ENCODINGS)
     ap.add_argument("--task", default="task1", choices=("task1", "task2"))
-    ap.add_argument("--arch", default="authors", choices=family.ARCHITECTURES)
+    ap.add_argument("--arch", default="authors", choices=SYNTHETIC_ARCHITECTURES)
     ap.add_argument("--size", default="paper", choices=tuple(SIZES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cuda")

@@ -100,7 +100,7 @@ def target_problem(models: str | Iterable[str] | None, claim_ids: Sequence[str])
     whose tests run on language models alone, with only synthetic sets named. What a test runs on is read from the
     registry (``harness.spec.claims.target_of``); a model its prediction does not apply to is a verdict (not
     applicable), not this."""
-    from harness.run.selection import SYNTHETIC_PURPOSE
+    from harness.spec.synthetic_sets import SYNTHETIC_PURPOSE
 
     tokens = as_names(DEFAULT_MODELS if models is None else models)
     synthetic = [t for t in tokens if t.startswith("synthetic")]

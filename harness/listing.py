@@ -10,15 +10,15 @@ import textwrap
 from typing import Callable, Mapping, Sequence
 
 from harness.notebook import aligned
-from harness.run.selection import (
+from harness.spec.applies import EVERY_MODEL, Applies, Target, family_sizes
+from harness.spec.claims import CLAIMS, ClaimSpec, target_of
+from harness.spec.models import LADDER_GROUPS, WeightsUnavailable, WrongWeights
+from harness.spec.synthetic_sets import (
     SYNTHETIC_ARCHITECTURE_WORDS,
     SYNTHETIC_ARCHITECTURES,
     SYNTHETIC_PURPOSE,
     SYNTHETIC_SIZES,
 )
-from harness.spec.applies import EVERY_MODEL, Applies, Target, family_sizes
-from harness.spec.claims import CLAIMS, ClaimSpec, target_of
-from harness.spec.models import LADDER_GROUPS, WeightsUnavailable, WrongWeights
 
 WIDTH = 100  # the terminal every listing fits
 SYNTHETIC_OPTION = "--models " + "|".join(f"synthetic-{s}" for s in SYNTHETIC_SIZES)

@@ -11,7 +11,6 @@ import pytest
 from pytest_runs import ROOT
 
 from harness import RunFailed, api, cli
-from harness.run.selection import SYNTHETIC_SIZES
 from harness.spec import catalogue
 from harness.spec.claims import (
     CLAIMS,
@@ -22,6 +21,7 @@ from harness.spec.claims import (
     expand,
     target_of,
 )
+from harness.spec.synthetic_sets import SYNTHETIC_SIZES
 
 # ---- what a test runs on: read from the tests' parameters --------------------------------------------------
 
@@ -195,3 +195,14 @@ def test_a_module_setting_only_selections_is_a_declaration_module(tmp_path):
         catalogue.declaration_files(tmp_path)  # selections alone are no catalogue
     (tmp_path / "section.py").write_text("CLAIMS = ()\n")
     assert [p.name for p in catalogue.declaration_files(tmp_path)] == ["only.py", "section.py"]
+
+
+def test_every_synthetic_set_a_run_names_is_a_size_the_training_knows():
+    """One list of sets (harness/spec/synthetic_sets.py) for the selection, the listings and the training: every size
+    a run can name has a shape and a recipe (``harness.synthetic.sizes.SIZES``, which may add depth variants of its
+    own), and the model family builds every architecture it can name."""
+    from harness.spec.synthetic_sets import SYNTHETIC_ARCHITECTURE_WORDS, SYNTHETIC_ARCHITECTURES, SYNTHETIC_PURPOSE
+    from harness.synthetic.sizes import SIZES
+
+    assert set(SYNTHETIC_SIZES) <= set(SIZES) and list(SYNTHETIC_PURPOSE) == list(SYNTHETIC_SIZES)
+    assert list(SYNTHETIC_ARCHITECTURE_WORDS) == list(SYNTHETIC_ARCHITECTURES)

@@ -23,6 +23,7 @@ from harness.spec.models import (
     names,
 )
 from harness.spec.settings import Settings, pow2_len
+from harness.spec.synthetic_sets import SYNTHETIC_ARCHITECTURES, SYNTHETIC_SIZES
 
 # the groups --models names besides LADDER_GROUPS (each read by selected_models)
 GROUP_NAMES = ("bundled", "paper", "all", "extra", "rehearsal")
@@ -30,20 +31,6 @@ GROUP_NAMES = ("bundled", "paper", "all", "extra", "rehearsal")
 
 class UsageError(ValueError):
     """A bad option or an input the run cannot use: the message is one line saying which and why."""
-
-
-SYNTHETIC_SIZES = ("smoke", "pilot", "paper")  # harness.synthetic.train.SIZES: the related paper's trained models
-SYNTHETIC_ARCHITECTURES = ("authors", "decoder")  # harness.synthetic.model.ARCHITECTURES
-#: what each size of synthetic set is for, in a reader's words (``abspos-claims models``, a claim's --models hint)
-SYNTHETIC_PURPOSE = {
-    "smoke": "seconds of training: checks the machinery, never a verdict",
-    "pilot": "the qualitative claims' verdicts: about half an hour per model on 2 CPU cores",
-    "paper": "the authors' sizes, where their numbers are judged: for a GPU",
-}
-SYNTHETIC_ARCHITECTURE_WORDS = {
-    "authors": "the authors' architecture (no causal mask, mean pooling)",
-    "decoder": "a standard causal decoder (not tested by the paper)",
-}
 
 
 def synthetic_targets(option: str) -> tuple[tuple[str, ...], str]:

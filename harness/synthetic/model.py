@@ -37,11 +37,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from harness.spec.synthetic_sets import SYNTHETIC_ARCHITECTURES
 from harness.synthetic.sizes import Shape
 from harness.synthetic.tasks import PAD
 
 ENCODINGS = ("rope", "absolute", "alibi", "relative", "nope", "rope-k1", "rope-k2", "rope-k3", "mla")
-ARCHITECTURES = ("authors", "decoder")
 
 
 def rope_heads(encoding: str, heads: int) -> int:
@@ -223,8 +223,10 @@ class PositionModel(nn.Module):
 
     def __init__(self, shape: Shape, encoding: str, arch: str):
         super().__init__()
-        if encoding not in ENCODINGS or arch not in ARCHITECTURES:
-            raise ValueError(f"encoding {encoding!r} / architecture {arch!r}: known {ENCODINGS} / {ARCHITECTURES}")
+        if encoding not in ENCODINGS or arch not in SYNTHETIC_ARCHITECTURES:
+            raise ValueError(
+                f"encoding {encoding!r} / architecture {arch!r}: known {ENCODINGS} / {SYNTHETIC_ARCHITECTURES}"
+            )
         self.shape, self.encoding, self.arch = shape, encoding, arch
         d = shape.d_model
         self.embed = nn.Embedding(shape.n_classes, d)
