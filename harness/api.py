@@ -328,7 +328,7 @@ def verify(
         claims = positional[0]
     keyword_expression(as_names(claims))  # an unknown claim before anything is made or run
     model_names(models)  # no model named (None, "", []): before anything runs, never every model
-    folder = Path(report_dir) if report_dir is not None else REPORTS  # None: the suite's own, as before
+    folder = Path(report_dir) if report_dir is not None else REPORTS  # None: the suite's own reports/
     run_id = time.strftime("run-%Y%m%d-%H%M%S") + f"-{secrets.token_hex(3)}"  # its own folder, whatever else runs
     options = [
         *settings_options(seq_len=seq_len, n_prompts=n_prompts, seed=seed, device=device, dtype=dtype, corpus=corpus),

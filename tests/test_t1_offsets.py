@@ -171,8 +171,9 @@ def t1a_verdict(session, model, prompts) -> tuple[bool, list[float]]:
 @pytest.mark.long
 @pytest.mark.slow  # two T1a probe sets at the default settings, 3 to 4 minutes on 2 cores: a design check, weekly
 def test_T1a_verdict_does_not_change_with_a_topic_neutral_token_at_zero():
-    """Fidelity review 2's done-when: on the bundled SmolLM2 (no BOS) at the default settings, T1a's verdict on its
-    offset prompts is the verdict with the token at 0 replaced by a topic-neutral word drawn per prompt."""
+    """T1a's verdict does not come from the word at position 0: on the bundled SmolLM2 (no BOS) at the default
+    settings, its verdict on the offset prompts is its verdict with the token at 0 replaced by a topic-neutral word
+    drawn per prompt."""
     from harness.capture.progress import Progress
     from harness.capture.session import Session
     from harness.spec.settings import Settings
