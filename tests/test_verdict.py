@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.outcome.claim_result import PROPERTY, ClaimResult
+from harness.outcome.claim_result import PROPERTY, ClaimResult, Target, TargetKind
+from harness.outcome.results import claim_result, target_of
 from harness.outcome.verdict import (
     ClaimNotHeld,
     KnownOutcomeMismatch,
@@ -95,6 +96,8 @@ def test_a_result_travels_as_one_json_property_and_becomes_its_record():
             "shape": {"layers": 1},
         },
         baseline={"status": "matched", "path": "b.json"},
+        target=Target(TargetKind.MODEL, "smollm2-135m"),
+        function="test_T5_x",
     )
     name, value = result.as_property()
     assert name == PROPERTY
@@ -106,6 +109,8 @@ def test_a_result_travels_as_one_json_property_and_becomes_its_record():
         "test",
         "claim",
         "model",
+        "target",
+        "function",
         "outcome",
         "verdict",
         "known_outcome",
@@ -121,8 +126,49 @@ def test_a_result_travels_as_one_json_property_and_becomes_its_record():
         "shape",
     ]
     assert record["verdict"] == "not held" and type(record["verdict"]) is str
+    assert record["target"] == {"kind": "model", "name": "smollm2-135m"} and record["function"] == "test_T5_x"
     assert record["seconds"] == 3.0 and record["forward_seconds"] == 1.5  # loading is not the test's time
     assert ClaimResult.from_report(type("Report", (), {"user_properties": []})()) is None
+    # read back from results.json: the same result, with what the run recorded after the test
+    loaded = claim_result(json.loads(json.dumps(record)))
+    assert (loaded.verdict, loaded.shown, loaded.target, loaded.function) == (
+        Verdict.NOT_HELD,
+        Verdict.UNSTABLE,  # the stability record's overlay, applied once at load
+        result.target,
+        "test_T5_x",
+    )
+    assert (loaded.outcome, loaded.figures, loaded.recorded["seconds"]) == ("xfailed", result.figures, 3.0)
+    assert loaded.to_dict() == record
+
+
+def test_a_target_is_what_the_plugin_parametrized_or_what_an_older_record_s_node_id_names():
+    assert Target.of_params({"model_name": "smollm2-135m"}) == Target(TargetKind.MODEL, "smollm2-135m")
+    assert Target.of_params({"family": "llama"}).label == "llama family"
+    assert Target.of_params({"synthetic": "synthetic-pilot-authors"}).kind == TargetKind.SYNTHETIC
+    assert Target.of_params({}) == Target() and Target().label == "(no model)"
+    older = "claims/test_s5_9_scale.py::test_T13_x[llama]"  # a record written before records named their target
+    assert target_of(older, None) == Target(TargetKind.FAMILY, "llama")
+    assert target_of("claims/a.py::test_B[synthetic-smoke-authors]", None).label == "synthetic-smoke-authors"
+    assert target_of("claims/a.py::test_A2_softmax", None) == Target()
+    assert target_of("claims/a.py::test_x[gemma3-270m]", "gemma3-270m").kind == TargetKind.MODEL
+
+
+@pytest.mark.parametrize(
+    "record, shown",
+    [  # files written before verdicts existed are read by pytest's outcome, in the loader and only there
+        ({"outcome": "passed"}, Verdict.HELD),
+        ({"outcome": "xfailed"}, Verdict.NOT_HELD),
+        ({"outcome": "failed", "reason": "ClaimNotHeld: x"}, Verdict.NOT_HELD),
+        ({"outcome": "failed", "reason": "KeyError"}, Verdict.HARNESS_ERROR),
+        ({"outcome": "skipped", "reason": "not applicable: x"}, Verdict.NOT_APPLICABLE),
+        ({"outcome": "skipped", "reason": "weights absent"}, Verdict.SKIPPED),
+        ({"outcome": "passed", "verdict": "held", "unstable": "flips"}, Verdict.UNSTABLE),
+        ({"outcome": "skipped", "verdict": "n/a", "unstable": "flips"}, Verdict.NOT_APPLICABLE),
+    ],
+)
+def test_an_older_record_is_converted_at_load(record, shown):
+    r = {"test": "claims/a.py::test_T1_x[smollm2-135m]", "claim": "T1", "model": "smollm2-135m", "figures": []}
+    assert claim_result({**r, **record}).shown == shown == Verdict.of({**r, **record})
 
 
 def test_a_record_reads_as_its_verdict_old_files_by_their_outcome():

@@ -14,6 +14,7 @@ import pytest
 from harness.outcome import stability
 from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
+from harness.outcome.results import target_of
 from harness.outcome.verdict import Verdict, words
 from harness.report.matrix import setup_failure_lines, totals_line, verdict_matrix
 from harness.report.record_text import (
@@ -151,6 +152,8 @@ class RecordCollector:
             test["model"],
             Verdict.HARNESS_ERROR,
             reason=f"{crash} (a process killed: out of memory, a time limit or a signal)",
+            target=target_of(report.nodeid, test["model"]),
+            function=parse(report.nodeid).function,
         )
         self.records.append(result.record("failed", 0.0, crashed=crash))
 
