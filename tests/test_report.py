@@ -457,8 +457,9 @@ def test_an_na_implied_by_another_check_says_so_in_the_matrix():
     spec = importlib.util.spec_from_file_location("sinks_claims", paths.ROOT / "claims" / "test_s5_1_sinks.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    implied = {"verdict": "n/a", "outcome": "skipped", "reason": mod.IMPLIED_BY_EQ7}
-    other = {"verdict": "n/a", "outcome": "skipped", "reason": "not applicable: a BOS model"}
+    record = {"test": "claims/test_s5_1_sinks.py::test_T1_x[smollm2-135m]", "claim": "T1", "model": "smollm2-135m"}
+    implied = {**record, "verdict": "n/a", "outcome": "skipped", "reason": mod.IMPLIED_BY_EQ7}
+    other = {**record, "verdict": "n/a", "outcome": "skipped", "reason": "not applicable: a BOS model"}
     assert record_text.verdict_label(implied) == "implied by EQ7"
     assert record_text.verdict_label(other) == "not applicable"
     assert record_text.verdict_text(implied, False) == "implied by EQ7"

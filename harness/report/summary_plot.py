@@ -153,7 +153,7 @@ def check_name(check: str, record: dict) -> str:
 def matched_figure(record: dict, estimate: float) -> str | None:
     """The record's scalar figure the decision's estimate is, shortened ("identity_over_causal" -> "identity/causal"),
     to tell apart two decisions of one check; None when no figure matches."""
-    name = figure_judged(record, estimate)
+    name = figure_judged(record.get("figures"), estimate)
     return None if name is None else name.replace("_over_", "/").replace("_minus_", " − ").replace("_", " ")
 
 
