@@ -20,7 +20,6 @@ VERDICT_OF_LEFT = {
     "harness/report/compare.py": 6,
     "harness/report/document.py": 3,
     "harness/report/side_by_side.py": 3,
-    "harness/report/summary_plot.py": 6,
     "harness/run/records.py": 1,
 }
 #: The readers (harness/report/ and harness/notebook.py) that still import the node-id parser (4 before).
