@@ -18,7 +18,6 @@ HARNESS = ROOT / "harness"
 VERDICT_OF_LEFT = {
     "harness/outcome/verdict.py": 3,
     "harness/report/compare.py": 6,
-    "harness/report/document.py": 3,
     "harness/report/side_by_side.py": 3,
     "harness/run/records.py": 1,
 }
