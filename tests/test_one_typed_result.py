@@ -17,12 +17,9 @@ HARNESS = ROOT / "harness"
 #: verdict.py's are its definition and the dict helpers ``changed``/``badge``/``words``.
 VERDICT_OF_LEFT = {
     "harness/outcome/verdict.py": 3,
-    "harness/report/compare.py": 6,
-    "harness/report/side_by_side.py": 3,
-    "harness/run/records.py": 1,
 }
 #: The readers (harness/report/ and harness/notebook.py) that still import the node-id parser (4 before).
-NODEID_IMPORTS_LEFT = {"harness/report/ladder.py", "harness/report/merge.py", "harness/report/side_by_side.py"}
+NODEID_IMPORTS_LEFT = {"harness/report/ladder.py", "harness/report/merge.py"}
 READERS = [*sorted((HARNESS / "report").rglob("*.py")), HARNESS / "notebook.py"]
 
 
