@@ -13,11 +13,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harness"
 
-#: Where ``Verdict.of(`` is still written under harness/, and how often (31 in 8 files before issue 58's loader).
-#: verdict.py's are its definition and the dict helpers ``changed``/``badge``/``words``.
-VERDICT_OF_LEFT = {
-    "harness/outcome/verdict.py": 3,
-}
+#: Where ``Verdict.of(`` is still written under harness/, and how often: 31 in 8 files before issue 58's loader, none
+#: now (``Verdict.of`` is gone: ``results.claim_result`` decodes a record's verdict once, at load).
+VERDICT_OF_LEFT: dict[str, int] = {}
 #: The readers (harness/report/ and harness/notebook.py) that still import the node-id parser (4 before).
 NODEID_IMPORTS_LEFT = {"harness/report/ladder.py", "harness/report/merge.py"}
 READERS = [*sorted((HARNESS / "report").rglob("*.py")), HARNESS / "notebook.py"]

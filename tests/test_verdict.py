@@ -168,20 +168,13 @@ def test_a_target_is_what_the_plugin_parametrized_or_what_an_older_record_s_node
 )
 def test_an_older_record_is_converted_at_load(record, shown):
     r = {"test": "claims/a.py::test_T1_x[smollm2-135m]", "claim": "T1", "model": "smollm2-135m", "figures": []}
-    assert claim_result({**r, **record}).shown == shown == Verdict.of({**r, **record})
+    assert claim_result({**r, **record}).shown is shown
 
 
-def test_a_record_reads_as_its_verdict_old_files_by_their_outcome():
-    assert Verdict.of({"verdict": "held"}) is Verdict.HELD
-    assert Verdict.of({"verdict": "not held", "unstable": "flips"}) is Verdict.UNSTABLE
-    assert Verdict.of({"verdict": "n/a", "unstable": "flips"}) is Verdict.NOT_APPLICABLE
-    assert Verdict.of({"outcome": "xfailed"}) is Verdict.NOT_HELD
-    assert Verdict.of({"outcome": "failed", "reason": "x.ClaimNotHeld: no"}) is Verdict.NOT_HELD
-    assert Verdict.of({"outcome": "failed", "reason": "RuntimeError"}) is Verdict.HARNESS_ERROR
-    assert Verdict.of({"outcome": "skipped", "reason": "not applicable to x"}) is Verdict.NOT_APPLICABLE
-    assert Verdict.of({"outcome": "skipped", "reason": "weights absent"}) is Verdict.SKIPPED
+def test_a_record_with_an_unknown_verdict_is_refused_and_every_verdict_is_described():
+    r = {"test": "claims/a.py::test_T1_x[smollm2-135m]", "claim": "T1", "model": "smollm2-135m", "figures": []}
     with pytest.raises(ValueError):
-        Verdict.of({"verdict": "within"})
+        claim_result({**r, "verdict": "within"})
     assert all(v.meaning and v.label and v.css for v in Verdict)
 
 
@@ -282,7 +275,7 @@ def test_the_terminal_gives_one_line_per_test_with_its_deciding_figure_and_thres
     against the criterion, seconds; the not-applicable ones counted in one line."""
     records = json.loads((ROOT / "reports" / "example" / "results.json").read_text())["records"]
     lines = RecordCollector.test_lines(SimpleNamespace(records=records))
-    n_a = sum(Verdict.of(r) == Verdict.NOT_APPLICABLE for r in records)
+    n_a = sum(claim_result(r).shown == Verdict.NOT_APPLICABLE for r in records)
     folded = {r.get("model") for r in records if r["claim"].startswith("EQ")}  # every property check held here
     assert len([r for r in records if r["claim"].startswith("EQ")]) > len(folded)
     assert sum(line.startswith("EQ2,EQ3,EQ7 ") for line in lines) == len(folded) - 1  # and EQ3 without a model
@@ -291,7 +284,7 @@ def test_the_terminal_gives_one_line_per_test_with_its_deciding_figure_and_thres
     t6 = next(r for r in records if r["test"].endswith("test_T6_bidirectional_attention_reduces_leakage[smollm2-135m]"))
     d = t6["decisions"][0]
     line = next(x for x in lines if x.startswith("T6 ") and "smollm2-135m" in x and d["criterion"] in x)
-    assert line.split()[2] == Verdict.of(t6).label.split()[0] and line.endswith(f"{t6['seconds']:.0f} s")
+    assert line.split()[2] == claim_result(t6).shown.label.split()[0] and line.endswith(f"{t6['seconds']:.0f} s")
     assert f"[{d['interval'][0]:.4g}, {d['interval'][1]:.4g}] vs {d['criterion']}" in line
     first_claims = [x.split()[0].split(",")[0] for x in lines[:-1]]
     assert lines[0].startswith("EQ") and first_claims == sorted(first_claims, key=list(CLAIMS).index)

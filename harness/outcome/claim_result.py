@@ -37,7 +37,7 @@ class Record(TypedDict, total=False):
     target: dict[str, str]  # what it ran on: {"kind": a ``TargetKind``, "name": ...} (older files: from the node id)
     function: str  # the test function's name (older files: from the node id)
     outcome: str  # pytest's outcome: "passed", "failed", "skipped" or "xfailed"
-    verdict: str  # a ``Verdict``'s value, never "unstable" (``Verdict.of`` shows it where the stability record says)
+    verdict: str  # a ``Verdict``'s value, never "unstable" (``ClaimResult.shown`` applies the stability record)
     known_outcome: bool  # a recorded known outcome (fixtures/known_outcomes.json) expected it not to hold
     check: str | None  # the failing assertion (``ClaimNotHeld.check``), None where none failed
     reason: str  # the ClaimNotHeld message, the skip or n/a reason, or the error ("" when it held)
@@ -142,7 +142,10 @@ class ClaimResult:
 
     @property
     def changed(self) -> bool:
-        """Whether its verdict differs from its record (``harness.outcome.verdict.changed``'s rule)."""
+        """Whether its verdict differs from its record: held where a known outcome records a not held or inconclusive
+        (stale), or a not held or inconclusive that no known outcome records at its criterion, on a model with recorded
+        outcomes. A verdict on a model without a record is no change, nor is a harness error (no verdict), an n/a, a
+        skip or a rehearsal; seed instability (``shown``) is not the record's and is ignored."""
         if self.verdict == Verdict.STALE:
             return True
         return (
@@ -151,7 +154,8 @@ class ClaimResult:
 
     @property
     def badge(self) -> str:
-        """What follows its verdict's label (``harness.outcome.verdict.badge``'s words)."""
+        """What follows its verdict's label: " · changed since the record" where it differs from its record, " (no
+        record for this model)" where it is not held or inconclusive on a model without recorded outcomes, else ""."""
         if self.changed:
             return f" · {CHANGED}"
         unrecorded = self.unrecorded and self.verdict in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE)

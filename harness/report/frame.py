@@ -3,7 +3,7 @@ CSV or a JSON file: every column one kind of thing, so a frame filters and aggre
 
 - ``verdict``: the ``Verdict`` value the report counts ("held", "not held", "inconclusive", "n/a", "unstable", ...),
   nothing folded in; ``recorded`` (a known outcome records this verdict), ``changed`` (it differs from its record:
-  ``verdict.changed``) and ``unrecorded`` (its model has no recorded outcomes) beside it.
+  ``ClaimResult.changed``) and ``unrecorded`` (its model has no recorded outcomes) beside it.
 - ``value``: a number (NaN where the figure is not one); ``values``: a figure that is not one number (a vector, a
   table, a flag), as recorded.
 - ``paper`` and ``paper_model``: the registry's number for the figure, on the run's model where the paper reports

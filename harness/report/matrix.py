@@ -50,7 +50,7 @@ TOTALS = {
 
 def totals_line(records: list) -> str:
     """Every test's verdict counted: "N claim tests on M models: a held · b not held · ...", and "· c changed since
-    the record" where any verdict differs from its record (``verdict.changed``)."""
+    the record" where any verdict differs from its record (``ClaimResult.changed``)."""
     results = [loaded(r) for r in records]
     counts = Counter(r.shown for r in results)
     moved = sum(r.changed for r in results)
