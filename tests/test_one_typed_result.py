@@ -17,7 +17,7 @@ HARNESS = ROOT / "harness"
 #: now (``Verdict.of`` is gone: ``results.claim_result`` decodes a record's verdict once, at load).
 VERDICT_OF_LEFT: dict[str, int] = {}
 #: The readers (harness/report/ and harness/notebook.py) that still import the node-id parser (4 before).
-NODEID_IMPORTS_LEFT = {"harness/report/ladder.py", "harness/report/merge.py"}
+NODEID_IMPORTS_LEFT = {"harness/report/ladder.py"}
 READERS = [*sorted((HARNESS / "report").rglob("*.py")), HARNESS / "notebook.py"]
 
 

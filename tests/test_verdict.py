@@ -151,6 +151,9 @@ def test_a_target_is_what_the_plugin_parametrized_or_what_an_older_record_s_node
     assert target_of("claims/a.py::test_B[synthetic-smoke-authors]", None).label == "synthetic-smoke-authors"
     assert target_of("claims/a.py::test_A2_softmax", None) == Target()
     assert target_of("claims/a.py::test_x[gemma3-270m]", "gemma3-270m").kind == TargetKind.MODEL
+    for nodeid, model in ((older, None), ("claims/a.py::test_A2_softmax", None), ("claims/a.py::test_x[m-1]", "m-1")):
+        loaded = claim_result({"test": nodeid, "claim": "T13", "model": model, "verdict": "held", "figures": []})
+        assert loaded.name == nodeid.split("::")[-1]  # the node id's last part, from the typed target
 
 
 @pytest.mark.parametrize(

@@ -136,6 +136,12 @@ class ClaimResult:
     recorded: dict[str, Any] = field(default_factory=dict)  # a loaded record's other keys (times, shape, crash, ...)
 
     @property
+    def name(self) -> str:
+        """The test as its node id's last part names it: the function and, where it has one, its target in brackets
+        ("test_T13_x[llama]")."""
+        return f"{self.function}[{self.target.name}]" if self.target.name else self.function
+
+    @property
     def shown(self) -> Verdict:
         """The verdict as a report shows it: UNSTABLE where the stability record says a decided verdict flips."""
         return Verdict.UNSTABLE if self.unstable and self.verdict in DECIDED else self.verdict

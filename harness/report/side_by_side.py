@@ -98,7 +98,7 @@ def sides(specs: list[str]) -> tuple[Side, Side]:
 def match_key(r: ClaimResult) -> str:
     """What a record is matched by across sides: the test function; for a model-free record (a property without a
     model, a family-level test per family, a synthetic set), the function with its target: "test_x[llama]"."""
-    return r.function if r.model or not r.target.name else f"{r.function}[{r.target.name}]"
+    return r.function if r.model else r.name
 
 
 def side_records(s: Side) -> dict:
