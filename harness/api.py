@@ -31,7 +31,7 @@ from harness.notebook import Verdicts
 from harness.notebook import aligned as aligned  # the plain-text tables of the command line too
 from harness.notebook import headline as headline
 from harness.notebook import verdict_record as verdict_record
-from harness.outcome.results import ResultsFileError, load_results
+from harness.outcome.results import ResultsFileError, load_run
 from harness.report.matrix import totals_line
 from harness.run import signals
 from harness.spec.claims import claim, expand, target_of
@@ -355,15 +355,15 @@ def verify(
     if code == 4 or after is None or after == before:
         raise RunFailed(last or f"pytest exited with code {code} and wrote no results", code)
     try:
-        results = load_results(after[0])
+        run = load_run(after[0])
     except ResultsFileError as e:
         raise RunFailed(str(e), code) from None
     report = after[0].parent / "report.md"
-    verdicts = Verdicts.from_results(results, report if report.exists() else None, after[0].parent)
+    verdicts = Verdicts.from_results(run, report if report.exists() else None, after[0].parent)
     if progress is not None:  # pytest's own closing lines, which the progress line stood in for
         html = after[0].parent / "report.html"
         built = f"{html} (and report.md)" if html.exists() else verdicts.report
-        print(f"abspos total: {totals_line(results['records']).strip('*')}")
+        print(f"abspos total: {totals_line(run.records).strip('*')}")
         print(f"abspos report: {built or f'none built; the results are in {after[0]}'}")
     return verdicts
 

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 from urllib.parse import unquote
 
-from harness.outcome.results import load_results
-from harness.outcome.verdict import CHANGED, Verdict, changed, words
+from harness.outcome.claim_result import TargetKind
+from harness.outcome.results import RunResult, load_run, loaded
+from harness.outcome.verdict import CHANGED, Verdict
 from harness.report import frame
 from harness.report.matrix import TOTALS
-from harness.report.record_text import claim_key, deciding, headline_cell, model_label, test_name
+from harness.report.record_text import AnyRecord, claim_key, decision_at, headline_of
 from harness.report.render import md_escape, to_markdown
 from harness.spec.claims import claim, claim_test
-from harness.spec.models import FAMILIES
 
 PANDAS_MISSING = 'pandas is not installed: pip install -e ".[notebook]"'
 
@@ -39,7 +39,7 @@ def headline(test: str, figures: list) -> dict:
     return {n: values[n] for n in (c.headline if c else ()) if n in values}
 
 
-def verdict_record(r: dict) -> dict:
+def verdict_record(r: AnyRecord) -> dict:
     """One plain record of a results.json record: claim, test (function name), model, verdict (its ``Verdict``
     value: "held", "not held", "n/a", ..., nothing folded in), recorded (a known outcome records this verdict),
     changed (it differs from its record), unrecorded (its model has no recorded outcomes), verdict_words (as a report
@@ -47,28 +47,32 @@ def verdict_record(r: dict) -> dict:
     figures (the record's figure list: name, value, paper, ci, note), margin (the deciding criterion's, None where no
     criterion decided it) and decisions (every criterion the one rule decided: check, verdict, estimate, interval,
     criterion, margin, prompts_to_decide)."""
-    test, figures = test_name(r), list(r.get("figures") or [])
+    r = loaded(r)
+    test, figures = r.function, list(r.figures)
     return {
-        "claim": r["claim"],
+        "claim": r.claim,
         "test": test,
-        "model": model_label(r),
-        "verdict": Verdict.of(r).value,
-        "recorded": bool(r.get("known_outcome", r.get("outcome") == "xfailed")),
-        "changed": changed(r),
-        "unrecorded": bool(r.get("unrecorded")),
-        "verdict_words": words(r),
-        "reason": r.get("reason") or "",
+        "model": r.target.label,
+        "verdict": r.shown.value,
+        "recorded": r.known_outcome,
+        "changed": r.changed,
+        "unrecorded": r.unrecorded,
+        "verdict_words": r.shown.label + r.badge,
+        "reason": r.reason,
         "headline": headline(test, figures),
         "figures": figures,
-        "margin": r.get("margin"),
-        "decisions": list(r.get("decisions") or []),
+        "margin": r.margin,
+        "decisions": list(r.decisions),
     }
 
 
 def headline_text(rec: dict) -> str:
     """The headline as the report's lead table shows it ("words (unit): value [lo, hi]")."""
     c = claim_test(rec["test"])
-    return headline_cell(rec, c.headline if c else tuple(rec["headline"]), c.column if c else None)
+    decided = decision_at(rec.get("margin"), rec.get("decisions"))
+    return headline_of(
+        rec.get("figures"), decided, c.headline if c else tuple(rec["headline"]), c.column if c else None
+    )
 
 
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -97,7 +101,7 @@ def decision_rows(records: Iterable[dict]) -> list[tuple]:
     deciding one."""
     rows = []
     for v in records:
-        decided_by = deciding(v)
+        decided_by = decision_at(v.get("margin"), v.get("decisions"))
         for d in v.get("decisions") or ():
             low, high = scalar_pair(d.get("interval"))
             rows.append(
@@ -128,11 +132,10 @@ def figure_files(folder: Path, claim_id: str) -> list[Path]:
     return sorted(files, key=lambda p: titles.index(p.name) if p.name in titles else len(titles))
 
 
-def models_of(records: Iterable[dict], order: Sequence[str]) -> list[str]:
-    """The models the records ran on, in the run's order (a family or "(no model)" label is not a model)."""
-    seen = dict.fromkeys(
-        m for m in (v["model"] for v in records) if m != "(no model)" and m.removesuffix(" family") not in FAMILIES
-    )
+def models_of(records: Iterable[dict], kinds: dict[str, TargetKind], order: Sequence[str]) -> list[str]:
+    """The models the records ran on (``kinds``: each record's target kind by its label; a model or a synthetic set,
+    not a family or no model), in the run's order."""
+    seen = dict.fromkeys(m for m in (v["model"] for v in records) if kinds.get(m) in MODELS)
     rank = {m: i for i, m in enumerate(order)}
     return sorted(seen, key=lambda m: rank.get(m, len(rank)))
 
@@ -150,13 +153,15 @@ def counted(records: Iterable[dict]) -> str:
 
 
 TABLE = ("claim", "test", "model", "verdict", "headline")
+MODELS = (TargetKind.MODEL, TargetKind.SYNTHETIC)  # the targets a repr counts as models
 MODELS_NAMED = 4  # a repr names at most this many models, then "+N more"
 
 
 class Verdicts(list):
     """The verdicts of a claims run: one plain dict per claim test and model (``verdict_record``), in claim order.
     ``results`` is the whole results.json; ``report`` the path of its report.md (None when there is none); ``folder``
-    the run folder, where ``show`` finds the plots (None for verdicts read from no folder)."""
+    the run folder, where ``show`` finds the plots (None for verdicts read from no folder); ``kinds`` each model
+    label's target kind (``TargetKind``)."""
 
     def __init__(
         self,
@@ -164,18 +169,22 @@ class Verdicts(list):
         results: dict | None = None,
         report: Path | None = None,
         folder: Path | None = None,
+        kinds: dict[str, TargetKind] | None = None,
     ):
         super().__init__(records)
         self.results, self.report = results if results is not None else {}, report
         self.folder = folder if folder is not None else report.parent if report is not None else None
+        self.kinds = kinds if kinds is not None else {}
 
     @classmethod
-    def from_results(cls, results: dict, report: Path | None = None, folder: Path | None = None) -> Verdicts:
-        records = sorted(
-            (verdict_record(r) for r in results["records"]),
-            key=lambda v: (claim_key(v["claim"]), v["test"], v["model"]),
-        )
-        return cls(records, results, report, folder)
+    def from_results(
+        cls, results: RunResult | dict, report: Path | None = None, folder: Path | None = None
+    ) -> Verdicts:
+        """The verdicts of a loaded run (``load_run``; a results.json dict is loaded here)."""
+        typed = results.records if isinstance(results, RunResult) else tuple(map(loaded, results["records"]))
+        records = sorted(map(verdict_record, typed), key=lambda v: (claim_key(v["claim"]), v["test"], v["model"]))
+        file = dict(results.file) if isinstance(results, RunResult) else results
+        return cls(records, file, report, folder, {r.target.label: r.target.kind for r in typed})
 
     @classmethod
     def load(cls, path: str | Path) -> Verdicts:
@@ -183,10 +192,10 @@ class Verdicts(list):
         (``FileNotFoundError`` for anything else; ``ResultsFileError`` for a results.json that is not a claims run)."""
         results_file = run_results(path)
         report = results_file.parent / "report.md"
-        return cls.from_results(load_results(results_file), report if report.is_file() else None, results_file.parent)
+        return cls.from_results(load_run(results_file), report if report.is_file() else None, results_file.parent)
 
     def _like(self, records: Iterable[dict]) -> Verdicts:
-        return Verdicts(records, self.results, self.report, self.folder)
+        return Verdicts(records, self.results, self.report, self.folder, self.kinds)
 
     def held(self) -> Verdicts:
         return self._like(v for v in self if v["verdict"] == Verdict.HELD)
@@ -212,7 +221,7 @@ class Verdicts(list):
     def __repr__(self) -> str:
         if not self:
             return "Verdicts: no tests"
-        models = models_of(self, self.results.get("models") or ())
+        models = models_of(self, self.kinds, self.results.get("models") or ())
         more = len(models) - MODELS_NAMED
         named = ", ".join(models[:MODELS_NAMED]) + (f", +{more} more" if more > 0 else "")
         on = f" on {len(models)} model{'s' * (len(models) != 1)} ({named})" if models else ""

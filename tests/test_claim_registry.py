@@ -387,10 +387,10 @@ def test_report_says_which_paper_values_were_judged_and_which_only_reported():
             {"name": "identity_over_causal", "value": 2.5},
         ],
     }
-    text = paper_checks(record)
+    text = paper_checks(record["claim"], record["model"], record["figures"])
     assert "within the paper's value: mean_delta_causal within 0.0153 ± 0.00383" in text
     assert "mean_delta_bidirectional reported, not judged (measured on 128-token prompts" in text
-    assert paper_checks({**record, "model": "smollm2-135m"}) == ""
+    assert paper_checks(record["claim"], "smollm2-135m", record["figures"]) == ""
 
 
 def test_every_headline_figure_is_named_in_words_with_its_unit():

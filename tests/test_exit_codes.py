@@ -16,7 +16,8 @@ from pytest_runs import ROOT, run_pytest
 
 from harness.model.reference_parse import parse
 from harness.outcome import known_outcomes
-from harness.outcome.verdict import ClaimNotHeld, Inconclusive, Verdict, decide, words
+from harness.outcome.results import loaded
+from harness.outcome.verdict import ClaimNotHeld, Inconclusive, Verdict, decide
 from harness.run.records import HARNESS_ERROR_EXIT
 from harness.spec.models import REGISTRY, get_spec, register_model
 
@@ -53,11 +54,16 @@ def test_a_not_held_on_a_model_without_a_record_is_its_verdict_and_worded_so():
     assert decide("call", None, not_held=Inconclusive("straddles", "t: x"), unrecorded=True)[0] == Verdict.INCONCLUSIVE
     assert decide("call", None, unrecorded=True)[0] == Verdict.HELD
     assert decide("call", RuntimeError("boom"), unrecorded=True)[0] == Verdict.HARNESS_ERROR  # still an error
-    assert words({"verdict": "not held", "unrecorded": True}) == "not held (no record for this model)"
-    assert words({"verdict": "inconclusive", "unrecorded": True}) == "inconclusive (no record for this model)"
-    assert words({"verdict": "held", "unrecorded": True}) == "held"
-    assert words({"verdict": "not held", "known_outcome": True}) == "not held"  # as recorded: no mark
-    assert words({"verdict": "not held"}) == "not held · changed since the record"
+
+    def words(**record) -> str:  # as the report and the terminal word a loaded record's verdict
+        r = loaded({"test": "claims/a.py::test_T6_x[smollm2-135m]", "claim": "T6", "figures": [], **record})
+        return r.shown.label + r.badge
+
+    assert words(verdict="not held", unrecorded=True) == "not held (no record for this model)"
+    assert words(verdict="inconclusive", unrecorded=True) == "inconclusive (no record for this model)"
+    assert words(verdict="held", unrecorded=True) == "held"
+    assert words(verdict="not held", known_outcome=True) == "not held"  # as recorded: no mark
+    assert words(verdict="not held") == "not held · changed since the record"
 
 
 def test_which_models_have_no_record(tmp_path):

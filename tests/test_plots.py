@@ -19,6 +19,7 @@ pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
 from harness.files.paths import REPORTS  # noqa: E402
+from harness.outcome.results import loaded  # noqa: E402
 from harness.outcome.verdict import DECIDED, Verdict  # noqa: E402
 from harness.report import document, plot_style, plots, record_text, summary_plot  # noqa: E402
 from harness.spec.claims import CLAIMS  # noqa: E402
@@ -445,7 +446,7 @@ def test_summary_has_one_row_per_test_and_model_of_the_example_run(example):
     shown = [
         r
         for r in example["records"]
-        if Verdict.of(r) in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE) and not record_text.is_property_check(r)
+        if loaded(r).shown in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE) and not record_text.is_property_check(r)
     ]
     rows = summary_plot.summary_rows(example)
     drawn = [r for r in rows if math.isfinite(r.estimate)]

@@ -192,6 +192,7 @@ def {test}(model_name, figures):
 def test_the_report_never_labels_a_rehearsal_held_or_not_held():
     label = Verdict.REHEARSED.label
     assert "held" not in label.replace("rehearsed", "") and Verdict.REHEARSED.css not in ("held", "not")
-    r = {"verdict": "rehearsed", "outcome": "passed", "reason": "rehearsal of llama-3.2-1b ..., would read: held"}
+    r = {"test": "claims/a.py::test_T5_x[llama-3.2-1b-rehearsal]", "claim": "T5", "model": "llama-3.2-1b-rehearsal"}
+    r |= {"verdict": "rehearsed", "outcome": "passed", "reason": "rehearsal of llama-3.2-1b ..., would read: held"}
     assert verdict_text(r, True).startswith(label + ": rehearsal of")
     assert verdict_text({**r, "unstable": "flips"}, False) == label  # never "unstable" (read from held / not held)

@@ -457,8 +457,9 @@ def test_an_na_implied_by_another_check_says_so_in_the_matrix():
     spec = importlib.util.spec_from_file_location("sinks_claims", paths.ROOT / "claims" / "test_s5_1_sinks.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    implied = {"verdict": "n/a", "outcome": "skipped", "reason": mod.IMPLIED_BY_EQ7}
-    other = {"verdict": "n/a", "outcome": "skipped", "reason": "not applicable: a BOS model"}
+    record = {"test": "claims/test_s5_1_sinks.py::test_T1_x[smollm2-135m]", "claim": "T1", "model": "smollm2-135m"}
+    implied = {**record, "verdict": "n/a", "outcome": "skipped", "reason": mod.IMPLIED_BY_EQ7}
+    other = {**record, "verdict": "n/a", "outcome": "skipped", "reason": "not applicable: a BOS model"}
     assert record_text.verdict_label(implied) == "implied by EQ7"
     assert record_text.verdict_label(other) == "not applicable"
     assert record_text.verdict_text(implied, False) == "implied by EQ7"
@@ -469,7 +470,8 @@ def test_a_changed_verdict_is_badged_and_counted_and_an_as_recorded_one_is_not_m
     one records a not held (stale), carry "changed since the record" in the matrix, the lead table and the figure rows
     of report.md, report.html and summary.md, and the totals line counts them; a not held that repeats its record,
     a held, and a not held on a model without a record carry no such mark (and no "as recorded" anywhere)."""
-    from harness.outcome.verdict import CHANGED, changed, words
+    from harness.outcome.results import loaded
+    from harness.outcome.verdict import CHANGED
     from harness.report import document
     from harness.report.render import to_html, to_markdown
 
@@ -484,9 +486,11 @@ def test_a_changed_verdict_is_badged_and_counted_and_an_as_recorded_one_is_not_m
         one("test_held", "held"),
         one("test_mine", "not held", unrecorded=True),
     ]
-    assert [changed(r) for r in records] == [True, False, True, False, False]
-    assert words(records[0]) == "not held · changed since the record" and words(records[1]) == "not held"
-    assert words(records[4]) == "not held (no record for this model)"
+    results = [loaded(r) for r in records]
+    words = [r.shown.label + r.badge for r in results]
+    assert [r.changed for r in results] == [True, False, True, False, False]
+    assert words[0] == "not held · changed since the record" and words[1] == "not held"
+    assert words[4] == "not held (no record for this model)"
     results = {"records": records, "models": ["smollm2-135m"], "settings": {"device": "cpu"}}
     md = to_markdown(document.document(results, [], tmp_path), tmp_path)
     html_text = to_html(document.document(results, [], tmp_path))

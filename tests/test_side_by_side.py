@@ -10,7 +10,7 @@ import pytest
 from test_report import fig, rec  # the synthetic record builders of the report's tests
 
 from harness.files import paths
-from harness.outcome.verdict import Verdict
+from harness.outcome.results import loaded
 from harness.report import cli as report_cli
 from harness.report.side_by_side import PAIR, pair_rows, sides
 
@@ -224,7 +224,7 @@ def test_the_committed_example_side_by_side_shows_each_models_verdicts(tmp_path,
 
     def verdicts(model: str) -> dict:  # a family-level record (T13) only on its family's side
         return {
-            r["test"].split("::")[-1].replace(f"[{model}]", ""): Verdict.of(r)
+            r["test"].split("::")[-1].replace(f"[{model}]", ""): loaded(r).shown
             for r in records
             if r["model"] == model
             or (

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.outcome.claim_result import PROPERTY, ClaimResult
+from harness.outcome.claim_result import PROPERTY, ClaimResult, Target, TargetKind
+from harness.outcome.results import claim_result, target_of
 from harness.outcome.verdict import (
     ClaimNotHeld,
     KnownOutcomeMismatch,
@@ -95,6 +96,8 @@ def test_a_result_travels_as_one_json_property_and_becomes_its_record():
             "shape": {"layers": 1},
         },
         baseline={"status": "matched", "path": "b.json"},
+        target=Target(TargetKind.MODEL, "smollm2-135m"),
+        function="test_T5_x",
     )
     name, value = result.as_property()
     assert name == PROPERTY
@@ -106,6 +109,8 @@ def test_a_result_travels_as_one_json_property_and_becomes_its_record():
         "test",
         "claim",
         "model",
+        "target",
+        "function",
         "outcome",
         "verdict",
         "known_outcome",
@@ -121,21 +126,58 @@ def test_a_result_travels_as_one_json_property_and_becomes_its_record():
         "shape",
     ]
     assert record["verdict"] == "not held" and type(record["verdict"]) is str
+    assert record["target"] == {"kind": "model", "name": "smollm2-135m"} and record["function"] == "test_T5_x"
     assert record["seconds"] == 3.0 and record["forward_seconds"] == 1.5  # loading is not the test's time
     assert ClaimResult.from_report(type("Report", (), {"user_properties": []})()) is None
+    # read back from results.json: the same result, with what the run recorded after the test
+    loaded = claim_result(json.loads(json.dumps(record)))
+    assert (loaded.verdict, loaded.shown, loaded.target, loaded.function) == (
+        Verdict.NOT_HELD,
+        Verdict.UNSTABLE,  # the stability record's overlay, applied once at load
+        result.target,
+        "test_T5_x",
+    )
+    assert (loaded.outcome, loaded.figures, loaded.recorded["seconds"]) == ("xfailed", result.figures, 3.0)
+    assert loaded.to_dict() == record
 
 
-def test_a_record_reads_as_its_verdict_old_files_by_their_outcome():
-    assert Verdict.of({"verdict": "held"}) is Verdict.HELD
-    assert Verdict.of({"verdict": "not held", "unstable": "flips"}) is Verdict.UNSTABLE
-    assert Verdict.of({"verdict": "n/a", "unstable": "flips"}) is Verdict.NOT_APPLICABLE
-    assert Verdict.of({"outcome": "xfailed"}) is Verdict.NOT_HELD
-    assert Verdict.of({"outcome": "failed", "reason": "x.ClaimNotHeld: no"}) is Verdict.NOT_HELD
-    assert Verdict.of({"outcome": "failed", "reason": "RuntimeError"}) is Verdict.HARNESS_ERROR
-    assert Verdict.of({"outcome": "skipped", "reason": "not applicable to x"}) is Verdict.NOT_APPLICABLE
-    assert Verdict.of({"outcome": "skipped", "reason": "weights absent"}) is Verdict.SKIPPED
+def test_a_target_is_what_the_plugin_parametrized_or_what_an_older_record_s_node_id_names():
+    assert Target.of_params({"model_name": "smollm2-135m"}) == Target(TargetKind.MODEL, "smollm2-135m")
+    assert Target.of_params({"family": "llama"}).label == "llama family"
+    assert Target.of_params({"synthetic": "synthetic-pilot-authors"}).kind == TargetKind.SYNTHETIC
+    assert Target.of_params({}) == Target() and Target().label == "(no model)"
+    older = "claims/test_s5_9_scale.py::test_T13_x[llama]"  # a record written before records named their target
+    assert target_of(older, None) == Target(TargetKind.FAMILY, "llama")
+    assert target_of("claims/a.py::test_B[synthetic-smoke-authors]", None).label == "synthetic-smoke-authors"
+    assert target_of("claims/a.py::test_A2_softmax", None) == Target()
+    assert target_of("claims/a.py::test_x[gemma3-270m]", "gemma3-270m").kind == TargetKind.MODEL
+    for nodeid, model in ((older, None), ("claims/a.py::test_A2_softmax", None), ("claims/a.py::test_x[m-1]", "m-1")):
+        loaded = claim_result({"test": nodeid, "claim": "T13", "model": model, "verdict": "held", "figures": []})
+        assert loaded.name == nodeid.split("::")[-1]  # the node id's last part, from the typed target
+
+
+@pytest.mark.parametrize(
+    "record, shown",
+    [  # files written before verdicts existed are read by pytest's outcome, in the loader and only there
+        ({"outcome": "passed"}, Verdict.HELD),
+        ({"outcome": "xfailed"}, Verdict.NOT_HELD),
+        ({"outcome": "failed", "reason": "ClaimNotHeld: x"}, Verdict.NOT_HELD),
+        ({"outcome": "failed", "reason": "KeyError"}, Verdict.HARNESS_ERROR),
+        ({"outcome": "skipped", "reason": "not applicable: x"}, Verdict.NOT_APPLICABLE),
+        ({"outcome": "skipped", "reason": "weights absent"}, Verdict.SKIPPED),
+        ({"outcome": "passed", "verdict": "held", "unstable": "flips"}, Verdict.UNSTABLE),
+        ({"outcome": "skipped", "verdict": "n/a", "unstable": "flips"}, Verdict.NOT_APPLICABLE),
+    ],
+)
+def test_an_older_record_is_converted_at_load(record, shown):
+    r = {"test": "claims/a.py::test_T1_x[smollm2-135m]", "claim": "T1", "model": "smollm2-135m", "figures": []}
+    assert claim_result({**r, **record}).shown is shown
+
+
+def test_a_record_with_an_unknown_verdict_is_refused_and_every_verdict_is_described():
+    r = {"test": "claims/a.py::test_T1_x[smollm2-135m]", "claim": "T1", "model": "smollm2-135m", "figures": []}
     with pytest.raises(ValueError):
-        Verdict.of({"verdict": "within"})
+        claim_result({**r, "verdict": "within"})
     assert all(v.meaning and v.label and v.css for v in Verdict)
 
 
@@ -236,7 +278,7 @@ def test_the_terminal_gives_one_line_per_test_with_its_deciding_figure_and_thres
     against the criterion, seconds; the not-applicable ones counted in one line."""
     records = json.loads((ROOT / "reports" / "example" / "results.json").read_text())["records"]
     lines = RecordCollector.test_lines(SimpleNamespace(records=records))
-    n_a = sum(Verdict.of(r) == Verdict.NOT_APPLICABLE for r in records)
+    n_a = sum(claim_result(r).shown == Verdict.NOT_APPLICABLE for r in records)
     folded = {r.get("model") for r in records if r["claim"].startswith("EQ")}  # every property check held here
     assert len([r for r in records if r["claim"].startswith("EQ")]) > len(folded)
     assert sum(line.startswith("EQ2,EQ3,EQ7 ") for line in lines) == len(folded) - 1  # and EQ3 without a model
@@ -245,7 +287,7 @@ def test_the_terminal_gives_one_line_per_test_with_its_deciding_figure_and_thres
     t6 = next(r for r in records if r["test"].endswith("test_T6_bidirectional_attention_reduces_leakage[smollm2-135m]"))
     d = t6["decisions"][0]
     line = next(x for x in lines if x.startswith("T6 ") and "smollm2-135m" in x and d["criterion"] in x)
-    assert line.split()[2] == Verdict.of(t6).label.split()[0] and line.endswith(f"{t6['seconds']:.0f} s")
+    assert line.split()[2] == claim_result(t6).shown.label.split()[0] and line.endswith(f"{t6['seconds']:.0f} s")
     assert f"[{d['interval'][0]:.4g}, {d['interval'][1]:.4g}] vs {d['criterion']}" in line
     first_claims = [x.split()[0].split(",")[0] for x in lines[:-1]]
     assert lines[0].startswith("EQ") and first_claims == sorted(first_claims, key=list(CLAIMS).index)

@@ -5,54 +5,19 @@ invalid or foreign file is a ``ResultsFileError`` whose message is one line nami
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Required, TypedDict, cast
+from typing import Any, cast
 
 from harness.files.atomic import JSONFileError, read_json
+from harness.outcome.claim_result import RECORD_KEYS, ClaimResult, Figure, Record, Target, TargetKind
+from harness.outcome.nodeid import parse
 from harness.outcome.verdict import Verdict
+from harness.spec.models import FAMILIES
+from harness.spec.settings import Settings
 
-
-class Figure(TypedDict, total=False):
-    """One number a claim test measured (``harness.outcome.figures.Figures.add``)."""
-
-    name: Required[str]  # as the claim's registry entry declares it ("mean_delta_causal")
-    value: Any  # a number (NaN for a non-finite one), or a list of them
-    paper: Any  # the paper's value for this model, if it reports one (else null)
-    ci: Any  # a confidence interval [low, high], if the test gives one (else null)
-    note: str  # a few words on how it was measured ("" if none)
-    seq_len: int  # a figure the paper reports for this model: the prompt length it was measured at
-    paper_check: str  # on a paper model: "within 0.0143 ± 0.00358", "outside ...", or why it was not judged
-
-
-class Record(TypedDict, total=False):
-    """One claim test on one model: an element of results.json's "records" (written by ``harness.run.records``,
-    read by the reports, known-outcome recording, the stability record and the notebook API). A plain dict at run
-    time; ``_record_problem`` says which keys a file must have for it to be reported. Files written before
-    verdicts existed have no "verdict" (``Verdict.of`` reads their "outcome")."""
-
-    test: Required[str]  # the pytest node id: "claims/test_section.py::test_name[smollm2-135m]"
-    claim: Required[str]  # the claim's id in the registry (as METHODS.md lists it)
-    model: str | None  # the model, or None for a test across models (the §3 softmax property, a size ladder)
-    outcome: str  # pytest's outcome: "passed", "failed", "skipped" or "xfailed"
-    verdict: str  # a ``Verdict``'s value, never "unstable" (``Verdict.of`` shows it where the stability record says)
-    known_outcome: bool  # a recorded known outcome (fixtures/known_outcomes.json) expected it not to hold
-    check: str | None  # the failing assertion (``ClaimNotHeld.check``), None where none failed
-    reason: str  # the ClaimNotHeld message, the skip or n/a reason, or the error ("" when it held)
-    figures: Required[list[Figure]]  # the numbers it measured, in the order it recorded them
-    margin: float  # the deciding criterion's margin (harness.spec.decision): positive decided, negative straddling
-    decisions: list[dict]  # every criterion decided by the one rule: check, verdict, estimate, interval, margin, ...
-    seconds: float  # its wall time, setup and call, less model loading
-    forward_seconds: float  # the part of it spent in the forward passes booked to it
-    layer_tokens: int  # the forward work booked to it: layers × tokens
-    floor_layer_tokens: int  # the least forward work its reads need (the capture plan's floor)
-    baseline: dict[str, str]  # {"status", "path"} of the recorded baseline it was compared with (no snapshot)
-    unstable: str  # where its verdict differs between seeds: ``stability.describe`` of the stability record's entry
-    shape: dict[str, int]  # {"layers", "heads"} of the model (the work scales with it: benchmarks/bench_nightly.py)
-    crashed: str  # its xdist worker died while running it (xdist's line); a re-run's record keeps it
-    unrecorded: bool  # its model has no recorded outcomes: a not held or inconclusive is the run's result, not a change
-    setup_failed: str  # its model's setup failed (weights refused, a conversion failed): "<model>: setup failed: ..."
-    run: str  # a merged run's record: the label of the run it comes from (harness.report.merge)
-    merged: str  # a merged run's record judged at the merge (a size ladder across runs): how it was judged
+__all__ = ["Figure", "Record", "ResultsFileError", "RunResult", "load_results", "load_run", "loaded"]
 
 
 class ResultsFileError(JSONFileError):
@@ -77,6 +42,13 @@ def _record_problem(r) -> str | None:
             return f'has no "{k}" string'
     if r.get("model") is not None and not isinstance(r["model"], str):
         return '"model" is not a string'
+    target = r.get("target")
+    if target is not None and not (
+        isinstance(target, dict) and target.get("kind") in set(TargetKind) and isinstance(target.get("name", ""), str)
+    ):
+        return '"target" is not an object with a "kind" (model, family, synthetic or none) and a "name"'
+    if r.get("function") is not None and not isinstance(r["function"], str):
+        return '"function" is not a string'
     if r.get("verdict") and (not isinstance(r["verdict"], str) or r["verdict"] not in set(Verdict)):
         return f"has an unknown verdict {r['verdict']!r}"
     if not r.get("verdict") and not isinstance(r.get("outcome"), str):
@@ -201,6 +173,86 @@ def schema_problem(results) -> str | None:
             name = f", {r['test']}," if isinstance(r, dict) and isinstance(r.get("test"), str) else ""
             return f"record {i}{name} {problem}"
     return None
+
+
+def target_of(nodeid: str, model: str | None) -> Target:
+    """What a test ran on, from its record's model and node id (a record written before records said so): the model,
+    else the node id's parameter as a synthetic set (synthetic-<size>-<arch>) or a family, else none."""
+    if model:
+        return Target(TargetKind.MODEL, model)
+    param = parse(nodeid).param
+    if param.startswith("synthetic-"):
+        return Target(TargetKind.SYNTHETIC, param)
+    return Target(TargetKind.FAMILY, param) if param in FAMILIES else Target()
+
+
+def _recorded_verdict(r: Mapping[str, Any]) -> Verdict:
+    """A record's verdict as its test decided it; a file written before verdicts existed is read by its pytest
+    outcome (a failure is not held only where its reason names ClaimNotHeld)."""
+    if r.get("verdict"):
+        return Verdict(r["verdict"])
+    return {
+        "passed": Verdict.HELD,
+        "xpassed": Verdict.HELD,
+        "xfailed": Verdict.NOT_HELD,
+        "failed": Verdict.NOT_HELD if "ClaimNotHeld" in str(r.get("reason")) else Verdict.HARNESS_ERROR,
+    }.get(
+        r["outcome"],
+        Verdict.NOT_APPLICABLE if str(r.get("reason")).startswith("not applicable") else Verdict.SKIPPED,
+    )
+
+
+def claim_result(r: Mapping[str, Any]) -> ClaimResult:
+    """One checked results.json record as a ``ClaimResult``: an older file's record (no "verdict", "target",
+    "function" or "known_outcome") converted here, the one place that does."""
+    target = r.get("target")
+    return ClaimResult(
+        test=r["test"],
+        claim=r["claim"],
+        model=r.get("model"),
+        verdict=_recorded_verdict(r),
+        known_outcome=bool(r.get("known_outcome", r.get("outcome") == "xfailed")),  # older than the field: an xfail
+        check=r.get("check"),
+        reason=str(r.get("reason") or ""),
+        figures=tuple(r.get("figures") or ()),
+        baseline=r.get("baseline"),
+        margin=r.get("margin"),
+        decisions=tuple(r.get("decisions") or ()),
+        unrecorded=bool(r.get("unrecorded")),
+        target=Target.from_dict(target) if target else target_of(r["test"], r.get("model")),
+        function=r.get("function") or parse(r["test"]).function,
+        outcome=r.get("outcome"),
+        unstable=r.get("unstable") or None,
+        recorded={k: v for k, v in r.items() if k not in RECORD_KEYS},
+    )
+
+
+def loaded(r: ClaimResult | Mapping[str, Any]) -> ClaimResult:
+    """A record as a ``ClaimResult``: for a reader still handed results.json's dicts (the merge's records)."""
+    return r if isinstance(r, ClaimResult) else claim_result(r)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run's results.json, loaded once: its settings (None: the file has none), the models it loaded, its records
+    typed, and the file as read (``file``: the sections not typed yet, provenance, merge, interruption)."""
+
+    settings: Settings | None
+    models: tuple[str, ...]
+    records: tuple[ClaimResult, ...]
+    file: Mapping[str, Any]
+
+
+def load_run(p) -> RunResult:
+    """A run's results.json (a file, or a run folder holding one), checked (``load_results``) and typed."""
+    results = load_results(p)
+    settings = results.get("settings")
+    return RunResult(
+        Settings.from_dict(settings) if settings else None,
+        tuple(results.get("models") or ()),
+        tuple(claim_result(r) for r in results["records"]),
+        results,
+    )
 
 
 def load_results(p) -> dict[str, Any]:

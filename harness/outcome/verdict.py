@@ -48,25 +48,6 @@ class Verdict(StrEnum):
     def css(self) -> str:
         return _ABOUT[self][2]
 
-    @classmethod
-    def of(cls, r: Mapping[str, Any]) -> Verdict:
-        """A run record's verdict as shown (``r``: a ``harness.outcome.results.Record``): UNSTABLE where the stability
-        record says it flips between seeds; results.json files written before verdicts existed are read by their
-        pytest outcome."""
-        if r.get("verdict"):
-            v = cls(r["verdict"])
-        else:
-            v = {
-                "passed": cls.HELD,
-                "xpassed": cls.HELD,
-                "xfailed": cls.NOT_HELD,
-                "failed": cls.NOT_HELD if "ClaimNotHeld" in str(r.get("reason")) else cls.HARNESS_ERROR,
-            }.get(
-                r["outcome"],
-                cls.NOT_APPLICABLE if str(r.get("reason")).startswith("not applicable") else cls.SKIPPED,
-            )
-        return cls.UNSTABLE if r.get("unstable") and v in DECIDED else v
-
 
 #: (what it means, how a report words it, its css class) per verdict.
 _ABOUT = {
@@ -285,35 +266,8 @@ def recorded(known: Mapping[str, Any]) -> str:
 
 #: how a verdict of a model without recorded outcomes is worded (``known_outcomes.without_record``)
 NO_RECORD = "no record for this model"
-#: the badge on a verdict that differs from its record (``changed``): a report marks changes, not sameness
+#: the badge on a verdict that differs from its record (``ClaimResult.changed``): a report marks changes, not sameness
 CHANGED = "changed since the record"
-
-
-def changed(r: Mapping[str, Any]) -> bool:
-    """Whether a run record's verdict differs from its record: held where a known outcome records a not held or
-    inconclusive (stale), or a not held or inconclusive that no known outcome records at its criterion, on a model
-    with recorded outcomes. A verdict on a model without a record is no change, nor is a harness error (no verdict),
-    an n/a, a skip or a rehearsal; seed instability (``Verdict.of``'s overlay) is not the record's and is ignored."""
-    v = Verdict.of({**r, "unstable": None})
-    if v == Verdict.STALE:
-        return True
-    as_recorded = r.get("known_outcome", r.get("outcome") == "xfailed")  # a record older than the field: an xfail
-    return v in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE) and not as_recorded and not r.get("unrecorded")
-
-
-def badge(r: Mapping[str, Any]) -> str:
-    """What follows a verdict's label: " · changed since the record" where it differs from its record, " (no record
-    for this model)" where it is not held or inconclusive on a model without recorded outcomes, else ""."""
-    if changed(r):
-        return f" · {CHANGED}"
-    unrecorded = r.get("unrecorded") and Verdict.of({**r, "unstable": None}) in (Verdict.NOT_HELD, Verdict.INCONCLUSIVE)
-    return f" ({NO_RECORD})" if unrecorded else ""
-
-
-def words(r: Mapping[str, Any]) -> str:
-    """A run record's verdict in words: its label and its ``badge`` ("not held · changed since the record"); a
-    verdict that repeats its record carries no mark."""
-    return Verdict.of(r).label + badge(r)
 
 
 def _error_text(e: BaseException) -> str:

@@ -11,8 +11,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
-from harness.outcome.results import load_results
-from harness.outcome.verdict import Verdict
+from harness.outcome.results import load_results, loaded
 from harness.report.render import fmt, to_markdown
 
 
@@ -31,10 +30,10 @@ def tolerance(text: str) -> float:
     return value
 
 
-def figures_by_name(r: dict) -> dict:
+def figures_by_name(figures) -> dict:
     """A record's figures by name; a name recorded more than once is numbered from its second ("name#2")."""
     out, seen = {}, Counter()
-    for f in r.get("figures") or []:
+    for f in figures or []:
         seen[f["name"]] += 1
         out[f["name"] if seen[f["name"]] == 1 else f"{f['name']}#{seen[f['name']]}"] = f.get("value")
     return out
@@ -113,11 +112,11 @@ def agreement_line(old: dict, new: dict, rtol: float, atol: float) -> str:
     """How many numbers both runs recorded, how many differ at all, and the largest relative difference (where)."""
     from harness.outcome.snapshots import leaves
 
-    recs = [{(r.get("model") or "", r["test"]): r for r in run["records"]} for run in (old, new)]
+    recs = [{(r.model or "", r.test): r for r in map(loaded, run["records"])} for run in (old, new)]
     n = differ = 0
     worst: tuple[float, str] = (0.0, "")
     for key in recs[0].keys() & recs[1].keys():
-        fa, fb = figures_by_name(recs[0][key]), figures_by_name(recs[1][key])
+        fa, fb = figures_by_name(recs[0][key].figures), figures_by_name(recs[1][key].figures)
         for name in fa.keys() & fb.keys():
             la, lb = dict(leaves(fa[name])), dict(leaves(fb[name]))
             for idx in la.keys() & lb.keys():
@@ -146,7 +145,7 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
     rtol, atol = RTOL if rtol is None else rtol, ATOL if atol is None else atol
     if not (rtol >= 0 and atol >= 0):
         raise ValueError(f"tolerances must be at least 0 (rtol {rtol}, atol {atol})")
-    recs = [{(r.get("model") or "", r["test"]): r for r in run["records"]} for run in (old, new)]
+    recs = [{(r.model or "", r.test): r for r in map(loaded, run["records"])} for run in (old, new)]
     rows = []
     for key in dict.fromkeys([*recs[0], *recs[1]]):
         a, b = recs[0].get(key), recs[1].get(key)
@@ -156,16 +155,16 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
                     *key,
                     "",
                     "",
-                    "" if a is None else Verdict.of(a),
-                    "" if b is None else Verdict.of(b),
+                    "" if a is None else a.shown,
+                    "" if b is None else b.shown,
                     "test only in " + ("new" if a is None else "old"),
                     "",
                 ]
             )
             continue
-        if Verdict.of(a) != Verdict.of(b):
-            rows.append([*key, "", "", Verdict.of(a), Verdict.of(b), "verdict changed", ""])
-        fa, fb = figures_by_name(a), figures_by_name(b)
+        if a.shown != b.shown:
+            rows.append([*key, "", "", a.shown, b.shown, "verdict changed", ""])
+        fa, fb = figures_by_name(a.figures), figures_by_name(b.figures)
         for name in dict.fromkeys([*fa, *fb]):
             if name not in fa or name not in fb:
                 rows.append(

@@ -17,7 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from harness.files.paths import METHODS
-from harness.outcome.verdict import CHANGED, Verdict, changed
+from harness.outcome.results import loaded
+from harness.outcome.verdict import CHANGED, Verdict
 from harness.report.matrix import setup_failure_lines, totals_line, verdict_strip
 from harness.report.record_text import (
     claim_key,
@@ -126,15 +127,14 @@ def methods_link(claim: str, base: Path | None) -> Link:
     return Link(f"METHODS {claim}", f"{href}#decision-{claim.lower()}")
 
 
-def paper_checks(r: dict) -> str:
+def paper_checks(cid: str, model: str | None, figures) -> str:
     """On a paper model, the plugin also requires every recorded figure the paper reports for that model, measured
     at the paper's design, to lie within its band (``Figures.check_paper``): said in the criterion, with the band
-    each figure met or missed, or why it was only reported."""
-    cid, model = r["claim"], r.get("model")
+    each figure met or missed, or why it was only reported (``figures``: a record's, on ``model``)."""
     if cid not in CLAIMS or model not in PAPER_NAMES:
         return ""
     judged, reported = [], []
-    for f in r.get("figures") or []:
+    for f in figures or []:
         try:
             ref = CLAIMS[cid].paper_value(model, f.get("name", ""))
         except KeyError:
@@ -188,31 +188,31 @@ def run_line(results: dict) -> str:
 def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
     """One row per claim test and model (applicable ones, or the others); a model's property checks folded into
     one row when they all held."""
-    records = [r for r in results["records"] if (Verdict.of(r) == Verdict.NOT_APPLICABLE) != applicable]
+    records = [r for r in map(loaded, results["records"]) if (r.shown == Verdict.NOT_APPLICABLE) != applicable]
     records, folded = fold_property_checks(records)
     rows = [
         [
-            ",".join(dict.fromkeys(r["claim"] for r in checks)),
+            ",".join(dict.fromkeys(r.claim for r in checks)),
             property_checks_text(checks),
             model,
             "",
             "",
             (Verdict.HELD.label, Verdict.HELD.css),
-            methods_link(checks[0]["claim"], base),
+            methods_link(checks[0].claim, base),
         ]
         for model, checks in folded.items()
     ]
-    for r in sorted(records, key=lambda r: (claim_key(r["claim"]), test_name(r), model_label(r))):
-        test, cid = test_name(r), r["claim"]
+    for r in sorted(records, key=lambda r: (claim_key(r.claim), r.function, r.target.label)):
+        test, cid = r.function, r.claim
         c = claim_test(test) if cid in CLAIMS else None
         rows.append(
             [
                 cid,
-                (c.words(cid) + paper_checks(r)) if c else test,
-                model_label(r),
-                paper_numbers(cid, test, r.get("model")) if c else "",
+                (c.words(cid) + paper_checks(cid, r.model, r.figures)) if c else test,
+                r.target.label,
+                paper_numbers(cid, test, r.model) if c else "",
                 headline_cell(r, c.headline, c.column) if c else "",
-                (verdict_text(r, Verdict.of(r) != Verdict.NOT_APPLICABLE), verdict_css(r)),
+                (verdict_text(r, r.shown != Verdict.NOT_APPLICABLE), verdict_css(r)),
                 methods_link(cid, base),
             ]
         )
@@ -242,28 +242,28 @@ def matrix(results: dict) -> list:
     """The claims × models matrix: one row per claim test, one verdict per cell (a column per model of the run, and
     per family or "(no model)" for tests without one); a model's checks of the paper's equations one row when every
     one held everywhere. With its legend (the verdicts it shows)."""
-    records = results["records"]
+    records = [loaded(r) for r in results["records"]]
     shown, folded = fold_property_checks(records)
-    columns = list(dict.fromkeys([*(results.get("models") or []), *(model_label(r) for r in records)]))
+    columns = list(dict.fromkeys([*(results.get("models") or []), *(r.target.label for r in records)]))
     rows = []
     if folded and not any(map(is_property_check, shown)):  # a check that did not hold: every check its own row
-        ids = ",".join(dict.fromkeys(r["claim"] for checks in folded.values() for r in checks))
+        ids = ",".join(dict.fromkeys(r.claim for checks in folded.values() for r in checks))
         cells = [(f"{len(folded[m])} held", Verdict.HELD.css) if m in folded else ("—", "") for m in columns]
         rows.append([ids, "checks of the paper's equations (Eq. 1–7), each on the model itself", *cells])
     else:
         shown = records
     by_test: dict = {}
     for r in shown:
-        by_test.setdefault((r["claim"], test_name(r)), {})[model_label(r)] = r
+        by_test.setdefault((r.claim, r.function), {})[r.target.label] = r
     for (claim, test), at in sorted(by_test.items(), key=lambda kv: (claim_key(kv[0][0]), kv[0][1])):
         cells = [(marked(at[m]), verdict_css(at[m])) if m in at else ("—", "") for m in columns]
         rows.append([claim, test_words(test, claim), *cells])
-    seen = {Verdict.of(r) for r in records}
+    seen = {r.shown for r in records}
     legend = (
         "One row per claim test, its verdict on each model: "
         + "; ".join(f"{v.label} = {v.meaning}" for v in Verdict if v in seen)
         + '; — = no such test on that model. "<family> family": a test over a model family; "(no model)": a '
-        "property tested without a model." + (f" {CHANGED_MEANING}" if any(map(changed, records)) else "")
+        "property tested without a model." + (f" {CHANGED_MEANING}" if any(r.changed for r in records) else "")
     )
     failed = [("p", f"**Setup failed** — {line}") for line in setup_failure_lines(records)]
     return [("table", ["claim", "test", *columns], rows), ("p", legend), *failed]

@@ -3,7 +3,7 @@ CSV or a JSON file: every column one kind of thing, so a frame filters and aggre
 
 - ``verdict``: the ``Verdict`` value the report counts ("held", "not held", "inconclusive", "n/a", "unstable", ...),
   nothing folded in; ``recorded`` (a known outcome records this verdict), ``changed`` (it differs from its record:
-  ``verdict.changed``) and ``unrecorded`` (its model has no recorded outcomes) beside it.
+  ``ClaimResult.changed``) and ``unrecorded`` (its model has no recorded outcomes) beside it.
 - ``value``: a number (NaN where the figure is not one); ``values``: a figure that is not one number (a vector, a
   table, a flag), as recorded.
 - ``paper`` and ``paper_model``: the registry's number for the figure, on the run's model where the paper reports
@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harness.report.record_text import deciding, figure_judged
+from harness.report.record_text import decision_at, figure_judged
 from harness.spec.claims import CLAIMS, claim_test, paper_numbers
 
 COLUMNS = (
@@ -87,11 +87,11 @@ def paper_text(v: Mapping[str, Any]) -> str:
 def deciding_figure(v: Mapping[str, Any]) -> str | None:
     """The name of the figure the deciding criterion judged (matched by value, the test's headline figures first),
     None where no criterion decided the verdict or it judged a statistic kept as no figure."""
-    d = deciding(dict(v))
+    d = decision_at(v.get("margin"), v.get("decisions"))
     if d is None or not isinstance(d.get("estimate"), (int, float)):
         return None
     c = claim_test(v["test"])
-    return figure_judged(dict(v), d["estimate"], c.headline if c else ())
+    return figure_judged(v.get("figures"), d["estimate"], c.headline if c else ())
 
 
 def rows(verdicts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -99,7 +99,11 @@ def rows(verdicts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     the notebook's plain records (``harness.notebook.verdict_record``)."""
     out = []
     for v in verdicts:
-        decided, judged, words = deciding(dict(v)) or {}, deciding_figure(v), paper_text(v)
+        decided, judged, words = (
+            decision_at(v.get("margin"), v.get("decisions")) or {},
+            deciding_figure(v),
+            paper_text(v),
+        )
         for f in v.get("figures") or [{"name": ""}]:
             name, value = f.get("name", ""), f.get("value")
             paper, paper_model = registry_paper(v["claim"], name, v["model"])

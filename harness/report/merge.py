@@ -33,7 +33,7 @@ from pathlib import Path
 from harness.files.atomic import write_text
 from harness.model import references
 from harness.outcome import known_outcomes, stability
-from harness.outcome.nodeid import parse
+from harness.outcome.results import loaded
 from harness.report.ladder import across_runs_record, judged_across_runs
 from harness.report.merge_inputs import (
     MERGE_MARK,
@@ -168,7 +168,7 @@ def restabilised(merged: dict, path: Path) -> list[str]:
     r = uncovered[0]
     return [
         f"the stability record {path} has no entry for {len(uncovered)} of the runs' decided tests (e.g. "
-        f"{parse(r['test']).function} on {r['model']}): they keep their runs' marks"
+        f"{loaded(r).function} on {r['model']}): they keep their runs' marks"
     ]
 
 
@@ -188,16 +188,15 @@ def model_owners(runs: list) -> dict[str, dict]:
                 continue  # selected here for a model-free test only: the run with its records owns it
             if m in owner:
                 a, b = owner[m], r
-                tests = {x["test"] for x in a["results"]["records"] if x.get("model") == m} & {
-                    x["test"] for x in b["results"]["records"] if x.get("model") == m
-                }
+                names = [{loaded(x).name for x in o["results"]["records"] if x.get("model") == m} for o in (a, b)]
+                tests = names[0] & names[1]
                 w = [((x["results"].get("provenance") or {}).get("models") or {}).get(m) or {} for x in (a, b)]
                 sha = [x.get("weights_sha256") for x in w]
                 same_weights = sha[0] is not None and sha[0] == sha[1]
                 if tests or not same_weights:
                     raise MergeError(
                         f"{m} measured in two runs: {a['label']} ({a['path']}) and {b['label']} ({b['path']})"
-                        + (f", {len(tests)} test(s) in both (e.g. {parse(sorted(tests)[0]).test})" if tests else "")
+                        + (f", {len(tests)} test(s) in both (e.g. {sorted(tests)[0]})" if tests else "")
                         + ("" if same_weights or tests else ", on different weights (or unrecorded ones)")
                         + "; merge one run per model (leave one of them out)"
                     )
@@ -273,13 +272,13 @@ def merged_records(runs: list, owner: dict, warnings: list[str]) -> tuple[list[d
             rec["run"] = rec.get("run") or kept[0][0]
             records.append(rec)
             if note:
-                notes.append(f"{rec.get('claim')} [{parse(test).param}]: {note}")
+                notes.append(f"{rec.get('claim')} [{loaded(kept[0][1]).target.name}]: {note}")
             continue
         verdicts = {label: x.get("verdict") for label, x in kept}
         if len(set(verdicts.values())) > 1:
             trained = synthetic_sets([kept[0][1]])  # a synthetic set is named by its test's parameter
             warnings.append(
-                f"{parse(test).test}{'' if trained else ' (no model)'} differs between runs: "
+                f"{loaded(kept[0][1]).name}{'' if trained else ' (no model)'} differs between runs: "
                 + "; ".join(f"{v} in {label}" for label, v in verdicts.items())
                 + f"; the report shows {kept[0][0]}'s"
             )

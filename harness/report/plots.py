@@ -51,6 +51,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
+from harness.outcome.claim_result import TargetKind
+from harness.outcome.results import loaded
 from harness.report.plot_style import (
     CURVE_STYLES,
     FIT_STYLES,
@@ -78,7 +80,6 @@ from harness.report.plot_style import (
     styled,
     val,
 )
-from harness.report.record_text import model_label
 from harness.report.summary_plot import EQUIVALENCE, ONE_SIDED, Criterion, parse_criterion, write_summary
 from harness.spec.claims import CLAIMS, FigureSpec, PlotSpec, UndeclaredFigure, claim_test
 from harness.spec.decision import interval_of
@@ -1196,11 +1197,11 @@ def _claim_title(claim: str, kind: str, what: str | None, roles: dict, by_model:
 def figures_by_claim(results: dict) -> dict:
     """{claim: {model ("-" for none): {figure name: figure dict}}}, the first record of a name winning."""
     by_claim: dict = defaultdict(lambda: defaultdict(dict))
-    for r in results.get("records", []):
-        for f in r.get("figures") or []:
+    for r in map(loaded, results.get("records", [])):
+        for f in r.figures:
             if isinstance(f, dict) and "name" in f:
-                target = r.get("model") or (label if (label := model_label(r)).startswith("synthetic-") else "-")
-                by_claim[r["claim"]][target].setdefault(f["name"], f)
+                target = r.target.name if r.target.kind in (TargetKind.MODEL, TargetKind.SYNTHETIC) else "-"
+                by_claim[r.claim][target].setdefault(f["name"], f)
     return by_claim
 
 

@@ -6,13 +6,19 @@ names, the headline figures with their CI, and a weights fingerprint.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
-from harness.outcome.nodeid import parse
-from harness.outcome.verdict import CHANGED, Verdict, badge, changed
+from harness.outcome.claim_result import ClaimResult, TargetKind
+from harness.outcome.results import loaded
+from harness.outcome.verdict import CHANGED, Verdict
 from harness.report.render import fmt
 from harness.spec.claims import CLAIMS, claim_order, claim_test, figure_words
-from harness.spec.models import FAMILIES
 from harness.synthetic.sizes import SIZES, describe
+
+#: A record as a reader is handed it: a loaded ``ClaimResult`` (``harness.outcome.results.load_run``), or a
+#: results.json record not loaded yet (converted by ``results.loaded``, the loader's one conversion).
+AnyRecord = ClaimResult | Mapping[str, Any]
 
 
 def claim_key(c: str | None) -> tuple:
@@ -25,26 +31,22 @@ def claim_texts() -> dict:
     return {c.id: c.statement for c in CLAIMS.values()}
 
 
-def test_name(r: dict) -> str:
+def test_name(r: AnyRecord) -> str:
     """The record's test function (its node id without the file and the [model] parameter)."""
-    return parse(r["test"]).function
+    return loaded(r).function
 
 
-def model_label(r: dict) -> str:
+def model_label(r: AnyRecord) -> str:
     """The record's model, else the synthetic set (synthetic-<size>-<arch>) or the family a test ran on, else
-    "(no model)"."""
-    if r.get("model"):
-        return r["model"]
-    param = parse(r["test"]).param
-    if param.startswith("synthetic-"):  # a set of the related paper's synthetic models (size, architecture)
-        return param
-    return f"{param} family" if param in FAMILIES else "(no model)"
+    "(no model)": its target's label."""
+    return loaded(r).target.label
 
 
-def synthetic_sets(records: list) -> list[str]:
+def synthetic_sets(records) -> list[str]:
     """The synthetic sets (synthetic-<size>-<arch>) the records ran on, in their order: models trained here, which a
     run's ``models`` (the models it loaded) does not list."""
-    return list(dict.fromkeys(label for r in records if (label := model_label(r)).startswith("synthetic-")))
+    targets = (loaded(r).target for r in records)
+    return list(dict.fromkeys(t.name for t in targets if t.kind == TargetKind.SYNTHETIC))
 
 
 #: The size at which the related paper trained its models: a synthetic set's verdict at any other size says so.
@@ -65,11 +67,12 @@ def set_shape(label: str) -> str:
     return label if size is None else f"{label} ({size} size: {describe(size)})"
 
 
-def size_note(r: dict) -> str:
+def size_note(r: AnyRecord) -> str:
     """ "at pilot size, 4 heads: " before a verdict on a synthetic set at a size other than the paper's (a rehearsal
     on the smoke set gives none); "" otherwise."""
-    size = set_size(model_label(r)) if r.get("model") or r.get("test") else None
-    if size is None or size == PAPER_SIZE or Verdict.of(r) == Verdict.REHEARSED:
+    r = loaded(r)
+    size = set_size(r.target.label)
+    if size is None or size == PAPER_SIZE or r.shown == Verdict.REHEARSED:
         return ""
     return f"at {size} size, {SIZES[size].shape.heads} heads: "
 
@@ -80,38 +83,42 @@ def size_note(r: dict) -> str:
 IMPLIED = "implied by "
 
 
-def verdict_label(r: dict) -> str:
+def verdict_label(r: AnyRecord) -> str:
     """The verdict's label in a cell: its ``Verdict.label`` (after ``size_note``'s words on a synthetic set at another
     size than the paper's), or for an n/a implied by another check, the words that say by which (the reason up to its
     colon)."""
-    verdict, reason = Verdict.of(r), str(r.get("reason") or "")
+    r = loaded(r)
+    verdict, reason = r.shown, r.reason
     if verdict == Verdict.NOT_APPLICABLE and reason.startswith(IMPLIED) and ":" in reason:
         return reason.split(":", 1)[0]
     return size_note(r) + verdict.label
 
 
-def marked(r: dict) -> str:
+def marked(r: AnyRecord) -> str:
     """The verdict's label in a report cell with its ``badge``, the change in bold: "not held · **changed since the
     record**"; a verdict that repeats its record carries no mark."""
-    return verdict_label(r) + (f" · **{CHANGED}**" if changed(r) else badge(r))
+    r = loaded(r)
+    return verdict_label(r) + (f" · **{CHANGED}**" if r.changed else r.badge)
 
 
-def verdict_css(r: dict) -> str:
+def verdict_css(r: AnyRecord) -> str:
     """A verdict cell's css classes: the verdict's, and "changed" where it differs from its record."""
-    return Verdict.of(r).css + " changed" * changed(r)
+    r = loaded(r)
+    return r.shown.css + " changed" * r.changed
 
 
-def verdict_text(r: dict, with_reason: bool) -> str:
-    verdict = Verdict.of(r)
+def verdict_text(r: AnyRecord, with_reason: bool) -> str:
+    r = loaded(r)
+    verdict = r.shown
     v = marked(r)
-    reason = " ".join(str(r.get("reason") or "").split())
+    reason = " ".join(r.reason.split())
     if verdict == Verdict.UNSTABLE:
-        reason = f"{r['unstable']}; this run: {r['verdict']}" + (f": {reason}" if reason else "")
+        reason = f"{r.unstable}; this run: {r.verdict.value}" + (f": {reason}" if reason else "")
     return f"{v}: {reason[:300]}" if with_reason and reason and verdict != Verdict.HELD else v
 
 
-def _one(r: dict, name: str, column: int | None) -> str:
-    f = next((f for f in r.get("figures") or [] if f.get("name") == name), None)
+def _one(figures, name: str, column: int | None) -> str:
+    f = next((f for f in figures if f.get("name") == name), None)
     if f is None:
         return ""
     value, ci = f.get("value"), f.get("ci")
@@ -121,10 +128,10 @@ def _one(r: dict, name: str, column: int | None) -> str:
     return fmt(value) + (f" [{fmt(float(ci[0]))}, {fmt(float(ci[1]))}]" if scalar_ci else "")
 
 
-def measured(r: dict, figures: tuple[str, ...], column: int | None = None) -> str:
+def measured(r: AnyRecord, figures: tuple[str, ...], column: int | None = None) -> str:
     """A test's headline figures as "value [lo, hi]" (95% CI), named when there are several ("" when absent);
     for a figure of rows, one column of them ("0.25, 0.31, 0.27")."""
-    shown = [(n, _one(r, n, column if i == 0 else None)) for i, n in enumerate(figures)]
+    shown = [(n, _one(loaded(r).figures, n, column if i == 0 else None)) for i, n in enumerate(figures)]
     shown = [(n, v) for n, v in shown if v]
     return shown[0][1] if len(shown) == 1 else "; ".join(f"{n} {v}" for n, v in shown)
 
@@ -142,14 +149,19 @@ def fingerprint(w: dict) -> str:
     return "; ".join(parts) or "not found here"
 
 
-def deciding(r: dict) -> dict | None:
+def deciding(r: AnyRecord) -> dict | None:
     """The decision that gave a record its verdict (the one whose margin is the record's), or None when no rule
     decided it (a mechanism check, not applicable, a harness error)."""
-    margin = r.get("margin")
-    return next((d for d in r.get("decisions") or () if margin is not None and d.get("margin") == margin), None)
+    r = loaded(r)
+    return decision_at(r.margin, r.decisions)
 
 
-def deciding_text(r: dict) -> str:
+def decision_at(margin: float | None, decisions) -> dict | None:
+    """The decision whose margin is ``margin`` (the deciding one), None when no rule decided (``margin`` None)."""
+    return next((d for d in decisions or () if margin is not None and d.get("margin") == margin), None)
+
+
+def deciding_text(r: AnyRecord) -> str:
     """The deciding figure against its threshold in a few words: "0.187 [0.156, 0.252] < 0.46 (reduced)"."""
     d = deciding(r)
     if d is None:
@@ -164,24 +176,30 @@ def interval_text(d: dict) -> str:
     return f" [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else " (point estimate)"
 
 
-def figure_judged(r: dict, estimate: float, first: tuple[str, ...] = ()) -> str | None:
-    """The name of the record's scalar figure a decision's estimate is (the figures named in ``first`` tried first),
-    None when none is: a decision carries its estimate, not the figure's name."""
-    figures = sorted(r.get("figures") or (), key=lambda f: f.get("name") not in first)
+def figure_judged(figures, estimate: float, first: tuple[str, ...] = ()) -> str | None:
+    """The name of the scalar figure (of a record's ``figures``) a decision's estimate is (the figures named in
+    ``first`` tried first), None when none is: a decision carries its estimate, not the figure's name."""
+    figures = sorted(figures or (), key=lambda f: f.get("name") not in first)
     return next((f["name"] for f in figures if _same(f.get("value"), estimate)), None)
 
 
-def headline_cell(r: dict, headline: tuple[str, ...], column: int | None = None) -> str:
+def headline_cell(r: AnyRecord, headline: tuple[str, ...], column: int | None = None) -> str:
     """A test's one headline in words: the figure its deciding criterion judged (matched by value), else its first
     headline figure, as "words (unit): value [lo, hi]"; a criterion on a statistic kept as no figure shows the
     decision's own estimate under the check's name."""
-    d, name = deciding(r), None
+    r = loaded(r)
+    return headline_of(r.figures, deciding(r), headline, column)
+
+
+def headline_of(figures, d: dict | None, headline: tuple[str, ...], column: int | None = None) -> str:
+    """``headline_cell`` of a test's ``figures`` and its deciding decision ``d`` (None: no rule decided it)."""
+    name = None
     if d is not None and isinstance(d.get("estimate"), (int, float)):
-        name = figure_judged(r, d["estimate"], first=headline)
+        name = figure_judged(figures, d["estimate"], first=headline)
         if name is None:
             return f"{(d.get('check') or '').partition(': ')[2]}: {fmt(d['estimate'])}{interval_text(d)}"
     name = name or (headline[0] if headline else None)
-    value = _one(r, name, column if headline and name == headline[0] else None) if name else ""
+    value = _one(figures, name, column if headline and name == headline[0] else None) if name else ""
     return f"{figure_words(name)}: {value}" if value else ""
 
 
@@ -193,12 +211,13 @@ def _same(value, estimate: float) -> bool:
     )
 
 
-def claim_test_of(r: dict):
+def claim_test_of(r: AnyRecord):
     """The registry's entry for a record's test (``claims.ClaimTest``), None for a test of no registered claim."""
-    return claim_test(test_name(r)) if r.get("claim") in CLAIMS else None
+    r = loaded(r)
+    return claim_test(r.function) if r.claim in CLAIMS else None
 
 
-def is_property_check(r: dict) -> bool:
+def is_property_check(r: AnyRecord) -> bool:
     """A test of a property the paper derives (its equations), decided by construction with no figure: its claim
     test declares no headline figure."""
     c = claim_test_of(r)
@@ -212,13 +231,13 @@ def fold_property_checks(records: list) -> tuple[list, dict[str, list]]:
     for r in records:
         if is_property_check(r):
             by_model.setdefault(model_label(r), []).append(r)
-    folded = {m: rs for m, rs in by_model.items() if all(Verdict.of(r) == Verdict.HELD for r in rs)}
+    folded = {m: rs for m, rs in by_model.items() if all(loaded(r).shown == Verdict.HELD for r in rs)}
     return [r for r in records if not (is_property_check(r) and model_label(r) in folded)], folded
 
 
 def property_checks_text(checks: list) -> str:
     """A folded row's words: "3 checks of the paper's equations (A2, A3, A7), all held"."""
-    ids = ", ".join(dict.fromkeys(r["claim"] for r in checks))
+    ids = ", ".join(dict.fromkeys(loaded(r).claim for r in checks))
     return f"{len(checks)} check{'s' * (len(checks) != 1)} of the paper's equations ({ids}), all held"
 
 
@@ -242,10 +261,11 @@ def test_words(test: str, claim_id: str) -> str:
     return " ".join(_SPELLED.get(w, w) for w in rest.split("_"))
 
 
-def headline_text(r: dict) -> str:
+def headline_text(r: AnyRecord) -> str:
     """A record's one headline in words where no criterion decided it (a count, an exact check), else the first
     words of its reason: what the terminal's line for it shows."""
+    r = loaded(r)
     c = claim_test_of(r)
     shown = headline_cell(r, c.headline, c.column) if c else ""
-    reason = " ".join(str(r.get("reason") or "").split())
+    reason = " ".join(r.reason.split())
     return shown or (reason[:90] + "…" if len(reason) > 90 else reason)

@@ -19,14 +19,14 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.outcome.nodeid import parse, test_function
-from harness.outcome.results import ResultsFileError, load_results, results_file
+from harness.outcome.claim_result import ClaimResult, TargetKind
+from harness.outcome.results import ResultsFileError, load_results, loaded, results_file
 from harness.outcome.verdict import Verdict
 from harness.report.compare import figures_by_name, run_differences
-from harness.report.record_text import claim_key, fingerprint, measured, test_name
+from harness.report.record_text import claim_key, fingerprint, measured
 from harness.report.render import to_html, to_markdown
 from harness.spec.claims import CLAIMS, claim_test
-from harness.spec.models import FAMILIES, REGISTRY
+from harness.spec.models import REGISTRY
 
 NOT_RUN = "not run"
 
@@ -95,10 +95,10 @@ def sides(specs: list[str]) -> tuple[Side, Side]:
 # ---- pairing tests --------------------------------------------------------------------------------------
 
 
-def match_key(r: dict) -> str:
-    """What a record is matched by across sides: the test without its [model] parameter; for a model-free record
-    (a property without a model, a family-level test per family), its whole test id."""
-    return test_name(r) if r.get("model") else parse(r["test"]).test
+def match_key(r: ClaimResult) -> str:
+    """What a record is matched by across sides: the test function; for a model-free record (a property without a
+    model, a family-level test per family, a synthetic set), the function with its target: "test_x[llama]"."""
+    return r.function if r.model else r.name
 
 
 def side_records(s: Side) -> dict:
@@ -107,9 +107,9 @@ def side_records(s: Side) -> dict:
     family = model_family(s)
     return {
         match_key(r): r
-        for r in s.results["records"]
-        if r.get("model") == s.model
-        or (r.get("model") is None and (family is None or not family_param(r) or family_param(r) == family))
+        for r in map(loaded, s.results["records"])
+        if r.model == s.model
+        or (r.model is None and (family is None or r.target.kind != TargetKind.FAMILY or r.target.name == family))
     }
 
 
@@ -120,46 +120,41 @@ def model_family(s: Side) -> str | None:
     return derived.get("family") or (spec.family if spec is not None else None)
 
 
-def family_param(r: dict) -> str | None:
-    """The family a family-level test ran for ("…[llama]"), or None."""
-    param = parse(r["test"]).param
-    return param if param in FAMILIES else None
-
-
-def claim_order(claim: str, key: str) -> tuple:
-    """Sort key: claim-registry order of claims and of each claim's tests; unregistered claims last."""
+def claim_order(claim: str, func: str, key: str) -> tuple:
+    """Sort key: claim-registry order of claims and of each claim's tests (``func``: the test function); unregistered
+    claims last."""
     if claim in CLAIMS:
         tests = list(CLAIMS[claim].tests)
-        func = test_function(key)
         return 0, list(CLAIMS).index(claim), tests.index(func) if func in tests else len(tests), key
     return 1, claim_key(claim), 0, key
 
 
-def paired_records(a: Side, b: Side) -> list[tuple[str, str, dict | None, dict | None]]:
+def paired_records(a: Side, b: Side) -> list[tuple[str, str, ClaimResult | None, ClaimResult | None]]:
     """(claim, test key, A's record or None, B's record or None) per test run on either side, in claim order."""
     ra, rb = side_records(a), side_records(b)
-    claims = {k: (ra.get(k) or rb[k])["claim"] for k in dict.fromkeys([*ra, *rb])}
-    keys = sorted(claims, key=lambda k: claim_order(claims[k], k))
+    either = {k: ra.get(k) or rb[k] for k in dict.fromkeys([*ra, *rb])}
+    claims = {k: r.claim for k, r in either.items()}
+    keys = sorted(claims, key=lambda k: claim_order(claims[k], either[k].function, k))
     return [(claims[k], k, ra.get(k), rb.get(k)) for k in keys]
 
 
 # ---- one row ----------------------------------------------------------------------------------------
 
 
-def verdict_name(r: dict | None) -> str:
-    """A record's verdict as shown (``Verdict.of``), "not run" when the side has no such test."""
-    return NOT_RUN if r is None else Verdict.of(r)
+def verdict_name(r: ClaimResult | None) -> str:
+    """A record's verdict as shown (``ClaimResult.shown``), "not run" when the side has no such test."""
+    return NOT_RUN if r is None else r.shown
 
 
-def verdict_cell(r: dict | None) -> tuple[str, str]:
+def verdict_cell(r: ClaimResult | None) -> tuple[str, str]:
     """The verdict as a table cell with the report's css class for it."""
     v = verdict_name(r)
     return v, "skip" if r is None else Verdict(v).css
 
 
-def criterion_of(claim: str, key: str):
-    """The test's criterion (its claim's declaration), None for a test without one."""
-    return claim_test(test_function(key)) if claim in CLAIMS else None
+def criterion_of(claim: str, func: str):
+    """The test's criterion (its claim's declaration; ``func``: the test function), None for a test without one."""
+    return claim_test(func) if claim in CLAIMS else None
 
 
 def relative_change(a, b) -> str:
@@ -168,25 +163,25 @@ def relative_change(a, b) -> str:
     return f"{(b - a) / abs(a):+.1%}" if numeric and a else ""
 
 
-def headline_change(ra: dict | None, rb: dict | None, headline: tuple[str, ...]) -> str:
+def headline_change(ra: ClaimResult | None, rb: ClaimResult | None, headline: tuple[str, ...]) -> str:
     """The relative change of each scalar headline figure from A to B (named when the criterion has several)."""
     if ra is None or rb is None:
         return ""
-    fa, fb = figures_by_name(ra), figures_by_name(rb)
+    fa, fb = figures_by_name(ra.figures), figures_by_name(rb.figures)
     changes = [(n, relative_change(fa.get(n), fb.get(n))) for n in headline]
     changes = [(n, c) for n, c in changes if c]
     return changes[0][1] if len(headline) == 1 and changes else ", ".join(f"{n} {c}" for n, c in changes)
 
 
-def verdict_change(ra: dict | None, rb: dict | None) -> str:
+def verdict_change(ra: ClaimResult | None, rb: ClaimResult | None) -> str:
     """ "same", or "A's verdict → B's verdict" ("held → not held", "not run → held")."""
     va, vb = verdict_name(ra), verdict_name(rb)
     return "same" if va == vb else f"{va} → {vb}"
 
 
-def pair_row(claim: str, key: str, ra: dict | None, rb: dict | None) -> list:
+def pair_row(claim: str, key: str, ra: ClaimResult | None, rb: ClaimResult | None) -> list:
     """One test's PAIR row: the headline figures as the lead table shows them (report.measured)."""
-    c = criterion_of(claim, key)
+    c = criterion_of(claim, (ra or rb).function)  # a pair has a record on one side at least
     headline = c.headline if c else ()
     shown = lambda r: measured(r, headline, c.column) if r is not None and c else ""
     change = "; ".join(x for x in (verdict_change(ra, rb), headline_change(ra, rb, headline)) if x)
@@ -254,14 +249,14 @@ def differing_figures(pairs: list, rtol: float, atol: float) -> list[list[str]]:
         [claim, key, phrase]
         for claim, key, ra, rb in pairs
         if ra is not None and rb is not None
-        for phrase in moved_figures(figures_by_name(rb), figures_by_name(ra), rtol, atol)
+        for phrase in moved_figures(figures_by_name(rb.figures), figures_by_name(ra.figures), rtol, atol)
     ]
 
 
 def summary_line(pairs: list) -> str:
     """Counts of verdict agreements and changes (each kind of change) over the paired tests (paired_records), and
     of tests run on one side only."""
-    both = [(Verdict.of(ra), Verdict.of(rb)) for _, _, ra, rb in pairs if ra is not None and rb is not None]
+    both = [(ra.shown, rb.shown) for _, _, ra, rb in pairs if ra is not None and rb is not None]
     changed = Counter(f"{va} → {vb}" for va, vb in both if va != vb)
     kinds = f" ({', '.join(f'{n} {what}' for what, n in changed.most_common())})" if changed else ""
     return (

@@ -28,6 +28,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from harness.outcome.claim_result import ClaimResult
+from harness.outcome.results import loaded
 from harness.outcome.verdict import DECIDED, Verdict
 from harness.report.plot_style import (
     HELD_SHADE,
@@ -44,8 +46,6 @@ from harness.report.record_text import (
     deciding,
     figure_judged,
     is_property_check,
-    model_label,
-    test_name,
     test_words,
 )
 
@@ -138,22 +138,22 @@ def short_models(models) -> dict[str, str]:
     return out
 
 
-def check_name(check: str, record: dict) -> str:
+def check_name(check: str, record: ClaimResult) -> str:
     """The check's short name: the part after the colon when the part before it only names the test or helper that
     judged it ("test_<claim>_...: reduced" -> "reduced"), else the whole check ("bi+replace-Lstar: direction")."""
     where, sep, what = str(check or "").partition(": ")
     if not sep:
-        return where or test_name(record)
+        return where or record.function
     test_named = re.fullmatch(r"(test|check)_\w+", where)
     if test_named and re.fullmatch(r"[\w.]+\(.*\)", what):  # left unnamed: the judged call's source text
-        return test_words(test_name(record), record["claim"])
+        return test_words(record.function, record.claim)
     return what if test_named else f"{where}: {what}"
 
 
-def matched_figure(record: dict, estimate: float) -> str | None:
+def matched_figure(record: ClaimResult, estimate: float) -> str | None:
     """The record's scalar figure the decision's estimate is, shortened ("identity_over_causal" -> "identity/causal"),
     to tell apart two decisions of one check; None when no figure matches."""
-    name = figure_judged(record, estimate)
+    name = figure_judged(record.figures, estimate)
     return None if name is None else name.replace("_over_", "/").replace("_minus_", " − ").replace("_", " ")
 
 
@@ -175,10 +175,10 @@ def exact_criterion(d: dict, criterion: Criterion) -> Criterion:
     return criterion if t is None or not math.isfinite(t) else criterion._replace(low=t, high=t)
 
 
-def drawn_verdict(r: dict) -> str:
+def drawn_verdict(r: ClaimResult) -> str:
     """The test's verdict as the figure colours it: a verdict a seed can flip (unstable across seeds) as
     inconclusive, held again after a recorded not held as held."""
-    v = Verdict.of(r)
+    v = r.shown
     return {Verdict.UNSTABLE: Verdict.INCONCLUSIVE, Verdict.STALE: Verdict.HELD}.get(v, v).value
 
 
@@ -186,9 +186,9 @@ def summary_rows(results: dict) -> list[SummaryRow]:
     """One row per claim test and model decided by the rule: the decision that gave the test its verdict (the one
     whose margin is the test's), coloured by the test's verdict, in claim order (then test, model); then, in each
     claim, its tests decided otherwise (``undrawn_rows``)."""
-    records = [r for r in results.get("records") or [] if drawn(r)]
-    records.sort(key=lambda r: (claim_key(r["claim"]), test_name(r), model_label(r)))
-    short = short_models(r["model"] for r in results.get("records") or [] if r.get("model"))
+    every = [loaded(r) for r in results.get("records") or []]
+    records = sorted(filter(drawn, every), key=lambda r: (claim_key(r.claim), r.function, r.target.label))
+    short = short_models(r.model for r in every if r.model)
     picked = []
     for r in records:
         d = deciding(r)
@@ -198,7 +198,7 @@ def summary_rows(results: dict) -> list[SummaryRow]:
         interval = tuple(interval) if isinstance(interval, list) and len(interval) == 2 else None
         picked.append((r, d, criterion, float(d["estimate"]), interval))
     base = [
-        f"{r['claim']} · {check_name(d.get('check', ''), r)} · {short.get(r.get('model') or '', model_label(r))}"
+        f"{r.claim} · {check_name(d.get('check', ''), r)} · {short.get(r.model or '', r.target.label)}"
         for r, d, *_ in picked
     ]
     # one check deciding two tests of one model: told apart by the figure each judged where every one of them
@@ -216,11 +216,11 @@ def summary_rows(results: dict) -> list[SummaryRow]:
             claim, check, model = label.split(" · ")
             label = f"{claim} · {check} ({detail if named[label] else f'#{nth[label]}'}) · {model}"
         low, mid, high = to_common_scale(estimate, interval, criterion)
-        verdict, colour = Verdict.of(r).label, VERDICT_COLORS.get(drawn_verdict(r), OTHER_VERDICT_COLOR)
+        verdict, colour = r.shown.label, VERDICT_COLORS.get(drawn_verdict(r), OTHER_VERDICT_COLOR)
         ci = f" [{_fmt(interval[0])}, {_fmt(interval[1])}]" if interval is not None else " (point)"
         rows.append(
             SummaryRow(
-                r["claim"],
+                r.claim,
                 label,
                 criterion.kind,
                 low,
@@ -232,15 +232,15 @@ def summary_rows(results: dict) -> list[SummaryRow]:
                 f"{_fmt(estimate)}{ci}  {d.get('criterion')}",
             )
         )
-    rows += undrawn_rows(results, short)
+    rows += undrawn_rows(every, short)
     return sorted(rows, key=lambda row: claim_key(row.claim))  # stable: each claim's drawn rows first
 
 
-def drawn(r: dict) -> bool:
+def drawn(r: ClaimResult) -> bool:
     """Whether a record is a row of the figure: a verdict on its data, decided by the rule on a finite estimate."""
     d = deciding(r)
     return (
-        Verdict.of(r) in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE)
+        r.shown in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE)
         and d is not None
         and parse_criterion(d.get("criterion")) is not None
         and scalar(d.get("estimate"))
@@ -248,19 +248,19 @@ def drawn(r: dict) -> bool:
     )
 
 
-def undrawn_rows(results: dict, short: dict) -> list[SummaryRow]:
+def undrawn_rows(records: list[ClaimResult], short: dict) -> list[SummaryRow]:
     """The tests with a verdict on their data that no interval against a threshold decided (an exact check, a count,
     a fit's shape): a row each on the one-sided panel, with no mark, its verdict in words and colour, so that a test
     missing from the drawing never reads as one that held. The checks of the paper's equations are left out."""
     rows = []
-    for r in results.get("records") or []:
-        if Verdict.of(r) not in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE) or drawn(r) or is_property_check(r):
+    for r in records:
+        if r.shown not in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE) or drawn(r) or is_property_check(r):
             continue
-        model = short.get(r.get("model") or "", model_label(r))
+        model = short.get(r.model or "", r.target.label)
         colour = VERDICT_COLORS.get(drawn_verdict(r), OTHER_VERDICT_COLOR)
-        label = f"{r['claim']} · {test_words(test_name(r), r['claim'])} · {model}"
-        words = f"{Verdict.of(r).label}: no interval against a threshold (see the table)"
-        rows.append(SummaryRow(r["claim"], label, ONE_SIDED, NAN, NAN, NAN, Verdict.of(r).label, colour, False, words))
+        label = f"{r.claim} · {test_words(r.function, r.claim)} · {model}"
+        words = f"{r.shown.label}: no interval against a threshold (see the table)"
+        rows.append(SummaryRow(r.claim, label, ONE_SIDED, NAN, NAN, NAN, r.shown.label, colour, False, words))
     return rows
 
 

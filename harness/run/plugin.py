@@ -18,8 +18,8 @@ from harness.capture.progress import Progress
 from harness.capture.session import Session
 from harness.capture.workload import Workload
 from harness.model.availability import ensure_available
+from harness.outcome import claim_result as outcome
 from harness.outcome import known_outcomes
-from harness.outcome.claim_result import ClaimResult
 from harness.outcome.figures import Figures
 from harness.outcome.nodeid import param
 from harness.outcome.verdict import (
@@ -269,10 +269,8 @@ def figures(request, snapshot, run_context):
     model_name, synthetic = params.get("model_name"), params.get("synthetic")
     spec = REGISTRY.get(model_name)
     committed = run_context.at_defaults and spec is not None and spec.group == "bundled"
-    rehearses = spec.rehearses if spec is not None else None  # a rehearsal: the paper values of the model it
-    # rehearses, and neither a snapshot nor a baseline (random weights)
-    # a trained synthetic set (pilot, paper) is a model of its own: its figures get a baseline under its name; the
-    # smoke set checks machinery only, like a rehearsal
+    rehearses = spec.rehearses if spec is not None else None  # its paper values; no snapshot nor baseline (random)
+    # a trained synthetic set (pilot, paper) gets a baseline under its name; the smoke set checks machinery only
     trained_set = synthetic is not None and not str(synthetic).startswith("synthetic-smoke")
     return Figures(
         request.node,
@@ -369,7 +367,7 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
+def claim_result(item, phase: str, error: BaseException | None) -> outcome.ClaimResult:
     """The ``ClaimResult`` of a claim test that ended in ``phase`` with ``error`` (None: it ran to its end)."""
     if isinstance(error, pytest.skip.Exception) and NOT_APPLICABLE in item.stash:
         error = NotApplicable(item.stash[NOT_APPLICABLE])  # the skip that ``skip_not_applicable`` raised
@@ -383,7 +381,7 @@ def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
     )
     params = item.callspec.params if hasattr(item, "callspec") else {}
     figures = getattr(item, "funcargs", {}).get("figures") if phase == "call" else None
-    return ClaimResult(
+    return outcome.ClaimResult(
         test=item.nodeid,
         claim=claim(item.get_closest_marker("claim").args[0]).id,
         model=params.get("model_name"),
@@ -397,4 +395,6 @@ def claim_result(item, phase: str, error: BaseException | None) -> ClaimResult:
         margin=deciding_margin(judged := item.stash.get(JUDGED, []), item.stash.get(NOT_HELD, None)),
         decisions=tuple(j.as_dict() for j in judged),
         unrecorded=item.stash.get(UNRECORDED, False),
+        target=outcome.Target.of_params(params),
+        function=item.originalname,
     )

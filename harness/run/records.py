@@ -14,14 +14,14 @@ import pytest
 from harness.outcome import stability
 from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
-from harness.outcome.verdict import Verdict, words
+from harness.outcome.results import loaded, target_of
+from harness.outcome.verdict import Verdict
 from harness.report.matrix import setup_failure_lines, totals_line, verdict_matrix
 from harness.report.record_text import (
     claim_key,
     deciding_text,
     fold_property_checks,
     headline_text,
-    model_label,
     property_checks_text,
 )
 from harness.report.write import write_run
@@ -151,6 +151,8 @@ class RecordCollector:
             test["model"],
             Verdict.HARNESS_ERROR,
             reason=f"{crash} (a process killed: out of memory, a time limit or a signal)",
+            target=target_of(report.nodeid, test["model"]),
+            function=parse(report.nodeid).function,
         )
         self.records.append(result.record("failed", 0.0, crashed=crash))
 
@@ -211,20 +213,20 @@ class RecordCollector:
     def test_lines(self) -> list[str]:
         """One line per finished test that reached a verdict: claim, model, verdict, the deciding figure against its
         threshold, seconds; the tests not applicable to their model counted in one line."""
-        applicable = [r for r in self.records if Verdict.of(r) != Verdict.NOT_APPLICABLE]
+        applicable = [r for r in map(loaded, self.records) if r.shown != Verdict.NOT_APPLICABLE]
         shown, folded = fold_property_checks(applicable)
-        shown.sort(key=lambda r: (claim_key(r["claim"]), r.get("model") or "", r["test"]))
+        shown.sort(key=lambda r: (claim_key(r.claim), r.model or "", r.test))
         rows = [
-            [",".join(dict.fromkeys(r["claim"] for r in c)), m, "held", property_checks_text(c), ""]
+            [",".join(dict.fromkeys(r.claim for r in c)), m, "held", property_checks_text(c), ""]
             for m, c in folded.items()
         ]
         rows += [
             [
-                r["claim"],
-                model_label(r),
-                words(r),
+                r.claim,
+                r.target.label,
+                r.shown.label + r.badge,
                 deciding_text(r) or headline_text(r),
-                f"{r.get('seconds') or 0:.0f} s",
+                f"{r.recorded.get('seconds') or 0:.0f} s",
             ]
             for r in shown
         ]
