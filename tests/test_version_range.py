@@ -293,8 +293,10 @@ session.load_pretrained = refuse
 def test_setup_failure_lines_say_each_model_once():
     line = f"gemma3-270m: setup failed: WrongWeights: gemma3-270m: {REFUSAL}"
     records = [
-        {"test": f"t{k}[gemma3-270m]", "claim": "T1", "model": "gemma3-270m", "setup_failed": line} for k in range(3)
-    ] + [{"test": "t[smollm2-135m]", "claim": "T1", "model": "smollm2-135m"}]
+        {"test": f"t{k}[gemma3-270m]", "claim": "T1", "model": "gemma3-270m", "setup_failed": line}
+        | {"outcome": "failed", "verdict": "harness error"}
+        for k in range(3)
+    ] + [{"test": "t[smollm2-135m]", "claim": "T1", "model": "smollm2-135m", "outcome": "passed", "verdict": "held"}]
     assert setup_failure_lines(records) == [
         "gemma3-270m: setup failed, so its 3 claim tests ended as harness errors (its committed snapshots are kept, "
         f"not compared): WrongWeights: gemma3-270m: {REFUSAL}"
