@@ -108,7 +108,10 @@ def test_setup_refuses_an_unknown_option_before_any_work():
 
 
 def _run(label: str, models: list[str], recorded: list[str]) -> dict:
-    records = [{"test": f"claims/x.py::test_T2_x[{m}]", "model": m, "verdict": "held"} for m in recorded]
+    records = [
+        {"test": f"claims/x.py::test_T2_x[{m}]", "claim": "T2", "model": m, "outcome": "passed", "verdict": "held"}
+        for m in recorded
+    ]
     return {"label": label, "path": label, "results": {"models": models, "records": records}}
 
 
