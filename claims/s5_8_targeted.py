@@ -166,7 +166,7 @@ CLAIMS = (
                 {
                     "floor": "min_norm_removed",
                     "accuracy_drop": "accuracy_drop",
-                    "intervals": "each layer's interval over prompts at 1 − 0.05/3",
+                    "intervals": "1 − 0.05/3 intervals over prompts",
                 },
                 draw="s5_8_targeted_plots.norm_removed",
             )

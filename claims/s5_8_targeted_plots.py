@@ -239,7 +239,8 @@ def norm_removed_figure(by_model: dict, roles: dict, options: dict, claim: str =
             change = (arr(after) - before, None)
         if change is not None:
             changes[m] = (*change, before, after)
-    fig = new(11.5 if changes else 7.5, 5.0)
+    slots = sum(len(y) + 1 for y in series.values())  # a bar per ablated layer, a gap after each model
+    fig = new(max(11.5, 0.8 * slots + 1.5) if changes else max(7.5, 0.5 * slots + 1.5), 5.0)
     axes = fig.subplots(1, 2 if changes else 1, squeeze=False, width_ratios=[1, 1] if changes else None)[0]
     ax = axes[0]
     pos, ticks = 0.0, []
@@ -256,7 +257,7 @@ def norm_removed_figure(by_model: dict, roles: dict, options: dict, claim: str =
         ax.axhline(floor, color="black", lw=1, ls="--", label=f"{floor:.3g}: the claim's minimum share removed")
     ax.set(
         xlabel="ablated layer (index), grouped by model",
-        ylabel="fraction of MLP output norm removed\n(fraction, 0–1)",
+        ylabel="MLP output norm removed\n(fraction, 0–1)",
         ylim=(0, None),
     )
     if changes:
@@ -283,7 +284,7 @@ def norm_removed_figure(by_model: dict, roles: dict, options: dict, claim: str =
             xlabel="ablated layer (index; accuracy before→after), grouped by model",
             ylabel="topic-probe accuracy change\n(after − before, fraction correct)",
         )
-        a2.plot([], [], "o", color="grey", label=f"accuracy change ({levels})")
+        a2.plot([], [], "o", color="grey", label="paired accuracy change, per layer")
     handles = [h for a in axes for h in a.get_legend_handles_labels()[0]]
-    legend(fig, ax, outside=True, handles=handles, ncols=2)
+    legend(fig, ax, outside=True, handles=handles, ncols=3)
     return fig

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import textwrap
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -229,18 +228,6 @@ def panels(n: int, w: float = 4.2, h: float = 3.3, rows_per: int = 1, sharey=Fal
         for k in range(rows_per):
             at(i, k).set_visible(False)
     return fig, [[at(i, k) for i in range(n)] for k in range(rows_per)]
-
-
-def add_title(fig: Figure, title: str | None, ax=None):
-    """The figure's title (naming the claim): over the single axes ``ax`` when given, so that a legend beside
-    them never meets it, else over the whole figure; wrapped to the figure's width."""
-    if not title:
-        return
-    text = "\n".join(textwrap.wrap(title, max(40, int(fig.get_figwidth() * 11))))
-    if ax is not None:
-        ax.set_title(text, fontsize=RC["figure.titlesize"])
-    else:
-        fig.suptitle(text)
 
 
 def legend(
