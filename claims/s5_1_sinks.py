@@ -6,7 +6,7 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_1_sinks.py.
 from __future__ import annotations
 
 from harness.spec.applies import ADDS_BOS, EVERY_MODEL, NO_BOS, Applies
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, Threshold, magnitude, sink
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold, magnitude, sink
 from harness.spec.models import LLAMA_1B, MISTRAL, QWEN
 
 #: T1a probes the state at the highest sinks; with a fixed BOS at 0 that state is the same in every prompt (Eq. 7), so
@@ -71,6 +71,12 @@ CLAIMS = (
             FigureSpec("decodable_cells"),
             FigureSpec("max_sink_at_decodable_cells"),
         ),
+        plots={
+            "sink_vs_probe": PlotSpec(
+                "sink magnitude vs topic-probe accuracy per (layer, position) cell",
+                draw="s5_1_sinks_plots.sink_vs_probe",
+            )
+        },
         thresholds={
             "decodable": Threshold(
                 0.395,
@@ -143,6 +149,7 @@ CLAIMS = (
                 options={"label": "position 0, no BOS"},
             ),
         ),
+        plots={"sink_bars": PlotSpec("peak sink magnitude by anchor condition", draw="s5_1_sinks_plots.sink_bars")},
         thresholds={
             "saturated": Threshold(
                 0.87,

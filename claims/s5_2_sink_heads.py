@@ -6,7 +6,7 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_2_sink_heads.py.
 from __future__ import annotations
 
 from harness.spec.applies import ADDS_BOS, NO_BOS
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, Threshold
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold
 
 CLAIMS = (
     ClaimSpec(
@@ -40,6 +40,12 @@ CLAIMS = (
                 "cosine_top_decile_varying_minus_fixed", words="reader consistency, varying − fixed token at 0 (cosine)"
             ),
         ),
+        plots={
+            "sink_heatmap": PlotSpec(
+                "sink-reading strength per head (attention weight on position 0)",
+                draw="s5_2_sink_heads_plots.sink_heatmap",
+            )
+        },
         thresholds={
             "ci": Threshold(
                 0.95,

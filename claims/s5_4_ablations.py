@@ -101,32 +101,34 @@ CLAIMS = (
             ),
         },
         plots={
-            "ablation_bars": PlotSpec("each ablation's mean ΔR² over causal, against its criterion"),
-            # the ratios the criteria judge: figure -> (label, threshold, held side: below / above it or within a
-            # factor of it, the figures whose paper values give the paper's ratio where it records none)
-            "ablation_ratios": PlotSpec(
+            # drawn as the ratios the criteria judge: figure -> (label, threshold, held side: below / above it or
+            # within a factor of it, the figures whose paper values give the paper's ratio where it records none)
+            "ablation_bars": PlotSpec(
                 "each ablation's mean ΔR² over causal, against its criterion",
                 {
-                    "bidirectional_over_causal": ("bidirectional\n/ causal", "bi_at_most", "below", None),
-                    "identity_over_causal": (
-                        "identity-RoPE\n/ causal",
-                        "rise_at_least",
-                        "above",
-                        ("mean_delta_identity_rope", "mean_delta_causal"),
-                    ),
-                    "scrambled_over_causal": (
-                        "scrambled-RoPE\n/ causal",
-                        "rise_at_least",
-                        "above",
-                        ("mean_delta_scrambled_rope", "mean_delta_causal"),
-                    ),
-                    "identity_over_scrambled": (
-                        "identity-RoPE\n/ scrambled-RoPE",
-                        "nearly_equal",
-                        "within",
-                        ("mean_delta_identity_rope", "mean_delta_scrambled_rope"),
-                    ),
+                    "ratios": {
+                        "bidirectional_over_causal": ("bidirectional\n/ causal", "bi_at_most", "below", None),
+                        "identity_over_causal": (
+                            "identity-RoPE\n/ causal",
+                            "rise_at_least",
+                            "above",
+                            ("mean_delta_identity_rope", "mean_delta_causal"),
+                        ),
+                        "scrambled_over_causal": (
+                            "scrambled-RoPE\n/ causal",
+                            "rise_at_least",
+                            "above",
+                            ("mean_delta_scrambled_rope", "mean_delta_causal"),
+                        ),
+                        "identity_over_scrambled": (
+                            "identity-RoPE\n/ scrambled-RoPE",
+                            "nearly_equal",
+                            "within",
+                            ("mean_delta_identity_rope", "mean_delta_scrambled_rope"),
+                        ),
+                    }
                 },
+                draw="s5_4_ablations_plots.ablation_ratios",
             ),
         },
     ),

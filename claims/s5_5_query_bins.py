@@ -11,6 +11,7 @@ from harness.spec.claims import (
     ClaimSpec,
     ClaimTest,
     FigureSpec,
+    PlotSpec,
     PromptDraw,
     Threshold,
     magnitude,
@@ -76,6 +77,12 @@ CLAIMS = (
             FigureSpec("later_bins_apart", words="later bins where the curves are apart (bins)"),
             FigureSpec("gap_over_first_bin_gap_by_bin"),
         ),
+        plots={
+            "bin_profile": PlotSpec(
+                "per-query-bin ΔR², causal vs bidirectional, paper's first bin marked",
+                draw="s5_5_query_bins_plots.bin_profile",
+            )
+        },
         thresholds={
             "seq_len": Threshold(
                 QUERY_BINS_LEN,

@@ -6,7 +6,16 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_6_layers.py.
 from __future__ import annotations
 
 from harness.spec.applies import FLAT, RISING, WINDOW_PAST, length_past_window
-from harness.spec.claims import SMALL_SHARE_RTOL, ClaimSpec, ClaimTest, FigureSpec, PromptDraw, Threshold, share
+from harness.spec.claims import (
+    SMALL_SHARE_RTOL,
+    ClaimSpec,
+    ClaimTest,
+    FigureSpec,
+    PlotSpec,
+    PromptDraw,
+    Threshold,
+    share,
+)
 from harness.spec.models import LLAMA_3B, MISTRAL, QWEN, ModelSpec
 
 
@@ -51,6 +60,12 @@ CLAIMS = (
             FigureSpec("depth_slope_relative", words="change of r_l over depth ÷ min(mean r_l, 0.3) (ratio)"),
             FigureSpec("seq_len"),
         ),
+        plots={
+            "layer_ratio": PlotSpec(
+                "layer-wise ratio ΔR²(bidirectional)/ΔR²(causal) by relative depth",
+                draw="s5_6_layers_plots.layer_ratio",
+            )
+        },
         thresholds={
             "flat": Threshold(
                 0.10,

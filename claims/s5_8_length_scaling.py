@@ -6,7 +6,7 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_8_length_scaling.py.
 from __future__ import annotations
 
 from harness.spec.applies import deep_enough
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, Threshold
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold
 
 FIRST_FOUR_LAYERS = deep_enough(4, "the design reads heads 0-3 of layers 0-3")  # = stats.length_design.FIRST
 
@@ -41,6 +41,12 @@ CLAIMS = (
             FigureSpec("delta_r2_by_length_all_heads"),  # variant, not judged: every head of layers 0–3
             FigureSpec("delta_r2_by_length_logits"),  # variant, not judged: pre-softmax logits, same pairs and heads
         ),
+        plots={
+            "length_scaling": PlotSpec(
+                "mean ΔR² vs sequence length (log-log) with power-law and piecewise fits",
+                draw="s5_8_length_scaling_plots.length_scaling",
+            )
+        },
         thresholds={
             "aic_margin": Threshold(
                 2.0,

@@ -1,6 +1,8 @@
-"""The report's figures (harness/report/plots.py) on the committed example run and on small synthetic records: no models run.
+"""The report's figures (harness/report/plots.py, the registry; plot_kinds.py, the generic kinds; a claim's own
+kinds beside its declaration, claims/<section>_plots.py) on the committed example run and on small synthetic records:
+no models run.
 
-What they must be: at least 150 dpi, labelled axes with units, readable ticks, a title naming the claim,
+What they must be: at least 150 dpi, labelled axes with units, readable ticks, a caption naming the claim,
 the per-layer arrays plotted, the paper's values drawn where the registry has them, a log (or symlog) y axis for
 T7's bin profile, one colour scale for T3's heatmaps, and nothing written (no crash) when the figures are absent.
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 
@@ -21,7 +24,7 @@ Image = pytest.importorskip("PIL.Image")
 from harness.files.paths import REPORTS  # noqa: E402
 from harness.outcome.results import loaded  # noqa: E402
 from harness.outcome.verdict import DECIDED, Verdict  # noqa: E402
-from harness.report import document, plot_style, plots, record_text, summary_plot  # noqa: E402
+from harness.report import document, plot_kinds, plot_style, plots, record_text, summary_plot  # noqa: E402
 from harness.spec.claims import CLAIMS  # noqa: E402
 
 EXAMPLE = REPORTS / "example" / "results.json"
@@ -59,11 +62,27 @@ def built(example, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def by_claim(example):
-    return plots.figures_by_claim(example)
+    return plots.figures_by_claim(example["records"])
 
 
 def roles(claim, by_model, kind):
     return plots.plot_roles(claim, dict.fromkeys(n for f in by_model.values() for n in f))[kind]
+
+
+def drawn(claim, kind, by_model, records=()) -> list:
+    """The figures one claim's kind draws from ``by_model`` (None where it draws nothing)."""
+    plot = plots.claim_inputs(claim, by_model, tuple(map(loaded, records)))[kind]
+    return [d.figure for d in plots.kind_function(claim, kind)(plot)]
+
+
+def one(claim, kind, by_model, records=()):
+    (figure,) = drawn(claim, kind, by_model, records)
+    return figure
+
+
+def own(claim, name):
+    """A function of the module beside a claim's declaration (``<module>.<function>``)."""
+    return plots.claim_function(CLAIMS[claim], name)
 
 
 def texts(figure) -> list[str]:
@@ -127,30 +146,21 @@ def test_every_title_names_its_claim_and_no_two_claims_share_one(built):
     assert len(set(per_model.values())) == len(per_model) >= 2
 
 
-def test_every_figure_has_labelled_axes_readable_ticks_and_a_claim_title(by_claim):
-    """Build each example figure in memory: axis labels (with units) on every visible panel, ticks >= 8 pt."""
+def test_every_figure_has_labelled_axes_readable_ticks_and_no_title_the_caption_repeats(by_claim):
+    """Build each example figure in memory, every kind of every claim (and the bars a claim's own kind falls back
+    to): axis labels (with units) on every visible panel, ticks >= 8 pt, no title (the report's caption names the
+    claim)."""
     built = []
     for claim, by_model in by_claim.items():
-        kinds = plots.plot_roles(claim, dict.fromkeys(n for f in by_model.values() for n in f))
-        for kind in plots.PER_CLAIM:
-            if kind in kinds:
-                built.append(
-                    (claim, getattr(plots, f"{kind}_figure")(by_model, kinds[kind], claim=claim, title=f"{claim} — x"))
-                )
-        if plots.plot_spec(claim, "reductions") is not None:
-            built.append((claim, plots.reductions_figure(by_model, claim=claim, title=f"{claim} — x")))
-        for m, figs in by_model.items():
-            if "ablation_bars" in kinds:
-                built.append((claim, plots.ablation_bars_figure(claim, m, figs, kinds["ablation_bars"])))
-            if plots.plot_spec(claim, "ablation_ratios") is not None:
-                built.append((claim, plots.ablation_ratios_figure(claim, m, figs)))
-            if "sink_heatmap" in kinds:
-                built.append((claim, plots.sink_heatmap_figure(m, figs, kinds["sink_heatmap"], claim=claim)))
-    assert len(built) >= 19
+        for kind, plot in plots.claim_inputs(claim, by_model, ()).items():
+            built += [(claim, d.figure) for d in plots.kind_function(claim, kind)(plot)]
+        if claim in ("T6", "T11"):
+            bars = roles(claim, by_model, "ablation_bars")
+            built += [(claim, plot_kinds.ablation_bars_figure(claim, m, f, bars)) for m, f in by_model.items()]
+    assert len(built) >= 23
     for claim, f in built:
         assert f is not None, claim
-        assert f.get_suptitle().startswith(f"{claim} — "), (claim, f.get_suptitle())
-        assert f.dpi >= 150
+        assert not f.get_suptitle() and f.dpi >= 150, claim
         for ax in visible_axes(f):
             assert ax.get_xlabel().strip(), (claim, "x label")
             if ax.get_ylabel() == "" and ax.get_shared_y_axes().get_siblings(ax) != [ax]:
@@ -161,29 +171,48 @@ def test_every_figure_has_labelled_axes_readable_ticks_and_a_claim_title(by_clai
         assert any("(" in ax.get_ylabel() for ax in visible_axes(f)), (claim, "a unit in parentheses")
 
 
-def test_figures_are_pure(by_claim, tmp_path):
-    """A plot function writes only its own PNG and leaves its input unchanged."""
+def test_every_declared_drawing_is_a_function_beside_its_declaration():
+    """Each ``PlotSpec.draw`` names a function of a ``claims/<section>_plots.py`` beside the declaration; every other
+    kind a figure names is generic."""
+    declared = [(c, k, p.draw) for c in CLAIMS for k, p in CLAIMS[c].plots.items() if p.draw]
+    assert len(declared) >= 9
+    for claim, kind, ref in declared:
+        assert ref.split(".")[0] == CLAIMS[claim].source.removeprefix("claims/").removesuffix(".py") + "_plots"
+        assert callable(plots.kind_function(claim, kind))
+    for claim in CLAIMS:
+        for f in CLAIMS[claim].figures:
+            kind = (f.plot or "").partition(".")[0]
+            if kind and kind not in plots.GENERIC:
+                assert CLAIMS[claim].plots[kind].draw, (claim, f.name)
+    with pytest.raises(plots.UnknownKind, match="names no function"):
+        plots.claim_function(CLAIMS["T7"], "no_such_plots.draw")
+    with pytest.raises(plots.UnknownKind, match="has no function"):
+        plots.claim_function(CLAIMS["T7"], "s5_5_query_bins_plots.no_such_function")
+
+
+def test_figures_are_pure(by_claim, tmp_path, monkeypatch):
+    """A plot kind draws figures and writes nothing (the registry writes them), leaving its input unchanged."""
+    monkeypatch.chdir(tmp_path)
     by_model = by_claim["T7"]
     before = json.dumps(by_model, sort_keys=True)
-    out = plots.bin_profile(by_model, roles("T7", by_model, "bin_profile"), tmp_path / "t7.png", claim="T7")
-    assert out == tmp_path / "t7.png" and [p.name for p in tmp_path.iterdir()] == ["t7.png"]
-    assert json.dumps(by_model, sort_keys=True) == before
+    assert one("T7", "bin_profile", by_model) is not None
+    assert json.dumps(by_model, sort_keys=True) == before and not list(tmp_path.iterdir())
 
 
 # ---- T7: a log or symlog y axis, the paper's first bins, CI bands ----------------------------------
 
 
 def test_profile_scale_is_log_for_positive_values_and_symlog_otherwise():
-    assert plots.profile_scale([0.28, 0.04, 3e-4], [0.14, 0.002]) == ("log", {})
-    kind, kw = plots.profile_scale([0.28, 0.0, 3e-4], [-2e-5, 0.1])
+    assert plot_style.profile_scale([0.28, 0.04, 3e-4], [0.14, 0.002]) == ("log", {})
+    kind, kw = plot_style.profile_scale([0.28, 0.0, 3e-4], [-2e-5, 0.1])
     assert kind == "symlog" and kw["linthresh"] == pytest.approx(1e-5)
-    assert plots.profile_scale([0.1, 0.2], signed=True)[0] == "symlog"
-    assert plots.profile_scale([np.nan, 0.0])[0] == "symlog"
+    assert plot_style.profile_scale([0.1, 0.2], signed=True)[0] == "symlog"
+    assert plot_style.profile_scale([np.nan, 0.0])[0] == "symlog"
 
 
 def test_T7_bin_profile_uses_a_log_y_axis_and_marks_the_papers_first_bin(by_claim):
     by_model = by_claim["T7"]
-    f = plots.bin_profile_figure(by_model, roles("T7", by_model, "bin_profile"), claim="T7", title="T7 — bins")
+    f = one("T7", "bin_profile", by_model)
     profile = [ax for ax in visible_axes(f) if ax.get_title()][: len(by_model)]  # the gap row (if any) is untitled
     assert len(profile) == len(by_model) and all(ax.get_yscale() in ("log", "symlog") for ax in profile)
     assert (
@@ -218,13 +247,13 @@ def test_T7_with_zero_bins_ci_bands_and_the_gap_uses_symlog(tmp_path):
     }
     r = roles("T7", by_model, "bin_profile")
     assert r["gap"] == ["gap_by_bin"] and r["x"] == ["bin_edges"]
-    f = plots.bin_profile_figure(by_model, r, claim="T7")
+    f = one("T7", "bin_profile", by_model)
     profile, gap = visible_axes(f)
     assert profile.get_yscale() == "symlog" and "symlog" in profile.get_ylabel()
     assert gap.get_yscale() == "symlog" and "causal − bidirectional" in gap.get_ylabel()
     assert len(profile.collections) >= 1 and len(gap.collections) >= 1  # the CI bands (fill_between)
     assert "causal 95% CI" in texts(f) and "paired 95% CI of the gap" in texts(f)
-    assert plots.bin_profile(by_model, r, tmp_path / "t7.png", claim="T7").is_file()
+    assert plot_style.save(f, tmp_path / "t7.png").is_file()
 
 
 # ---- the paper's values ------------------------------------------------------------------------------
@@ -245,10 +274,10 @@ def test_paper_refs_come_from_the_registry():
     assert plot_style.paper_refs("T11", "ablation:baseline") == []  # no paper number in the registry
     assert plot_style.paper_refs("T6", "not_a_declared_figure") == [] and plot_style.paper_refs("T99", "x") == []
     # a paper model run gets its own value only; a bundled model every paper model's
-    assert [r.model for r in plots.refs_for("T6", "mean_delta_causal", "qwen-2.5-3b")] == ["qwen-2.5-3b"]
-    assert len(plots.refs_for("T6", "mean_delta_causal", "smollm2-135m")) == 5
+    assert [r.model for r in plot_style.refs_for("T6", "mean_delta_causal", "qwen-2.5-3b")] == ["qwen-2.5-3b"]
+    assert len(plot_style.refs_for("T6", "mean_delta_causal", "smollm2-135m")) == 5
     # an older results.json's recorded paper value, where the registry has none
-    assert plots.refs_for("T9a", "max_std_position0", "m", fig("max_std_position0", 0.0, paper=0.0)) == [
+    assert plot_style.refs_for("T9a", "max_std_position0", "m", fig("max_std_position0", 0.0, paper=0.0)) == [
         plot_style.PaperRef("", "paper", 0.0, 0.0)
     ]
     assert plot_style.paper_label("mistral-7b-v0.3") == "Mistral-7B-v0.3"
@@ -256,16 +285,16 @@ def test_paper_refs_come_from_the_registry():
 
 def test_paper_marks_are_drawn_where_the_registry_has_values_and_only_there(by_claim):
     t6 = by_claim["T6"]
-    f = plots.ablation_bars_figure("T6", "gemma3-270m", t6["gemma3-270m"], roles("T6", t6, "ablation_bars"))
+    f = plot_kinds.ablation_bars_figure("T6", "gemma3-270m", t6["gemma3-270m"], roles("T6", t6, "ablation_bars"))
     legend = " | ".join(texts(f))
     assert "paper, Llama-3.2-3B (± tolerance): 0.0143 / 0.0051 / 0.0413 / 0.0388" in legend
     assert "paper, Llama-3.2-1B (± tolerance): 0.0121 / 0.0022 / – / –" in legend
     assert "mean ΔR²\n(fraction of variance)" == visible_axes(f)[0].get_ylabel()
     t11 = by_claim["T11"]
-    f = plots.ablation_bars_figure("T11", "gemma3-270m", t11["gemma3-270m"], roles("T11", t11, "ablation_bars"))
+    f = plot_kinds.ablation_bars_figure("T11", "gemma3-270m", t11["gemma3-270m"], roles("T11", t11, "ablation_bars"))
     assert not any("paper" in t for t in texts(f)) and not f.legends and visible_axes(f)[0].get_legend() is None
     t8 = by_claim["T8"]
-    f = plots.layer_ratio_figure(t8, roles("T8", t8, "layer_ratio"), claim="T8")
+    f = one("T8", "layer_ratio", t8)
     ax = visible_axes(f)[0]
     dotted = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == ":"}
     assert dotted == {
@@ -275,7 +304,7 @@ def test_paper_marks_are_drawn_where_the_registry_has_values_and_only_there(by_c
     }
     assert ax.get_xlabel() == "layer (relative depth 0–1)" and ax.get_xlim()[1] <= 1.05
     t2 = by_claim["T2"]
-    f = plots.sink_bars_figure(t2, roles("T2", t2, "sink_bars"), claim="T2")
+    f = one("T2", "sink_bars", t2)
     legend = " | ".join(texts(f))
     assert "paper, Llama-3.2-1B: 0.92" in legend and "paper, Qwen2.5-3B: 1" in legend
 
@@ -285,7 +314,7 @@ def test_paper_marks_are_drawn_where_the_registry_has_values_and_only_there(by_c
 
 def test_T1_scatter_has_log_sink_axis_one_point_per_cell_and_chance(by_claim):
     t1 = by_claim["T1"]
-    f = plots.sink_vs_probe_figure(t1, roles("T1", t1, "sink_vs_probe"), claim="T1")
+    f = one("T1", "sink_vs_probe", t1)
     axes = visible_axes(f)
     with_grid = [m for m, figs in t1.items() if "sink_by_layer_position" in figs]  # no-BOS models (the at-chance test)
     assert len(axes) == len(with_grid) >= 2 and all(ax.get_xscale() == "log" for ax in axes)
@@ -296,9 +325,9 @@ def test_T1_scatter_has_log_sink_axis_one_point_per_cell_and_chance(by_claim):
     assert any(ln.get_label() == "chance (0.25)" for ln in ax.get_lines())
 
 
-def test_T9_and_T12_per_layer_plots_carry_their_thresholds(by_claim):
+def test_T9_per_layer_plots_carry_their_thresholds(by_claim):
     t9b = by_claim["T9b"]
-    f = plots.layer_profile_figure(t9b, roles("T9b", t9b, "layer_profile"), claim="T9b")
+    f = one("T9b", "layer_profile", t9b)
     ax = visible_axes(f)[0]
     assert ax.get_yscale() == "log" and any(
         ln.get_ydata()[0] == CLAIMS["T9b"].threshold("norm_factor")
@@ -306,14 +335,34 @@ def test_T9_and_T12_per_layer_plots_carry_their_thresholds(by_claim):
         if ln.get_linestyle() == "--"
     )
     t9a = by_claim["T9a"]
-    f = plots.layer_profile_figure(t9a, roles("T9a", t9a, "layer_profile"), claim="T9a")
+    f = one("T9a", "layer_profile", t9a)
     assert "0 = embedding output" in visible_axes(f)[0].get_xlabel()
     assert any("std exactly 0 at every layer" in t for t in texts(f))
+
+
+def test_T12_draws_its_intervals_and_both_thresholds_its_criterion_uses(by_claim):
+    """Left, the share of the norm removed per ablated layer with its interval, against the claim's minimum; right,
+    the paired accuracy change per ablated layer with its interval, against the claim's largest drop (from the
+    declaration, never restated), the held side shaded."""
     t12 = by_claim["T12"]
-    f = plots.norm_removed_figure(t12, roles("T12", t12, "norm_removed"), claim="T12")
-    minimum = CLAIMS["T12"].threshold("min_norm_removed")
-    assert any(ln.get_ydata()[0] == minimum for ln in visible_axes(f)[0].get_lines() if ln.get_linestyle() == "--")
-    # the current test records the last three layers only: grouped bars labelled with the layer index
+    left, right = visible_axes(one("T12", "norm_removed", t12))
+    dashed = lambda ax: {ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--"}
+    assert CLAIMS["T12"].threshold("min_norm_removed") in dashed(left)
+    assert -CLAIMS["T12"].threshold("accuracy_drop") in dashed(right)
+    layers = sum(len(f["ablated_layers"]["value"]) for f in t12.values())
+    assert len(left.patches) == layers  # one bar per ablated layer and model
+    bars = [c for c in left.collections if c.get_segments()]  # the bars' intervals
+    assert sum(len(c.get_segments()) for c in bars) == layers
+    ci = t12["gemma3-270m"]["topic_accuracy_change_by_ablated_layer"]["ci"]
+    spans = sorted(
+        (round(float(s[0][1]), 6), round(float(s[1][1]), 6))
+        for c in right.collections
+        if hasattr(c, "get_segments")
+        for s in c.get_segments()
+        if len(s) == 2 and s[0][0] == s[1][0]
+    )
+    assert all((round(lo, 6), round(hi, 6)) in spans for lo, hi in ci)  # the Newcombe intervals, as judged
+    # an older record without the change: after − before at the point estimates, the layers on the ticks
     three = {
         "m": {
             f["name"]: f
@@ -326,36 +375,39 @@ def test_T9_and_T12_per_layer_plots_carry_their_thresholds(by_claim):
             ]
         }
     }
-    f = plots.norm_removed_figure(three, roles("T12", three, "norm_removed"), claim="T12")
-    left, right = visible_axes(f)
-    assert [t.get_text() for t in left.get_xticklabels()] == ["27", "28", "29"]
-    assert len(left.patches) == 3 and len(right.patches) == 3
+    left, right = visible_axes(one("T12", "norm_removed", three))
+    assert [t.get_text() for t in left.get_xticklabels()] == ["27", "28", "29"] and len(left.patches) == 3
+    assert [t.get_text() for t in right.get_xticklabels()] == ["27\n0.90\n→0.90", "28\n0.90\n→0.88", "29\n0.90\n→0.91"]
+    (points,) = [ln for ln in right.get_lines() if ln.get_marker() == "o" and len(ln.get_ydata()) == 3]
+    assert list(points.get_ydata()) == pytest.approx([0.0, -0.02, 0.01])
 
 
 def test_T10_coinciding_fits_are_one_legend_entry(by_claim):
     t10 = by_claim["T10"]
-    f = plots.length_scaling_figure(t10, roles("T10", t10, "length_scaling"), claim="T10")
+    f = one("T10", "length_scaling", t10)
     legend = [t.get_text() for lg in f.legends for t in lg.get_texts()]
     assert legend == ["measured", "piecewise fit = power-law fit (breakpoint at the first length)"]
     for ax in visible_axes(f):
         assert len(ax.get_lines()) == 2  # measured + one fit: the coinciding one is not drawn twice
-    assert plots.fits_coincide([1.0, 2.0], [1.0, 2.0 + 1e-12]) and not plots.fits_coincide([1.0, 2.0], [1.0, 2.1])
+    coincide = own("T10", "s5_8_length_scaling_plots.fits_coincide")
+    assert coincide([1.0, 2.0], [1.0, 2.0 + 1e-12]) and not coincide([1.0, 2.0], [1.0, 2.1])
 
 
 def test_T3_heatmaps_share_one_colour_scale(by_claim):
     t3 = by_claim["T3"]
-    r = roles("T3", t3, "sink_heatmap")
-    vmax = plots.heatmap_vmax(t3, r)
+    vmax = own("T3", "s5_2_sink_heads_plots.heatmap_vmax")(t3, roles("T3", t3, "sink_heatmap"))
     highs = [np.nanmax(np.array(f["sink_by_layer_head"]["value"], dtype=float)) for f in t3.values()]
     assert vmax == pytest.approx(max(highs))
     clims = set()
-    for m, figs in t3.items():
-        f = plots.sink_heatmap_figure(m, figs, r, claim="T3", vmax=vmax)
+    figures = drawn("T3", "sink_heatmap", t3)
+    assert len(figures) == len(t3)
+    for f in figures:
         clims.add(f.axes[0].get_images()[0].get_clim())
         assert "sink-reading strength per head" in " ".join(texts(f))
         assert any("top-decile heads" in t for t in texts(f))
     assert clims == {(0.0, vmax)}
-    assert list(plots.top_decile(np.array([[0.1, 0.9], [0.5, 0.9]]), 0.25)) == [1]  # ties: the lower flat index
+    top_decile = own("T3", "s5_2_sink_heads_plots.top_decile")
+    assert list(top_decile(np.array([[0.1, 0.9], [0.5, 0.9]]), 0.25)) == [1]  # ties: the lower flat index
 
 
 # ---- absent or malformed figures: nothing written, no crash ------------------------------------------
@@ -383,11 +435,10 @@ def test_missing_figures_write_nothing(tmp_path):
     assert not list((tmp_path / "figures").glob("*"))
     empty = {"m": {"other": fig("other", 1.0)}}
     all_roles = {"": ["absent"], "x": ["absent_x"], "fit": ["absent_fit"], "sink": ["absent"], "gap": ["absent"]}
-    for kind in plots.PER_CLAIM:
-        assert getattr(plots, kind)(empty, all_roles, tmp_path / f"{kind}.png", claim="T1") is None
-    assert plots.sink_heatmap("m", empty["m"], all_roles, tmp_path / "h.png") is None
-    assert plots.ablation_bars("T6", "m", empty["m"], all_roles, tmp_path / "a.png") is None
-    assert not any(tmp_path.glob("*.png"))
+    every = [(c, k) for c in CLAIMS for k in CLAIMS[c].plots] + [("T1", k) for k in plots.GENERIC]
+    for claim, kind in every:
+        plot = plot_style.PlotInput(claim, empty, all_roles, spec=plots.plot_spec(claim, kind) or plots.PlotSpec())
+        assert all(d.figure is None for d in plots.kind_function(claim, kind)(plot)), (claim, kind)
 
 
 def test_malformed_figures_are_skipped_with_a_warning_not_a_crash(tmp_path):
@@ -465,7 +516,7 @@ def test_summary_has_one_row_per_test_and_model_of_the_example_run(example):
         assert label in labels
     t10 = next(r for r in rows if r.label == "T10 · leakage decays with length piecewise · gemma3")
     assert not math.isfinite(t10.estimate) and t10.numbers.startswith("not held")  # a not held test is never missing
-    assert t10.color == plot_style.VERDICT_COLORS["not held"]
+    assert t10.color == plot_style.VERDICT_COLORS[Verdict.NOT_HELD]
 
 
 def test_summary_rows_lie_on_the_side_of_their_tests_verdict(example):
@@ -496,6 +547,23 @@ def test_summary_rows_lie_on_the_side_of_their_tests_verdict(example):
     }
 
 
+def test_inconclusive_and_unstable_have_colours_of_their_own_in_the_figures_and_the_matrix(example):
+    """Two different things a reader must tell apart: the data cannot decide (inconclusive) and a seed can flip the
+    verdict (unstable across seeds). Each its own colour in the summary figure and its own cell class in the matrix."""
+    colours = plot_style.VERDICT_COLORS
+    assert len({colours[v] for v in (*DECIDED, Verdict.UNSTABLE)}) == 4
+    assert Verdict.UNSTABLE.css != Verdict.INCONCLUSIVE.css
+    from harness.report.render import CSS
+
+    backgrounds = dict(re.findall(r"td\.(\w+)\{background:(#[0-9a-f]+)", CSS))
+    assert backgrounds[Verdict.UNSTABLE.css] != backgrounds[Verdict.INCONCLUSIVE.css]
+    rows = summary_plot.summary_rows(example)
+    by_verdict = {r.verdict: r.color for r in rows}
+    assert by_verdict[Verdict.UNSTABLE] == colours[Verdict.UNSTABLE] != by_verdict[Verdict.INCONCLUSIVE]
+    legend = {h.get_label(): h.get_color() for h in summary_plot._legend_handles(rows) if hasattr(h, "get_color")}
+    assert legend[Verdict.UNSTABLE.label] != legend[Verdict.INCONCLUSIVE.label]
+
+
 def test_summary_rows_move_each_criterion_onto_a_common_scale():
     ds = [
         decision("held", 0.187, [0.156, 0.252], "< 0.46"),  # below: held side to the right
@@ -510,11 +578,11 @@ def test_summary_rows_move_each_criterion_onto_a_common_scale():
     }
     approx = lambda r: pytest.approx((r.low, r.estimate, r.high))
     assert approx(rows["reduced"]) == ((0.46 - 0.252) / 0.46, (0.46 - 0.187) / 0.46, (0.46 - 0.156) / 0.46)
-    assert rows["reduced"].low > 0 and rows["reduced"].color == plot_style.VERDICT_COLORS["held"]
+    assert rows["reduced"].low > 0 and rows["reduced"].color == plot_style.VERDICT_COLORS[Verdict.HELD]
     assert approx(rows["rises"]) == ((1.89 - 2.02) / 2.02, (1.95 - 2.02) / 2.02, (2.01 - 2.02) / 2.02)
-    assert rows["rises"].high < 0 and rows["rises"].color == plot_style.VERDICT_COLORS["not held"]
+    assert rows["rises"].high < 0 and rows["rises"].color == plot_style.VERDICT_COLORS[Verdict.NOT_HELD]
     assert approx(rows["straddles"]) == (-0.375, 0.125, 0.625)  # (x - 0) / 0.08, the interval's width
-    assert rows["straddles"].color == plot_style.VERDICT_COLORS["inconclusive"]
+    assert rows["straddles"].color == plot_style.VERDICT_COLORS[Verdict.INCONCLUSIVE]
     assert approx(rows["alike"]) == ((0.9 - 1.025) / 0.225, 0.0, (1.15 - 1.025) / 0.225)  # a -> -1, b -> +1
     assert rows["alike"].kind == summary_plot.EQUIVALENCE and -1 < rows["alike"].low < rows["alike"].high < 1
     assert approx(rows["flat"]) == (-17.8, -15.4, -13.5)
@@ -583,7 +651,9 @@ def test_summary_figure_labels_and_is_placed_after_the_matrix(example, built):
 
 def test_T6_draws_each_judged_ratio_against_its_threshold(by_claim):
     figs = by_claim["T6"]["smollm2-135m"]
-    items = {it.name: it for it in plots.ratio_items("T6", "smollm2-135m", figs)}
+    ratios = CLAIMS["T6"].plots["ablation_bars"].options["ratios"]
+    ratio_items = own("T6", "s5_4_ablations_plots.ratio_items")
+    items = {it.name: it for it in ratio_items("T6", "smollm2-135m", figs, ratios)}
     assert list(items) == [
         "bidirectional_over_causal",
         "identity_over_causal",
@@ -605,8 +675,8 @@ def test_T6_draws_each_judged_ratio_against_its_threshold(by_claim):
         paper("mean_delta_identity_rope").paper["llama-3.2-3b"].value
         / paper("mean_delta_causal").paper["llama-3.2-3b"].value
     )
-    assert [r.model for r in plots.ratio_items("T6", "qwen-2.5-3b", figs)[1].refs] == ["qwen-2.5-3b"]
-    f = plots.ablation_ratios_figure("T6", "smollm2-135m", figs, title="")
+    assert [r.model for r in ratio_items("T6", "qwen-2.5-3b", figs, ratios)[1].refs] == ["qwen-2.5-3b"]
+    f = own("T6", "s5_4_ablations_plots.ablation_ratios_figure")("T6", "smollm2-135m", figs, ratios)
     ax = visible_axes(f)[0]
     assert ax.get_yscale() == "log" and not f.get_suptitle()
     dashed = sorted(
@@ -622,7 +692,10 @@ def test_T6_draws_each_judged_ratio_against_its_threshold(by_claim):
 
 def test_T8_draws_the_fitted_depth_slope_its_criterion_judges(example, by_claim):
     t8 = by_claim["T8"]
-    series = plots.slope_series(t8, roles("T8", t8, "layer_ratio"), example["records"], claim="T8")
+    slope_series = own("T8", "s5_6_layers_plots.slope_series")
+    slope_geometry = own("T8", "s5_6_layers_plots.slope_geometry")
+    records = [loaded(r) for r in example["records"]]
+    series = slope_series(t8, roles("T8", t8, "layer_ratio"), records, claim="T8")
     assert [(s.model, s.seq_len) for s in series] == [
         ("gemma3-270m", 128.0),
         ("gemma3-270m", 1024.0),  # the sliding-window test at a length past the window: its own panel
@@ -637,13 +710,13 @@ def test_T8_draws_the_fitted_depth_slope_its_criterion_judges(example, by_claim)
         x = plot_style.depth(len(s.ratio))
         ok = np.isfinite(s.ratio)
         assert s.slope == pytest.approx(np.polyfit(x[ok], s.ratio[ok], 1)[0])  # the recorded slope is this fit's
-        geo = plots.slope_geometry(s, d)
+        geo = slope_geometry(s, d)
         assert (geo.fit[-1] - geo.fit[0]) == pytest.approx(s.slope)
         lo, hi = geo.band
         assert hi[0] - lo[0] > 0 and hi[-1] - lo[-1] > 0  # the slope's CI as a band
-    geo = plots.slope_geometry(flat, d)
+    geo = slope_geometry(flat, d)
     assert sorted(round(k, 6) for k, _ in geo.thresholds) == [-0.1, 0.1] and geo.held is not None
-    assert [k for k, _ in plots.slope_geometry(rises, d).thresholds] == [0.0]
+    assert [k for k, _ in slope_geometry(rises, d).thresholds] == [0.0]
     # without records (an older results.json): one series per model, the criterion from its flat bound
     bounds = {  # the flat band of each model's T8 test as its run recorded it (relative below a mean r_l of 0.3)
         r["model"]: next(f["value"] for f in r["figures"] if f["name"] == "flat_bound")
@@ -651,17 +724,18 @@ def test_T8_draws_the_fitted_depth_slope_its_criterion_judges(example, by_claim)
         if "test_T8_layer_ratio_is_flat_with_depth" in r["test"]
     }
     assert sorted(bounds.values()) != [0.1] * 3  # two of the three below 0.3: a relative band
-    assert [
-        (s.model, s.criterion.high) for s in plots.slope_series(t8, roles("T8", t8, "layer_ratio"), claim="T8")
-    ] == [(m, pytest.approx(bounds[m])) for m in ("gemma3-270m", "qwen2.5-coder-0.5b", "smollm2-135m")]
-    f = plots.layer_ratio_figure(t8, roles("T8", t8, "layer_ratio"), claim="T8", records=example["records"], title="")
+    assert [(s.model, s.criterion.high) for s in slope_series(t8, roles("T8", t8, "layer_ratio"), claim="T8")] == [
+        (m, pytest.approx(bounds[m])) for m in ("gemma3-270m", "qwen2.5-coder-0.5b", "smollm2-135m")
+    ]
+    f = one("T8", "layer_ratio", t8, example["records"])
     assert len(visible_axes(f)) == 4 and not f.get_suptitle()
     assert "slope -2.94 [-4.67, -2.39]; held > 0" in visible_axes(f)[1].get_title()
 
 
-def test_T11_draws_the_reductions_and_the_margins_it_judges(by_claim):
+def test_T11_draws_the_reductions_and_the_margins_it_judges_beside_the_papers_values(by_claim):
     t11 = by_claim["T11"]
-    by_model = {p.model: p for p in plots.reduction_panels(t11, "T11")}
+    options = CLAIMS["T11"].plots["ablation_bars"].options
+    by_model = {p.model: p for p in own("T11", "s5_8_targeted_plots.reduction_panels")(t11, options)}
     assert list(by_model) == list(t11)
     qwen, gemma = by_model["qwen2.5-coder-0.5b"], by_model["gemma3-270m"]
     assert [r.name for r in qwen.reductions] == ["reduction_rank1", "reduction_sink_heads", "reduction_random_heads"]
@@ -670,29 +744,31 @@ def test_T11_draws_the_reductions_and_the_margins_it_judges(by_claim):
     assert qwen.targeted_band() == (-qwen.random_mean, qwen.random_mean)
     assert gemma.random_mean < 0 and gemma.targeted_band() is None  # nothing can be smaller than no reduction
     assert [m.name for m in gemma.margins] == ["random_minus_rank1", "random_minus_sink_heads"]
-    f = plots.reductions_figure(t11, claim="T11", title="")
+    f = one("T11", "ablation_bars", t11)
     axes = visible_axes(f)
     assert len(axes) == 2 * len(t11) and not f.get_suptitle()
     for ax in axes:  # the criteria's threshold, 0, on every panel
         assert any(ln.get_linestyle() == "--" and ln.get_ydata()[0] == 0.0 for ln in ax.get_lines())
-    assert any(t.startswith("paper, no per-model values in the registry: §5.8: random control −17%") for t in texts(f))
+    # the paper's values on the axis (the declaration's, §5.8 Table 10), inside its range, each written beside it
+    paper = options["paper"]
+    for row, names in ((axes[: len(t11)], qwen.reductions), (axes[len(t11) :], qwen.margins)):
+        for ax in row:
+            segments = [s for c in ax.collections if hasattr(c, "get_segments") for s in c.get_segments()]
+            marks = sorted(round(float(s[0][1]), 6) for s in segments if len(s) == 2)
+            want = [round(paper[n.name], 6) for n in names]
+            assert all(v in marks for v in want), (marks, want)
+            assert ax.get_ylim()[1] > max(want)
+            assert {f"paper {v:.2f}" for v in want} <= {t.get_text() for t in ax.texts}
+    assert not any("no per-model values" in t for t in texts(f))
 
 
-def test_the_report_figures_draw_no_title_the_caption_repeats(example, tmp_path):
-    """make_all's figures leave the title to the report's caption: no suptitle in the PNG repeating it."""
-    drawn = []
-    original = plot_style.add_title
-
-    def spy(fig, title, ax=None):
-        drawn.append(title)
-        return original(fig, title, ax)
-
-    try:
-        plots.add_title = spy
-        plots.make_all(example, tmp_path)
-    finally:
-        plots.add_title = original
-    assert drawn and not any(drawn)
+def test_T11_without_its_reductions_draws_the_bars():
+    """An older record with the ablations' mean ΔR² and none of the reductions: T11's own kind falls back to the
+    generic bars, one figure per model, under the bars' caption."""
+    t11 = {"m": {"ablation:baseline": fig("ablation:baseline", 0.1), "ablation:rank-1 position probe": fig("x", 0.09)}}
+    plot = plots.claim_inputs("T11", t11, ())["ablation_bars"]
+    (d,) = plots.kind_function("T11", "ablation_bars")(plot)
+    assert d.figure is not None and (d.model, d.name) == ("m", "ablations") and d.what and "ΔR²" in d.what
 
 
 def test_the_head_map_writes_each_effect_and_outlines_the_marked_head():
@@ -703,17 +779,19 @@ def test_the_head_map_writes_each_effect_and_outlines_the_marked_head():
         "m1": {"head_effects": {"value": grid}, "deposit_head": {"value": [0, 1]}},
         "m2": {"head_effects": {"value": [[0.2, 0.2], [0.1, 0.3]]}, "deposit_head": {"value": [0, 0]}},
     }
-    f = plots.head_map_figure(by_model, {"": ["head_effects"], "marked": ["deposit_head"]}, claim="DP1", title="")
+    f = plot_kinds.head_map_figure(by_model, {"": ["head_effects"], "marked": ["deposit_head"]}, "DP1")
     axes = visible_axes(f)
     assert [a.get_title() for a in axes] == ["m1", "m2"]
     assert all(a.get_xlabel() == "head (index)" and a.get_ylabel() == "layer (index)" for a in axes)
     assert "0.610" in texts(f) and any("relative change of mean ΔR²" in t for t in texts(f))
     outlined = [p for p in axes[0].patches if not p.get_fill()]
     assert len(outlined) == 1 and outlined[0].get_xy() == (0.5, -0.5)
-    assert plots.head_map_figure({"m": {}}, {"": ["head_effects"]}) is None
+    assert plot_kinds.head_map_figure({"m": {}}, {"": ["head_effects"]}) is None
     ci = [[[0.0, 0.1], [0.4, 0.83], [0.0, 0.05], [0.0, 0.1]], [[0.0, 0.02]] * 4]
     by_model["m1"]["head_effects_ci"] = {"value": ci}
-    f = plots.head_map_figure(by_model, {"": ["head_effects"], "marked": ["deposit_head"], "ci": ["head_effects_ci"]})
+    f = plot_kinds.head_map_figure(
+        by_model, {"": ["head_effects"], "marked": ["deposit_head"], "ci": ["head_effects_ci"]}
+    )
     assert "0.610\n[0.400, 0.830]" in texts(f)  # each effect's interval under it
     assert "0.200" in texts(f) and not any(t.startswith("0.200\n") for t in texts(f))  # m2 recorded none
 
@@ -721,7 +799,7 @@ def test_the_head_map_writes_each_effect_and_outlines_the_marked_head():
 def test_a_head_map_over_training_seeds_labels_its_rows_so():
     """DS2's map (the related paper's synthetic models): one row per training seed, as its figure declares."""
     by_model = {"synthetic-pilot-authors": {"head_effects_by_seed": {"value": [[0.6, 0.1], [0.5, 0.2], [0.7, 0.0]]}}}
-    f = plots.head_map_figure(by_model, {"": ["head_effects_by_seed"]}, claim="DS2", title="")
+    f = plot_kinds.head_map_figure(by_model, {"": ["head_effects_by_seed"]}, "DS2")
     (ax,) = visible_axes(f)
     assert ax.get_ylabel() == "training seed (index)" and "0.700" in texts(f)
     assert not [p for p in ax.patches if not p.get_fill()]  # no head marked

@@ -11,10 +11,11 @@ import pytest
 from harness.files import paths
 from harness.report import cli as report_cli
 from harness.report import compare, record_text, write
-from harness.spec.claims import CLAIMS
+from harness.spec.claims import CLAIMS, PlotSpec
 
 pytest.importorskip("matplotlib")
 from harness.report import plots
+from harness.report.plot_style import PlotInput
 
 MODELS = ["smollm2-135m", "qwen-tiny"]
 
@@ -195,12 +196,16 @@ def test_compare_flags_perturbed_figure_and_outcome(tmp_path, capsys):
 def test_plots_skip_missing_data(tmp_path):
     empty = {"m": {"other": fig("other", 1.0)}}
     roles = {"": ["absent"], "x": ["absent_x"], "fit": ["absent_fit"]}
-    assert plots.bin_profile(empty, roles, tmp_path / "a.png") is None
-    assert plots.layer_ratio(empty, roles, tmp_path / "b.png") is None
-    assert plots.sink_bars(empty, roles, tmp_path / "c.png") is None
-    assert plots.length_scaling(empty, roles, tmp_path / "d.png") is None
-    assert plots.sink_heatmap("m", empty["m"], roles, tmp_path / "e.png") is None
-    assert plots.ablation_bars("T6", "m", empty["m"], roles, tmp_path / "f.png") is None
+    for claim, kind in (
+        ("T7", "bin_profile"),
+        ("T8", "layer_ratio"),
+        ("T2", "sink_bars"),
+        ("T10", "length_scaling"),
+        ("T3", "sink_heatmap"),
+        ("T9c", "ablation_bars"),
+    ):
+        plot = PlotInput(claim, empty, roles, spec=plots.plot_spec(claim, kind) or PlotSpec())
+        assert all(d.figure is None for d in plots.kind_function(claim, kind)(plot)), (claim, kind)
     assert plots.make_all({"records": [rec("T1", "t", "m", "passed", [fig("x", [1, 2])])]}, tmp_path) == []
     assert list(tmp_path.iterdir()) == []
 

@@ -78,7 +78,7 @@ _ABOUT = {
     Verdict.UNSTABLE: (
         "the verdict differs between seeds (fixtures/stability.json)",
         "unstable across seeds",
-        "stale",
+        "unstable",
     ),
     Verdict.REHEARSED: (
         "a rehearsal model (a paper architecture with random weights): the test ran to its verdict without a harness "

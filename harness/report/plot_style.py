@@ -1,25 +1,28 @@
-"""The run report's figure style and the helpers its plot kinds (harness/report/plots.py) share.
+"""The run report's figure style and what its plot kinds share (the registry: harness/report/plots.py; the generic
+kinds: harness/report/plot_kinds.py; a claim's own: ``claims/<section>_plots.py``).
 
-Sizes, colours and resolution (``DPI``, ``RC``, the curve, fit and model styles), the ``Plot`` record of a
-written figure, small helpers that read figure dicts (``val``, ``first``, ``arr``, ...) and lay out, title,
-label and save matplotlib figures, and the paper's values from the claim registry drawn as reference marks
-(``paper_refs``, ``refs_for``, ``draw_refs``) with the log / symlog y scale of profiles (``profile_scale``).
+Sizes, colours and resolution (``DPI``, ``RC``, the curve, fit, model and verdict styles), what a kind is handed
+(``PlotInput``) and hands back (``Drawing``), the ``Plot`` record of a written figure, small helpers that read figure
+dicts (``val``, ``first``, ``arr``, ``grid``, ...) and lay out, label and save matplotlib figures, and the paper's
+values from the claim registry drawn as reference marks (``paper_refs``, ``refs_for``, ``draw_refs``) with the log /
+symlog y scale of profiles (``profile_scale``).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import textwrap
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from harness.spec.claims import CLAIMS, UndeclaredFigure
+from harness.outcome.claim_result import ClaimResult
+from harness.outcome.verdict import Verdict
+from harness.spec.claims import CLAIMS, FigureSpec, PlotSpec, UndeclaredFigure
 from harness.spec.models import display_name
 from harness.spec.paper_models import PAPER_MODELS as PAPER_DECLARATIONS
 
@@ -55,8 +58,13 @@ MODEL_COLORS = (
 PAPER_MODELS = {p.spec.name: (display_name(p.spec.name), *p.style) for p in PAPER_DECLARATIONS}
 LOG_NOTE = "log scale"
 #: Marks and lines coloured by a decision's verdict: the hues of the report's verdict cells (render.CSS's td.held,
-#: td.not and td.stale backgrounds), dark enough to read as thin lines on white.
-VERDICT_COLORS = {"held": "#2e7d32", "not held": "#c62828", "inconclusive": "#d68a00"}
+#: td.not, td.stale and td.unstable backgrounds), dark enough to read as thin lines on white.
+VERDICT_COLORS = {
+    Verdict.HELD: "#2e7d32",
+    Verdict.NOT_HELD: "#c62828",
+    Verdict.INCONCLUSIVE: "#d68a00",
+    Verdict.UNSTABLE: "#7b3fa0",
+}
 #: The held side of a criterion, shaded: td.held's background.
 HELD_SHADE = "#e6f4e6"
 OTHER_VERDICT_COLOR = "#777777"
@@ -72,6 +80,33 @@ class Plot(NamedTuple):
     title: str
     path: Path
     also: tuple[tuple[str, str], ...] = ()
+
+
+class PlotInput(NamedTuple):
+    """What a plot kind draws from: one claim's recorded figures by model ("-" for none), the figure names filling each
+    role of the kind ("" for the plotted series), the claim's records, and the claim's ``PlotSpec`` for the kind
+    (its caption and options; an empty one where the declaration gives none)."""
+
+    claim: str
+    by_model: dict[str, dict[str, dict]]
+    roles: dict[str, list[str]]
+    records: tuple[ClaimResult, ...] = ()
+    spec: PlotSpec = PlotSpec()
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.spec.options)
+
+
+class Drawing(NamedTuple):
+    """One figure a plot kind drew (None: nothing to draw), with ``what`` the report's caption after the claim's id
+    (None: the declaration's caption), the model it shows (None: every model) and ``name`` its file's name after the
+    claim's id (None: the kind's)."""
+
+    figure: Figure | None
+    what: str | None = None
+    model: str | None = None
+    name: str | None = None
 
 
 class PaperRef(NamedTuple):
@@ -111,6 +146,38 @@ def first(figs: dict, names, test=lambda v: isinstance(v, list) and len(v) > 0):
         if test(v):
             return n, v
     return None, None
+
+
+def grid(v) -> np.ndarray | None:
+    """A nested [rows][columns] figure value as a float array (short rows padded with NaN), else None."""
+    if not (isinstance(v, list) and v and all(isinstance(row, list) for row in v)):
+        return None
+    width = max(len(row) for row in v)
+    return np.array([list(arr(row)) + [math.nan] * (width - len(row)) for row in v], dtype=float)
+
+
+def figure_spec(claim: str, name: str | None) -> FigureSpec | None:
+    """A recorded figure's declaration, or None (undeclared: a results.json of another version)."""
+    spec = CLAIMS.get(claim)
+    try:
+        return spec.figure(name) if spec is not None and name else None
+    except UndeclaredFigure:
+        return None
+
+
+def paper_from(claim: str, series: str | None) -> str | None:
+    """The figure whose paper value is drawn beside a plotted series (its declared ``paper_from``), or None."""
+    f = figure_spec(claim, series)
+    return f.paper_from if f is not None else None
+
+
+def threshold(claim: str, name: str | None):
+    """One of the claim's declared thresholds by name, None when the claim or the name is not declared."""
+    spec = CLAIMS.get(claim)
+    try:
+        return spec.threshold(name) if spec is not None and name else None
+    except KeyError:
+        return None
 
 
 def depth(n: int) -> np.ndarray:
@@ -161,18 +228,6 @@ def panels(n: int, w: float = 4.2, h: float = 3.3, rows_per: int = 1, sharey=Fal
         for k in range(rows_per):
             at(i, k).set_visible(False)
     return fig, [[at(i, k) for i in range(n)] for k in range(rows_per)]
-
-
-def add_title(fig: Figure, title: str | None, ax=None):
-    """The figure's title (naming the claim): over the single axes ``ax`` when given, so that a legend beside
-    them never meets it, else over the whole figure; wrapped to the figure's width."""
-    if not title:
-        return
-    text = "\n".join(textwrap.wrap(title, max(40, int(fig.get_figwidth() * 11))))
-    if ax is not None:
-        ax.set_title(text, fontsize=RC["figure.titlesize"])
-    else:
-        fig.suptitle(text)
 
 
 def legend(

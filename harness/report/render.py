@@ -128,7 +128,7 @@ def to_markdown(blocks: list, base: Path) -> str:
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}th,td{border:1px solid #ccc;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f0f0f0;position:sticky;top:0}td.held{background:#e6f4e6}
-td.not{background:#fbe3e3}td.skip{color:#777}td.stale{background:#fff3cd}td.error{background:#e0e0e0;
+td.not{background:#fbe3e3}td.skip{color:#777}td.stale{background:#fff3cd}td.unstable{background:#efe3f7}td.error{background:#e0e0e0;
 font-weight:bold}td.changed{box-shadow:inset 4px 0 0 #b00000}td.changed strong{color:#b00000}figure{margin:1em 0;display:inline-block;vertical-align:top}img{max-width:100%}
 figcaption{font-size:12px;color:#555}details{margin:.3em 0 1em}summary{cursor:pointer;color:#245}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}nav ul{columns:3;font-size:13px}"""

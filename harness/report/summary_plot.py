@@ -78,7 +78,7 @@ class SummaryRow(NamedTuple):
     low: float
     estimate: float
     high: float
-    verdict: str
+    verdict: Verdict  # the test's, as shown
     color: str
     point: bool  # no interval: judged on its point estimate
     numbers: str
@@ -169,17 +169,16 @@ def exact_criterion(d: dict, criterion: Criterion) -> Criterion:
     if criterion.kind != ONE_SIDED or not isinstance(interval, list) or len(interval) != 2 or not scalar(margin):
         return criterion
     lo, hi = min(interval), max(interval)
-    ends = {("held", True): lo - margin, ("held", False): hi + margin}
-    ends |= {("not held", True): hi + margin, ("not held", False): lo - margin}
+    ends = {(Verdict.HELD, True): lo - margin, (Verdict.HELD, False): hi + margin}
+    ends |= {(Verdict.NOT_HELD, True): hi + margin, (Verdict.NOT_HELD, False): lo - margin}
     t = ends.get((reading, criterion.above))
     return criterion if t is None or not math.isfinite(t) else criterion._replace(low=t, high=t)
 
 
-def drawn_verdict(r: ClaimResult) -> str:
-    """The test's verdict as the figure colours it: a verdict a seed can flip (unstable across seeds) as
-    inconclusive, held again after a recorded not held as held."""
-    v = r.shown
-    return {Verdict.UNSTABLE: Verdict.INCONCLUSIVE, Verdict.STALE: Verdict.HELD}.get(v, v).value
+def drawn_verdict(r: ClaimResult) -> Verdict:
+    """The test's verdict as the figure colours it: held again after a recorded not held as held, every other as
+    shown (a verdict a seed can flip, unstable across seeds, in a colour of its own)."""
+    return Verdict.HELD if r.shown is Verdict.STALE else r.shown
 
 
 def summary_rows(results: dict) -> list[SummaryRow]:
@@ -216,7 +215,7 @@ def summary_rows(results: dict) -> list[SummaryRow]:
             claim, check, model = label.split(" · ")
             label = f"{claim} · {check} ({detail if named[label] else f'#{nth[label]}'}) · {model}"
         low, mid, high = to_common_scale(estimate, interval, criterion)
-        verdict, colour = r.shown.label, VERDICT_COLORS.get(drawn_verdict(r), OTHER_VERDICT_COLOR)
+        verdict, colour = r.shown, VERDICT_COLORS.get(drawn_verdict(r), OTHER_VERDICT_COLOR)
         ci = f" [{_fmt(interval[0])}, {_fmt(interval[1])}]" if interval is not None else " (point)"
         rows.append(
             SummaryRow(
@@ -260,7 +259,7 @@ def undrawn_rows(records: list[ClaimResult], short: dict) -> list[SummaryRow]:
         colour = VERDICT_COLORS.get(drawn_verdict(r), OTHER_VERDICT_COLOR)
         label = f"{r.claim} · {test_words(r.function, r.claim)} · {model}"
         words = f"{r.shown.label}: no interval against a threshold (see the table)"
-        rows.append(SummaryRow(r.claim, label, ONE_SIDED, NAN, NAN, NAN, r.shown.label, colour, False, words))
+        rows.append(SummaryRow(r.claim, label, ONE_SIDED, NAN, NAN, NAN, r.shown, colour, False, words))
     return rows
 
 
@@ -355,7 +354,7 @@ def summary_figure(results: dict) -> Figure | None:
 def _legend_handles(rows: list[SummaryRow]) -> list:
     colours = {r.verdict: r.color for r in rows}  # each verdict shown, as the rows colour it
     order = [*(v for v in VERDICT_COLORS if v in colours), *(v for v in colours if v not in VERDICT_COLORS)]
-    handles: list = [Line2D([], [], color=colours[v], marker="o", lw=2.2, label=v) for v in order]
+    handles: list = [Line2D([], [], color=colours[v], marker="o", lw=2.2, label=v.label) for v in order]
     if any(r.point for r in rows):
         handles.append(
             Line2D([], [], color="black", marker="D", mfc="white", ls="none", label="point estimate (no CI)")

@@ -26,6 +26,9 @@ from typing import Any
 #: The folder of the declarations, unless $ABSPOS_CLAIMS_DIR names another.
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "claims"
 PACKAGE = "abspos_claims_catalogue"  # the declaration modules' import names: abspos_claims_catalogue.<section>
+#: A declaration's one-off code beside it (``<section>_plots.py``: its own plot kinds, named by ``PlotSpec.draw``):
+#: imported only by what draws it, never read as a declaration.
+CODE_SUFFIX = "_plots.py"
 
 
 class CatalogueError(ValueError):
@@ -37,7 +40,8 @@ def folder() -> Path:
 
 
 def declaration_files(directory: Path | None = None) -> list[Path]:
-    """The declaration modules of a folder: every ``*.py`` but the tests, conftest and __init__, in name order.
+    """The declaration modules of a folder: every ``*.py`` but the tests, conftest, __init__ and the declarations'
+    one-off code (``CODE_SUFFIX``), in name order.
     CatalogueError (one line) for a folder that is missing, a file, or holds no declaration, and for a module that
     sets no ``CLAIMS``: read from the files' text, before any of them is imported (a folder of other Python, such as
     ``tests``, is never run)."""
@@ -50,7 +54,7 @@ def declaration_files(directory: Path | None = None) -> list[Path]:
     if not d.is_dir():
         raise CatalogueError(f"{where}: a file, not a folder of claim declarations; {hint}")
     skip = ("test_", "conftest", "__init__")
-    files = sorted(p for p in d.glob("*.py") if not p.name.startswith(skip))
+    files = sorted(p for p in d.glob("*.py") if not p.name.startswith(skip) and not p.name.endswith(CODE_SUFFIX))
     declares = {p: _sets_claims(p) for p in files}
     if not any("CLAIMS" in names for names in declares.values()):
         raise CatalogueError(

@@ -188,11 +188,13 @@ class PlotSpec:
     """What a plot kind reads of a claim beyond its figures: the ``caption`` after the claim's id, ``options``
     (harness/report/plots.py says which each kind reads), and ``shown_with``: other claims whose report sections show
     the plot too, after their own, each with the sentence that says why there (a yardstick one claim measures for
-    another)."""
+    another); ``draw``: the claim's own drawing of the kind, ``<module>.<function>`` of a module beside the declaration
+    (``claims/<section>_plots.py``), in place of a generic kind's."""
 
     caption: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     shown_with: Mapping[str, str] = field(default_factory=dict)
+    draw: str = ""
 
 
 @dataclass(frozen=True)
