@@ -18,6 +18,7 @@ from typing import NamedTuple
 class Link(NamedTuple):
     text: str
     href: str
+    html_href: str | None = None  # where report.html's link goes, when not where report.md's does (its .html twin)
 
 
 def fmt(v, n: int = 6) -> str:
