@@ -193,7 +193,10 @@ MARKS = {
 CHANGED_MARK = "*"
 NO_TEST = "."  # a cell where the run has no test of the claim (left out, or not run there)
 #: The legend's words for a mark, where a shorter phrase than the verdict's label reads better in one line.
-MARK_WORDS = {Verdict.REHEARSED: "rehearsed (random weights, no verdict)"}
+MARK_WORDS = {
+    Verdict.REHEARSED: "rehearsed (random weights, no verdict)",
+    Verdict.STALE: f"{Verdict.STALE.label} (abspos-claims outcomes record)",
+}
 GAP = "  "
 
 
