@@ -94,7 +94,9 @@ def figure_line(r) -> str:
     if d is not None:
         judged = shown if shown.rpartition(": ")[2].startswith(fmt(d.get("estimate"))) else ""
         name = judged.rpartition(": ")[0] or (d.get("check") or "").partition(": ")[2] or "estimate"
-        return f"{name}: {fmt(d.get('estimate'))}{interval_text(d)} vs {d.get('criterion')}"
+        value = together(f"{fmt(d.get('estimate'))}{interval_text(d)}")  # a line breaks around it, never inside
+        threshold = together(f"vs {d.get('criterion')}")
+        return f"{name}: {value} {threshold}"
     if shown and c is not None:  # an exact check (a count, an equality): its threshold is in its criterion
         return f"{shown}, held when {c.words(r.claim)}"
     reason = " ".join(r.reason.split())
