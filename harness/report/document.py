@@ -16,25 +16,23 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from harness.files.paths import METHODS
 from harness.outcome.results import loaded
 from harness.outcome.verdict import CHANGED, Verdict
-from harness.report.matrix import setup_failure_lines, totals_line, verdict_strip
+from harness.report import methods_page
+from harness.report.matrix import CHANGED_MEANING, totals_line, verdict_strip
+from harness.report.matrix import report_matrix as matrix
 from harness.report.record_text import (
     claim_key,
     claim_texts,
     fingerprint,
     fold_property_checks,
     headline_cell,
-    is_property_check,
-    marked,
     model_label,
     property_checks_text,
     set_shape,
     set_size,
     synthetic_sets,
     test_name,
-    test_words,
     verdict_css,
     verdict_text,
 )
@@ -45,13 +43,6 @@ from harness.spec.claims import CLAIMS, claim_test, figure_words, glossary_terms
 from harness.spec.models import names
 
 PAPER_NAMES = set(names("paper"))
-#: what the badge on a verdict that differs from its record means (the legend's and the glossary's words)
-CHANGED_MEANING = (
-    f"{CHANGED} = this run's verdict differs from its record (fixtures/known_outcomes.json): not held or "
-    "inconclusive where no earlier run recorded it at that criterion, or held where one recorded it otherwise; a "
-    "verdict that repeats its record carries no mark, and a model without recorded outcomes has nothing to change from."
-)
-
 #: The engine's own terms; each claim's follow them in the report (its declaration's ``glossary``).
 GLOSSARY = [
     (
@@ -113,11 +104,11 @@ def partial_note(results: dict) -> list:
 
 
 def methods_link(claim: str, base: Path | None) -> Link:
-    """The claim's row in METHODS.md's "what holds means" table: relative to the report's folder, or (a job
-    summary, ``base`` None) the file on GitHub at the run's commit."""
-    if base is not None:
-        href = Path(os.path.relpath(METHODS, base)).as_posix()
-    elif os.environ.get("GITHUB_REPOSITORY"):  # a job summary: the file in the repository at the run's commit
+    """The claim's decision (what "held" means for its tests): on the methods page written into the report's folder
+    (methods.md, methods.html), or (a job summary, ``base`` None) in METHODS.md on GitHub at the run's commit."""
+    if base is not None:  # a run folder: the decisions written beside the report (harness.report.methods_page)
+        return methods_page.link(claim)
+    if os.environ.get("GITHUB_REPOSITORY"):  # a job summary: the file in the repository at the run's commit
         href = (
             f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{os.environ['GITHUB_REPOSITORY']}/blob/"
             f"{os.environ.get('GITHUB_SHA', 'HEAD')}/METHODS.md"
@@ -236,37 +227,6 @@ def lead_table(results: dict, base: Path | None) -> list:
             )
         )
     return out
-
-
-def matrix(results: dict) -> list:
-    """The claims × models matrix: one row per claim test, one verdict per cell (a column per model of the run, and
-    per family or "(no model)" for tests without one); a model's checks of the paper's equations one row when every
-    one held everywhere. With its legend (the verdicts it shows)."""
-    records = [loaded(r) for r in results["records"]]
-    shown, folded = fold_property_checks(records)
-    columns = list(dict.fromkeys([*(results.get("models") or []), *(r.target.label for r in records)]))
-    rows = []
-    if folded and not any(map(is_property_check, shown)):  # a check that did not hold: every check its own row
-        ids = ",".join(dict.fromkeys(r.claim for checks in folded.values() for r in checks))
-        cells = [(f"{len(folded[m])} held", Verdict.HELD.css) if m in folded else ("—", "") for m in columns]
-        rows.append([ids, "checks of the paper's equations (Eq. 1–7), each on the model itself", *cells])
-    else:
-        shown = records
-    by_test: dict = {}
-    for r in shown:
-        by_test.setdefault((r.claim, r.function), {})[r.target.label] = r
-    for (claim, test), at in sorted(by_test.items(), key=lambda kv: (claim_key(kv[0][0]), kv[0][1])):
-        cells = [(marked(at[m]), verdict_css(at[m])) if m in at else ("—", "") for m in columns]
-        rows.append([claim, test_words(test, claim), *cells])
-    seen = {r.shown for r in records}
-    legend = (
-        "One row per claim test, its verdict on each model: "
-        + "; ".join(f"{v.label} = {v.meaning}" for v in Verdict if v in seen)
-        + '; — = no such test on that model. "<family> family": a test over a model family; "(no model)": a '
-        "property tested without a model." + (f" {CHANGED_MEANING}" if any(r.changed for r in records) else "")
-    )
-    failed = [("p", f"**Setup failed** — {line}") for line in setup_failure_lines(records)]
-    return [("table", ["claim", "test", *columns], rows), ("p", legend), *failed]
 
 
 def provenance_blocks(results: dict) -> list:

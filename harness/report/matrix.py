@@ -1,18 +1,27 @@
-"""The claims × models matrix: how many of each claim's tests ended in each verdict on each model. One count for
-the report's table (harness.report.document) and the run's terminal summary (harness.run.records); a test
-without a model is counted under its family ("llama family") or "(no model)" (a property tested without one). Also the
-report's totals line and the verdict strip under each claim's heading.
+"""The claims × models matrix: each claim's tests' verdicts on each model. The report's table (one row per claim
+test, ``report_matrix``) and the run's terminal summary (one row per claim, a mark per test, within a terminal's
+width: ``text_matrix``); a test without a model is counted under its family ("llama family") or "(no model)" (a
+property tested without one), said apart from the models' columns. Also the report's totals line and the verdict strip
+under each claim's heading.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
 from harness.outcome.claim_result import TargetKind
 from harness.outcome.results import loaded
 from harness.outcome.verdict import CHANGED, Verdict
-from harness.report.record_text import claim_key
+from harness.report.record_text import (
+    claim_key,
+    fold_property_checks,
+    is_property_check,
+    marked,
+    test_words,
+    verdict_css,
+)
 
 
 class Matrix(NamedTuple):
@@ -85,3 +94,199 @@ def verdict_strip(records: list) -> str:
         by_model[r.target.label][r.shown] += 1
     cells = [f"{m}: {', '.join(f'{n} {v.label}' for v, n in c.items())}" for m, c in by_model.items()]
     return "**Verdicts** — " + " · ".join(cells)
+
+
+# ---- the report's matrix: one row per claim test, a column per model ----------------------------------------
+
+#: What the report's mark on a changed verdict means (its matrix's legend, its glossary).
+CHANGED_MEANING = (
+    f"{CHANGED} = this run's verdict differs from its record (fixtures/known_outcomes.json): not held or "
+    "inconclusive where no earlier run recorded it at that criterion, or held where one recorded it otherwise; a "
+    "verdict that repeats its record carries no mark, and a model without recorded outcomes has nothing to change from."
+)
+
+#: The matrix's one column for the tests of no model or of a family (a property of the equations, a size ladder):
+#: one column each would stand empty on every other row.
+ELSEWHERE = "no model / a family"
+
+
+def elsewhere_cell(at: dict) -> tuple[str, str]:
+    """The ``ELSEWHERE`` cell of a row's tests without a model or over a family ({target label: record}): each verdict
+    with where ("gemma, llama, mistral, qwen families: not applicable"), coloured by the first."""
+    by: dict[str, list[str]] = {}
+    for label, r in at.items():
+        by.setdefault(marked(r), []).append(label)
+    return "; ".join(f"{targets_text(where)}: {v}" for v, where in by.items()), verdict_css(next(iter(at.values())))
+
+
+def targets_text(labels: list[str]) -> str:
+    """ "(no model)", "llama family", "gemma, llama families"."""
+    families = [x.removesuffix(" family") for x in labels if x.endswith(" family")]
+    named = [x for x in labels if not x.endswith(" family")]
+    named += [f"{', '.join(families)} famil{'ies' if len(families) > 1 else 'y'}"] if families else []
+    return ", ".join(named)
+
+
+def report_matrix(results: dict) -> list:
+    """The claims × models matrix: one row per claim test, one verdict per cell (a column per model of the run or
+    synthetic set, and one for the tests without a model or over a family); a model's checks of the paper's equations
+    one row when every one held everywhere. With its legend (the verdicts it shows)."""
+    records = [loaded(r) for r in results["records"]]
+    shown, folded = fold_property_checks(records)
+    own = {r.target.label for r in records if r.target.kind in (TargetKind.MODEL, TargetKind.SYNTHETIC)}
+    columns = [
+        m for m in dict.fromkeys([*(results.get("models") or []), *(r.target.label for r in records)]) if m in own
+    ]
+    others = any(r.target.label not in own for r in records)
+    rows = []
+    if folded and not any(map(is_property_check, shown)):  # a check that did not hold: every check its own row
+        ids = ",".join(dict.fromkeys(r.claim for checks in folded.values() for r in checks))
+        cells = [(f"{len(folded[m])} held", Verdict.HELD.css) if m in folded else ("—", "") for m in columns]
+        there = [m for m in folded if m not in own]
+        extra = (
+            [(f"{targets_text(there)}: {sum(len(folded[m]) for m in there)} held", Verdict.HELD.css)] if there else []
+        )
+        rows.append(
+            [
+                ids,
+                "checks of the paper's equations (Eq. 1–7), each on the model itself",
+                *cells,
+                *(extra or [("—", "")]) * others,
+            ]
+        )
+    else:
+        shown = records
+    by_test: dict = {}
+    for r in shown:
+        by_test.setdefault((r.claim, r.function), {})[r.target.label] = r
+    for (claim, test), at in sorted(by_test.items(), key=lambda kv: (claim_key(kv[0][0]), kv[0][1])):
+        cells = [(marked(at[m]), verdict_css(at[m])) if m in at else ("—", "") for m in columns]
+        rest = {m: r for m, r in at.items() if m not in own}
+        rows.append([claim, test_words(test, claim), *cells, *[elsewhere_cell(rest) if rest else ("—", "")] * others])
+    seen = {r.shown for r in records}
+    legend = (
+        "One row per claim test, its verdict on each model: "
+        + "; ".join(f"{v.label} = {v.meaning}" for v in Verdict if v in seen)
+        + "; — = no such test on that model."
+        + f' "{ELSEWHERE}": a test over a model family\'s sizes, or of a property tested without a model.' * others
+        + (f" {CHANGED_MEANING}" if any(r.changed for r in records) else "")
+    )
+    failed = [("p", f"**Setup failed** — {line}") for line in setup_failure_lines(records)]
+    return [("table", ["claim", "test", *columns, *[ELSEWHERE] * others], rows), ("p", legend), *failed]
+
+
+# ---- the terminal's matrix: one mark per test, within a terminal's width ----------------------------------------
+
+#: One character per test in the terminal's matrix, in the order a cell lists them; ``CHANGED_MARK`` follows the mark
+#: of a verdict that differs from its record.
+MARKS = {
+    Verdict.HELD: "H",
+    Verdict.NOT_HELD: "N",
+    Verdict.INCONCLUSIVE: "I",
+    Verdict.UNSTABLE: "U",
+    Verdict.STALE: "S",
+    Verdict.HARNESS_ERROR: "E",
+    Verdict.REHEARSED: "R",
+    Verdict.SKIPPED: "s",
+    Verdict.NOT_APPLICABLE: "-",
+}
+CHANGED_MARK = "*"
+NO_TEST = "."  # a cell where the run has no test of the claim (left out, or not run there)
+#: The legend's words for a mark, where a shorter phrase than the verdict's label reads better in one line.
+MARK_WORDS = {
+    Verdict.REHEARSED: "rehearsed (random weights, no verdict)",
+    Verdict.STALE: f"{Verdict.STALE.label} (abspos-claims outcomes record)",
+}
+GAP = "  "
+
+
+def marks(results) -> str:
+    """A cell: its tests' marks, in ``MARKS`` order, each changed one followed by ``CHANGED_MARK``."""
+    order = list(MARKS)
+    return "".join(
+        MARKS[r.shown] + CHANGED_MARK * r.changed for r in sorted(results, key=lambda r: order.index(r.shown))
+    )
+
+
+def legend(results) -> list[str]:
+    """What the marks present stand for: "H held", "N not held", "- not applicable", "* changed since the record"."""
+    seen = {r.shown for r in results}
+    words = [f"{m} {MARK_WORDS.get(v, v.label)}" for v, m in MARKS.items() if v in seen]
+    return words + ([f"{CHANGED_MARK} {CHANGED}"] if any(r.changed for r in results) else [])
+
+
+def packed(items: list[str], width: int, sep: str = " · ", indent: str = "  ") -> list[str]:
+    """``items`` joined by ``sep`` in lines within ``width`` columns, never broken inside an item (one longer than a
+    line is wrapped on its own), the later lines indented."""
+    lines: list[str] = []
+    for item in items:
+        if lines and len(lines[-1]) + len(sep) + len(item) <= width:
+            lines[-1] += sep + item
+        else:
+            lines += textwrap.wrap(item, width, initial_indent=indent * bool(lines), subsequent_indent=indent)
+    return lines
+
+
+def _fit(name: str, width: int) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def column_blocks(first: list[str], columns: list[list[str]], width: int) -> list[list[str]]:
+    """A table as plain-text lines within ``width`` columns: ``first`` (the row labels, its header at [0]) on every
+    block, the other columns (each its header at [0]) left to right, as many to a block as fit; a block per run of
+    columns, a blank line between blocks."""
+    left = max(len(x) for x in first)
+    room = width - left - len(GAP)
+    columns = [[_fit(c[0], room), *c[1:]] for c in columns]
+    blocks: list[list[list[str]]] = [[]]
+    used = 0
+    for col in columns:
+        w = max(len(x) for x in col)
+        if blocks[-1] and used + len(GAP) + w > room:
+            blocks.append([])
+            used = 0
+        used += (len(GAP) if blocks[-1] else 0) + w
+        blocks[-1].append(col)
+    out: list[list[str]] = []
+    for block in blocks:
+        widths = [max(len(x) for x in col) for col in block]
+        out.append(
+            [
+                (first[i].ljust(left) + GAP + GAP.join(col[i].ljust(w) for col, w in zip(block, widths))).rstrip()
+                for i in range(len(first))
+            ]
+        )
+    return out
+
+
+def text_matrix(records, models=(), width: int = 100) -> list[str]:
+    """The claims × models matrix for a terminal of ``width`` columns: a legend line, then one row per claim and
+    one column per model or synthetic set that ran a test, each test one mark (``MARKS``); the tests of no model or
+    of a family (a property of the equations, a size ladder) follow in a line per claim, not as columns of their own
+    that would stand empty on every other row; more models than fit: the columns continue in another block."""
+    results = [loaded(r) for r in records]
+    mx = verdict_matrix(results, models)
+    own = {TargetKind.MODEL, TargetKind.SYNTHETIC}
+    kind = {r.target.label: r.target.kind for r in results}
+    cells: dict = defaultdict(list)
+    for r in results:
+        cells[(r.claim, r.target.label)].append(r)
+    columns = [m for m in mx.models if kind.get(m) in own and any((c, m) in cells for c in mx.claims)]
+    others = [m for m in mx.models if kind.get(m) is not None and kind[m] not in own]
+    rows = [c for c in mx.claims if any((c, m) in cells for m in columns)]
+    empty = any((c, m) not in cells for c in rows for m in columns)
+    lines = packed(legend(results) + [f"{NO_TEST} no test of it on that model in this run"] * empty, width)
+    if rows:
+        first = ["claim", *rows]
+        table = [[m, *(marks(cells.get((c, m), ())) or NO_TEST for c in rows)] for m in columns]
+        for k, block in enumerate(column_blocks(first, table, width)):
+            lines += [""] * (k > 0) + block
+    for c in mx.claims:  # "<claim> without a model: H", "<claim> per family: llama -, qwen -"
+        for what, kinds in (("without a model", (TargetKind.NONE,)), ("per family", (TargetKind.FAMILY,))):
+            there = [m for m in others if kind[m] in kinds and (c, m) in cells]
+            named = [
+                f"{m.removesuffix(' family')} " * (kinds[0] == TargetKind.FAMILY) + marks(cells[(c, m)]) for m in there
+            ]
+            if named:
+                lines += packed([f"{c} {what}: {named[0]}", *named[1:]], width, sep=", ")
+    return lines

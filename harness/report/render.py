@@ -18,6 +18,7 @@ from typing import NamedTuple
 class Link(NamedTuple):
     text: str
     href: str
+    html_href: str | None = None  # where report.html's link goes, when not where report.md's does (its .html twin)
 
 
 def fmt(v, n: int = 6) -> str:
@@ -125,20 +126,24 @@ def to_markdown(blocks: list, base: Path) -> str:
 
 # ---- HTML ---------------------------------------------------------------------------------------------
 
+#: The page's style; its last two lines keep the title, the totals and the whole claims × models matrix on the first
+#: screen (tests/test_report_browser.py).
 CSS = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}th,td{border:1px solid #ccc;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f0f0f0;position:sticky;top:0}td.held{background:#e6f4e6}
 td.not{background:#fbe3e3}td.skip{color:#777}td.stale{background:#fff3cd}td.unstable{background:#efe3f7}td.error{background:#e0e0e0;
 font-weight:bold}td.changed{box-shadow:inset 4px 0 0 #b00000}td.changed strong{color:#b00000}figure{margin:1em 0;display:inline-block;vertical-align:top}img{max-width:100%}
 figcaption{font-size:12px;color:#555}details{margin:.3em 0 1em}summary{cursor:pointer;color:#245}
-h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}nav ul{columns:3;font-size:13px}"""
+h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}nav ul{columns:3;font-size:13px}
+h1{font-size:1.6em;margin:.2em 0 .5em}h2#matrix{margin-top:.8em}h2#matrix+table td,h2#matrix+table th{padding:1px 5px;line-height:1.25}
+h2#matrix+table td:last-child{max-width:15em}"""
 
 
 def _html_inline(c) -> str:
     if isinstance(c, list):
         return "".join(_html_inline(x) for x in c)
     if isinstance(c, Link):
-        return f'<a href="{html.escape(c.href)}">{html.escape(c.text)}</a>'
+        return f'<a href="{html.escape(c.html_href or c.href)}">{html.escape(c.text)}</a>'
     return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(_text(c)))  # markdown's bold, as there
 
 

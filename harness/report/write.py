@@ -18,7 +18,7 @@ from typing import Callable
 
 from harness.files.atomic import point_link, write_text
 from harness.outcome.results import load_results, results_file
-from harness.report import document, merged_report, provenance
+from harness.report import document, merged_report, methods_page, provenance
 from harness.report.render import to_html, to_markdown
 
 
@@ -152,6 +152,7 @@ def build(results_path: Path, stop: Callable[[], None] | None = None) -> Path:
     blocks = report.document(results, plots, base)
     html, summary, markdown = to_html(blocks), report.summary_markdown(results), to_markdown(blocks, base)
     stop()
+    methods_page.write(base, {r["claim"] for r in results["records"]})  # the decisions its links open
     write_text(base / "report.html", html)  # each atomically: a full disk leaves no truncated report
     write_text(base / "summary.md", summary)
     return write_text(base / "report.md", markdown)

@@ -16,16 +16,9 @@ from harness.outcome.claim_result import ClaimResult
 from harness.outcome.nodeid import parse
 from harness.outcome.results import loaded, target_of
 from harness.outcome.verdict import Verdict
-from harness.report.matrix import setup_failure_lines, totals_line, verdict_matrix
-from harness.report.record_text import (
-    claim_key,
-    deciding_text,
-    fold_property_checks,
-    headline_text,
-    property_checks_text,
-)
+from harness.report.matrix import setup_failure_lines, text_matrix, totals_line
 from harness.report.write import write_run
-from harness.run import signals
+from harness.run import signals, terminal
 from harness.run.context import RunContext
 from harness.run.setup_failures import setup_failed
 from harness.spec.claims import CLAIMS
@@ -136,6 +129,18 @@ class RecordCollector:
             record["setup_failed"] = setup_failed(report)
         self.records.append(record)
 
+    @pytest.hookimpl(tryfirst=True)  # before pytest's own (skipping's "xfailed")
+    def pytest_report_teststatus(self, report, config):
+        """A claim test whose not held or inconclusive verdict is recorded counts in pytest's last line under its
+        verdict ("18 not held"), never as "xfailed"; every other test as pytest counts it."""
+        if not (hasattr(report, "wasxfail") and report.skipped):
+            return None
+        record = next((r for r in reversed(self.records) if r["test"] == report.nodeid), None)
+        if record is None:
+            return None
+        shown = loaded(record).shown
+        return terminal.COUNTED.get(shown, shown.label), "x", terminal.COUNTED.get(shown, shown.label).upper()
+
     def crashed(self, report) -> None:
         """A claim test whose xdist worker died while running it: a harness error record naming the crash, replaced
         (keeping the crash in its reason) if xdist runs the test again on another worker."""
@@ -157,18 +162,9 @@ class RecordCollector:
         self.records.append(result.record("failed", 0.0, crashed=crash))
 
     def matrix(self) -> list[str]:
-        """The claims × models matrix (harness.report.matrix), one line per claim: how many of its tests held / did
-        not / n/a per model that has a test."""
-        mx = verdict_matrix(self.records, self.run.models)
-        models = [m for m in mx.models if any((c, m) in mx.cells for c in mx.claims)]
-        rows = {
-            cid: [", ".join(f"{n} {k}" for k, n in mx.counts(cid, m).items()) or "-" for m in models]
-            for cid in mx.claims
-        }
-        width = max([len(m) for m in models] + [len(c) for row in rows.values() for c in row])
-        return ["claim  " + "  ".join(m.ljust(width) for m in models).rstrip()] + [
-            f"{cid:<6} " + "  ".join(c.ljust(width) for c in row).rstrip() for cid, row in rows.items()
-        ]
+        """The claims × models matrix within the terminal's width (harness.report.matrix.text_matrix): a legend, then
+        one mark per test in each claim's row, per model that has a test."""
+        return text_matrix(self.records, self.run.models, terminal.WIDTH)
 
     def baseline_lines(self) -> list[str]:
         """One line on the baselines this run compared with or recorded (runs without committed snapshots)."""
@@ -196,44 +192,21 @@ class RecordCollector:
             return
         if not any(a.startswith("-r") for a in tr.config.invocation_params.args):  # the default -ra, not asked for
             tr.reportchars = "".join(c for c in tr.reportchars if c in "fE")  # the matrix says each verdict
-        tr.write_sep("=", "abspos verdicts (the deciding figure with its 95% interval against the threshold)")
+        tr.write_sep("=", "abspos verdicts (figure in words: value [95% CI] vs threshold)")
         for line in self.test_lines():
             tr.write_line(line)
-        tr.write_sep("=", "abspos claims × models (tests per cell by verdict)")
+        tr.write_sep("=", "abspos claims × models (one mark per test)")
         for line in self.matrix():
             tr.write_line(line)
-        seen = {r["verdict"] for r in self.records}
-        tr.write_line("verdicts: " + "; ".join(f"{v}: {v.meaning}" for v in Verdict if v in seen))
-        for line in self.baseline_lines():
-            tr.write_line(line)
-        for line in setup_failure_lines(self.records):
-            tr.write_line(line)
+        for line in [*self.baseline_lines(), *setup_failure_lines(self.records)]:
+            for part in terminal.wrapped(line):
+                tr.write_line(part)
         self.report_lines(tr)
 
     def test_lines(self) -> list[str]:
-        """One line per finished test that reached a verdict: claim, model, verdict, the deciding figure against its
-        threshold, seconds; the tests not applicable to their model counted in one line."""
-        applicable = [r for r in map(loaded, self.records) if r.shown != Verdict.NOT_APPLICABLE]
-        shown, folded = fold_property_checks(applicable)
-        shown.sort(key=lambda r: (claim_key(r.claim), r.model or "", r.test))
-        rows = [
-            [",".join(dict.fromkeys(r.claim for r in c)), m, "held", property_checks_text(c), ""]
-            for m, c in folded.items()
-        ]
-        rows += [
-            [
-                r.claim,
-                r.target.label,
-                r.shown.label + r.badge,
-                deciding_text(r) or headline_text(r),
-                f"{r.recorded.get('seconds') or 0:.0f} s",
-            ]
-            for r in shown
-        ]
-        widths = [max((len(row[k]) for row in rows), default=0) for k in range(4)]
-        lines = [("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[4]).rstrip() for row in rows]
-        n_a = len(self.records) - len(applicable)
-        return lines + ([f"and {n_a} tests not applicable to their model"] if n_a else [])
+        """One entry per finished test that reached a verdict, under its model: claim, verdict, the figure in words
+        with its interval against the threshold, seconds (harness.run.terminal.test_lines)."""
+        return terminal.test_lines(self.records, self.run.models)
 
     def report_lines(self, tr) -> None:
         """Where the results went, and (a partial run) that it was interrupted and what never ran."""
@@ -288,9 +261,11 @@ class RecordCollector:
         """After pytest's own last line: the run's total, the last thing a claims run prints."""
         tr = config.pluginmanager.getplugin("terminalreporter")
         if self.records and tr is not None:
-            tr.write_line("abspos total: " + totals_line(self.records).strip("*"))
+            for part in terminal.total_lines("abspos total: " + totals_line(self.records).strip("*")):
+                tr.write_line(part)
             for line in setup_failure_lines(self.records):  # the run's last lines say why a model has no verdicts
-                tr.write_line(f"abspos: {line}")
+                for part in terminal.wrapped(f"abspos: {line}"):
+                    tr.write_line(part)
         self.interrupts.restore()
         failed = self.session is not None and self.session.exitstatus == pytest.ExitCode.TESTS_FAILED
         if failed and any(r.get("verdict") == Verdict.HARNESS_ERROR for r in self.records):

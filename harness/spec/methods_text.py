@@ -39,25 +39,38 @@ def value_text(value: object) -> str:
     return str(value)
 
 
+TESTS_HEADER = ("test", "applies to", "held when")
+THRESHOLDS_HEADER = ("threshold", "value", "the paper's words", "our reading")
+
+
+def decision_tables(c: ClaimSpec) -> tuple[list[list[str]], list[list[str]]]:
+    """A claim's decision as rows: one per test (its name, where it applies, what "held" means) and one per threshold
+    (its name, value, the paper's words, our reading): METHODS.md's and a run folder's methods page's."""
+    tests = [[t, ct.applies.label, ct.words(c.id)] for t, ct in c.claim_tests.items()]
+    thresholds = [[name, value_text(t.value), t.sentence, t.reading] for name, t in c.thresholds.items()]
+    return tests, thresholds
+
+
 def claim_decision(c: ClaimSpec) -> str:
     """One claim's decision: its anchor (the report's METHODS links land here), statement and declaration file, a
     row per test (where it applies, what "held" means) and a row per threshold (the paper's words, our reading)."""
+    tests, thresholds = decision_tables(c)
     lines = [
         f'<a id="decision-{c.id.lower()}"></a>**{c.id}** ({c.section}): {c.statement}'
         + (f" — declared in `{c.source}`" if c.source else ""),
         "",
-        "| test | applies to | held when |",
+        "| " + " | ".join(TESTS_HEADER) + " |",
         "|---|---|---|",
-        *(f"| `{t}` | {cell(ct.applies.label)} | {cell(ct.words(c.id))} |" for t, ct in c.claim_tests.items()),
+        *(f"| `{t}` | {cell(applies)} | {cell(held)} |" for t, applies, held in tests),
     ]
-    if c.thresholds:
+    if thresholds:
         lines += [
             "",
-            "| threshold | value | the paper's words | our reading |",
+            "| " + " | ".join(THRESHOLDS_HEADER) + " |",
             "|---|---|---|---|",
             *(
-                f"| `{name}` | {cell(value_text(t.value))} | {cell(t.sentence)} | {cell(t.reading)} |"
-                for name, t in c.thresholds.items()
+                f"| `{name}` | {cell(value)} | {cell(words)} | {cell(reading)} |"
+                for name, value, words, reading in thresholds
             ),
         ]
     return "\n".join(lines)
