@@ -1,6 +1,6 @@
 """What ``abspos-claims claims list`` and ``abspos-claims models`` print: every claim with what it runs on, and every
 model and synthetic set with the claims that apply to each. What a test runs on (a model at a time, a family's sizes,
-the related paper's synthetic sets, or nothing) is the registry's (``harness.spec.claims.target_of``); where its
+the related paper's synthetic sets, or nothing) is the registry's (``harness.spec.claim_names.target_of``); where its
 prediction applies, its declaration's (``harness.spec.applies``). Importing this module loads neither torch nor
 transformers (the weights' status does, when asked)."""
 
@@ -11,7 +11,8 @@ from typing import Callable, Mapping, Sequence
 
 from harness.notebook import aligned
 from harness.spec.applies import EVERY_MODEL, Applies, Target, family_sizes
-from harness.spec.claims import CLAIMS, ClaimSpec, target_of
+from harness.spec.claim_names import target_of
+from harness.spec.claims import CLAIMS, ClaimSpec
 from harness.spec.models import LADDER_GROUPS, WeightsUnavailable, WrongWeights
 from harness.spec.synthetic_sets import (
     SYNTHETIC_ARCHITECTURE_WORDS,
