@@ -217,7 +217,7 @@ class RecordCollector:
         shown, folded = fold_property_checks(applicable)
         shown.sort(key=lambda r: (claim_key(r.claim), r.model or "", r.test))
         rows = [
-            [",".join(dict.fromkeys(r.claim for r in c)), m, "held", property_checks_text(c), ""]
+            [",".join(dict.fromkeys(r.claim for r in c)), m, Verdict.HELD.label, property_checks_text(c), ""]
             for m, c in folded.items()
         ]
         rows += [
