@@ -153,7 +153,7 @@ def target(applies: Applies, spec, selected: tuple[str, ...], seq_len: int) -> T
 
 def applies_to(applies: Applies, spec, selected: tuple[str, ...], seq_len: int, kind: str = "model") -> bool:
     """Whether the test's prediction applies to this model; a family-level test's, when it applies to the model's
-    family and the model is one of the sizes it runs on (``harness.spec.claims.family_sizes``); a test of the
+    family and the model is one of the sizes it runs on (``harness.spec.applies.family_sizes``); a test of the
     synthetic sets (``kind``) never applies to a language model."""
     if kind == "synthetic":
         return False
