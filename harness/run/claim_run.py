@@ -71,9 +71,9 @@ class ClaimRun:
         spec = claim(item.get_closest_marker("claim").args[0])
         applies = spec.tests.get(item.originalname)
         if applies is None:
+            where = spec.source or "its declaration (claims/<section>.py)"
             raise pytest.UsageError(
-                f"{item.nodeid}: test not listed under claim {spec.id} in {spec.source or 'its declaration'} (its "
-                f"claim_tests, where a claim's tests are declared)"
+                f"{item.nodeid}: test not listed under claim {spec.id} in {where}: add it to the claim's claim_tests"
             )
         params = params_of(item)
         model, family = params.get("model_name"), params.get("family")
