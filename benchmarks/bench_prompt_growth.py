@@ -88,9 +88,9 @@ class GrowthPlugin:
     def pytest_runtest_protocol(self, item, nextitem):
         import torch
 
-        from harness.run.plugin import WORKLOAD
+        from harness.run.plugin import claims_session
 
-        work = item.config.stash[WORKLOAD]
+        work = claims_session(item.config).workload
         gpus = range(torch.cuda.device_count()) if torch.cuda.is_available() else range(0)
         if torch.cuda.is_initialized():  # before the first model, CUDA has no allocator yet: nothing to reset
             for d in gpus:

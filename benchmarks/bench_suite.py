@@ -31,13 +31,13 @@ def run_claims(options: list[str]) -> tuple[dict, dict]:
     """The bundled claims (or what ``options`` select) in this process: (results.json, {model: layer-tokens run})."""
     import pytest
 
-    from harness.run.plugin import WORKLOAD
+    from harness.run.plugin import claims_session
 
     class Work:  # the run's workload (the plugin's, one per pytest run), read as the run ends
         layer_tokens: dict = {}
 
         def pytest_sessionfinish(self, session):
-            self.layer_tokens = dict(session.config.stash[WORKLOAD].layer_tokens)
+            self.layer_tokens = dict(claims_session(session.config).workload.layer_tokens)
 
     work = Work()
     with tempfile.TemporaryDirectory() as tmp:

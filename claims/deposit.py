@@ -12,7 +12,8 @@ what "the others negligible" allows at the layer's head count). The tests are in
 from __future__ import annotations
 
 from harness.spec.applies import EVERY_MODEL
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec
+from harness.spec.paper_values import Threshold
 
 PAPER = "Gu et al. 2026 (related)"
 SENTENCE = (

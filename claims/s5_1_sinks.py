@@ -6,8 +6,9 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_1_sinks.py.
 from __future__ import annotations
 
 from harness.spec.applies import ADDS_BOS, EVERY_MODEL, NO_BOS, Applies
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold, magnitude, sink
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec
 from harness.spec.models import LLAMA_1B, MISTRAL, QWEN
+from harness.spec.paper_values import Threshold, magnitude, sink
 
 #: T1a probes the state at the highest sinks; with a fixed BOS at 0 that state is the same in every prompt (Eq. 7), so
 #: its probe is at chance by construction: vacuous, not evidence.

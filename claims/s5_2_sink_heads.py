@@ -6,7 +6,8 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_2_sink_heads.py.
 from __future__ import annotations
 
 from harness.spec.applies import ADDS_BOS, NO_BOS
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec
+from harness.spec.paper_values import Threshold
 
 CLAIMS = (
     ClaimSpec(

@@ -6,8 +6,9 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_3_leakage.py.
 from __future__ import annotations
 
 from harness.spec.applies import EVERY_MODEL
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, Threshold, magnitude
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec
 from harness.spec.models import LLAMA_1B, MISTRAL, QWEN
+from harness.spec.paper_values import Threshold, magnitude
 
 CLAIMS = (
     ClaimSpec(

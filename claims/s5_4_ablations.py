@@ -6,8 +6,9 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_4_ablations.py.
 from __future__ import annotations
 
 from harness.spec.applies import EVERY_MODEL, ROPE_ABLATABLE
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold, magnitude, share
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec
 from harness.spec.models import LLAMA_1B, LLAMA_3B, LLAMA_8B, MISTRAL, QWEN
+from harness.spec.paper_values import Threshold, magnitude, share
 
 CLAIMS = (
     ClaimSpec(

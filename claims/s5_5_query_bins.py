@@ -6,18 +6,9 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_5_query_bins.py.
 from __future__ import annotations
 
 from harness.spec.applies import EVERY_MODEL
-from harness.spec.claims import (
-    SMALL_SHARE_RTOL,
-    ClaimSpec,
-    ClaimTest,
-    FigureSpec,
-    PlotSpec,
-    PromptDraw,
-    Threshold,
-    magnitude,
-    share,
-)
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, PromptDraw
 from harness.spec.models import LLAMA_3B, MISTRAL, QWEN
+from harness.spec.paper_values import SMALL_SHARE_RTOL, Threshold, magnitude, share
 
 #: the seven doubling query bins from [0, 8) end at 512 tokens (the threshold "seq_len" says why)
 QUERY_BINS_LEN = 512

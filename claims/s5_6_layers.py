@@ -6,17 +6,9 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_6_layers.py.
 from __future__ import annotations
 
 from harness.spec.applies import FLAT, RISING, WINDOW_PAST, length_past_window
-from harness.spec.claims import (
-    SMALL_SHARE_RTOL,
-    ClaimSpec,
-    ClaimTest,
-    FigureSpec,
-    PlotSpec,
-    PromptDraw,
-    Threshold,
-    share,
-)
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, PromptDraw
 from harness.spec.models import LLAMA_3B, MISTRAL, QWEN, ModelSpec
+from harness.spec.paper_values import SMALL_SHARE_RTOL, Threshold, share
 
 
 def past_window(seq_len: int, spec: ModelSpec | None) -> int | None:

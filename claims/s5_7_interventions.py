@@ -6,8 +6,9 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_7_interventions.py.
 from __future__ import annotations
 
 from harness.spec.applies import ADDS_BOS
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold, magnitude
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec
 from harness.spec.models import LLAMA_3B
+from harness.spec.paper_values import Threshold, magnitude
 
 CLAIMS = (
     ClaimSpec(

@@ -6,7 +6,8 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_7_position0.py.
 from __future__ import annotations
 
 from harness.spec.applies import EVERY_MODEL
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, Threshold
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec
+from harness.spec.paper_values import Threshold
 
 CLAIMS = (
     ClaimSpec(

@@ -6,7 +6,8 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_8_length_scaling.py.
 from __future__ import annotations
 
 from harness.spec.applies import deep_enough
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec
+from harness.spec.paper_values import Threshold
 
 FIRST_FOUR_LAYERS = deep_enough(4, "the design reads heads 0-3 of layers 0-3")  # = stats.length_design.FIRST
 

@@ -6,7 +6,8 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_8_targeted.py.
 from __future__ import annotations
 
 from harness.spec.applies import EVERY_MODEL, deep_enough
-from harness.spec.claims import SMALL_SHARE_RTOL, ClaimSpec, ClaimTest, FigureSpec, PlotSpec, Threshold
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, PlotSpec
+from harness.spec.paper_values import SMALL_SHARE_RTOL, Threshold
 
 LAST_THREE_LAYERS = deep_enough(3, "the design ablates the last three layers")  # = T12's threshold "layers"
 

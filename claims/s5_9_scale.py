@@ -6,7 +6,8 @@ Read by harness/spec/catalogue.py; the tests are in test_s5_9_scale.py.
 from __future__ import annotations
 
 from harness.spec.applies import LADDER
-from harness.spec.claims import AcrossRuns, ClaimSpec, ClaimTest, FigureSpec, Threshold
+from harness.spec.claims import AcrossRuns, ClaimSpec, ClaimTest, FigureSpec
+from harness.spec.paper_values import Threshold
 
 CLAIMS = (
     ClaimSpec(

@@ -13,7 +13,8 @@ are in test_synthetic.py.
 from __future__ import annotations
 
 from harness.spec.applies import EVERY_MODEL
-from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec, Threshold, share
+from harness.spec.claims import ClaimSpec, ClaimTest, FigureSpec
+from harness.spec.paper_values import Threshold, share
 
 PAPER = "Gu et al. 2026 (related)"
 #: The authors' design, the one set whose figures are judged against their numbers (harness.outcome.figures

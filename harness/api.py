@@ -34,7 +34,8 @@ from harness.notebook import verdict_record as verdict_record
 from harness.outcome.results import ResultsFileError, load_run
 from harness.report.matrix import totals_line
 from harness.run import signals
-from harness.spec.claims import claim, expand, target_of
+from harness.spec.claim_names import expand, target_of
+from harness.spec.claims import claim
 
 CLAIMS_DIR = ROOT / "claims"
 USAGE_ERROR = 4  # pytest's exit code for a usage error
@@ -98,7 +99,7 @@ def target_problem(models: str | Iterable[str] | None, claim_ids: Sequence[str])
     """Why a claim named cannot run on any of the targets ``models`` names (one line naming the ``--models`` it
     needs), else None: a claim whose tests run on the related paper's synthetic sets alone, with none named, or one
     whose tests run on language models alone, with only synthetic sets named. What a test runs on is read from the
-    registry (``harness.spec.claims.target_of``); a model its prediction does not apply to is a verdict (not
+    registry (``harness.spec.claim_names.target_of``); a model its prediction does not apply to is a verdict (not
     applicable), not this."""
     from harness.spec.synthetic_sets import SYNTHETIC_PURPOSE
 

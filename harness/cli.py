@@ -42,7 +42,7 @@ from harness.report.cli import main as report_main
 from harness.run import selection
 from harness.run_command import PROG, fail, run_command
 from harness.spec.catalogue import CatalogueError
-from harness.spec.claims import catalogue_problem
+from harness.spec.claim_names import catalogue_problem
 from harness.spec.methods_text import methods_decisions, methods_table
 from harness.spec.models import REGISTRY
 from harness.spec.settings import Settings

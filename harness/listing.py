@@ -1,6 +1,6 @@
 """What ``abspos-claims claims list`` and ``abspos-claims models`` print: every claim with what it runs on, and every
 model and synthetic set with the claims that apply to each. What a test runs on (a model at a time, a family's sizes,
-the related paper's synthetic sets, or nothing) is the registry's (``harness.spec.claims.target_of``); where its
+the related paper's synthetic sets, or nothing) is the registry's (``harness.spec.claim_names.target_of``); where its
 prediction applies, its declaration's (``harness.spec.applies``). Importing this module loads neither torch nor
 transformers (the weights' status does, when asked)."""
 
@@ -12,7 +12,8 @@ from typing import Callable, Mapping, Sequence
 from harness.notebook import aligned
 from harness.report.matrix import column_blocks
 from harness.spec.applies import EVERY_MODEL, Applies, Target, family_sizes
-from harness.spec.claims import CLAIMS, ClaimSpec, target_of
+from harness.spec.claim_names import target_of
+from harness.spec.claims import CLAIMS, ClaimSpec
 from harness.spec.models import LADDER_GROUPS, WeightsUnavailable, WrongWeights
 from harness.spec.synthetic_sets import (
     SYNTHETIC_ARCHITECTURE_WORDS,
@@ -161,7 +162,7 @@ def target(applies: Applies, spec, selected: tuple[str, ...], seq_len: int) -> T
 
 def applies_to(applies: Applies, spec, selected: tuple[str, ...], seq_len: int, kind: str = "model") -> bool:
     """Whether the test's prediction applies to this model; a family-level test's, when it applies to the model's
-    family and the model is one of the sizes it runs on (``harness.spec.claims.family_sizes``); a test of the
+    family and the model is one of the sizes it runs on (``harness.spec.applies.family_sizes``); a test of the
     synthetic sets (``kind``) never applies to a language model."""
     if kind == "synthetic":
         return False

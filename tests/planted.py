@@ -22,8 +22,9 @@ from functools import cache
 
 import numpy as np
 
-from harness.spec.claims import PaperValue, claim
+from harness.spec.claims import claim
 from harness.spec.decision import HELD, INCONCLUSIVE, NOT_HELD, Decision, within
+from harness.spec.paper_values import PaperValue
 from harness.stats import intervals
 
 HEADS, N_BOOT = 4, 1000

@@ -24,17 +24,10 @@ from harness.spec.applies import (
     family_sizes,
     length_past_window,
 )
-from harness.spec.claims import (
-    CLAIMS,
-    PAPER_SEQ_LEN,
-    FigureSpec,
-    PaperValue,
-    UndeclaredFigure,
-    claim,
-    figure_words,
-)
+from harness.spec.claims import CLAIMS, FigureSpec, UndeclaredFigure, claim, figure_words
 from harness.spec.methods_text import methods_decisions, methods_table
 from harness.spec.models import get_spec
+from harness.spec.paper_values import PAPER_SEQ_LEN, PaperValue
 
 
 def claim_tests() -> dict[str, str]:
@@ -336,7 +329,7 @@ def test_a_paper_value_is_judged_from_64_prompts_once_and_at_the_tests_corrected
     k paper values one test judges are each read at 1 - 0.05/k on the figure's own rows."""
     import numpy as np
 
-    from harness.spec.claims import PAPER_MIN_PROMPTS, paper_level
+    from harness.spec.paper_values import PAPER_MIN_PROMPTS, paper_level
 
     assert PAPER_MIN_PROMPTS == 64 and paper_level(1) == 0.95 and paper_level(3) == pytest.approx(1 - 0.05 / 3)
     few = Figures(Node(), claim("T6"), model="qwen-2.5-3b", seq_len=PAPER_SEQ_LEN, n_prompts=16)

@@ -40,7 +40,7 @@ def example(first_line: str) -> tuple[str, str]:
 
 
 #: The names a declaration module sees: the schema, the named predicates and the models (what its imports give it).
-DECLARATION_NAMES = ("harness.spec.claims", "harness.spec.applies", "harness.spec.models")
+DECLARATION_NAMES = ("harness.spec.claims", "harness.spec.paper_values", "harness.spec.applies", "harness.spec.models")
 DECLARATION_HEADER = "".join(f"from {m} import *  # noqa: F403\n" for m in DECLARATION_NAMES)
 
 

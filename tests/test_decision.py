@@ -19,8 +19,9 @@ from harness.outcome.verdict import (
     judge,
     judging,
 )
-from harness.spec.claims import PaperValue, claim, magnitude, share, sink
+from harness.spec.claims import claim
 from harness.spec.decision import HELD, INCONCLUSIVE, NOT_HELD, at_least, at_most, within
+from harness.spec.paper_values import PaperValue, magnitude, share, sink
 
 finite = st.floats(-1e3, 1e3, allow_nan=False)
 positive = st.floats(1e-4, 1e3, allow_nan=False)

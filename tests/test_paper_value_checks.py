@@ -9,7 +9,7 @@ so that the population values of the whole-range mean ΔR² and the first-bin Δ
 numbers for Llama-3.2-3B, causal and bidirectional. The check each claim test's figure
 meets on a paper model (``PaperValue.decide`` on the figure's own CI, as ``Figures.check_paper`` calls it) must read
 "not held" in at most 5% of draws, and "held" in at most 1% of draws from a model planted 2x (or 1/2x) off; 16 prompts
-are below the 64 a paper value is judged from (``claims.PAPER_MIN_PROMPTS``), so this bounds the rule where it is
+are below the 64 a paper value is judged from (``paper_values.PAPER_MIN_PROMPTS``), so this bounds the rule where it is
 stricter than it is ever asked to be. The other
 kinds of paper-valued figure, at the bundled models' skew and at the nightly's prompt count, are planted in
 ``tests/test_planted_paper_values.py``.
@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.spec.claims import PAPER_SEQ_LEN, claim
+from harness.spec.claims import claim
 from harness.spec.decision import HELD, NOT_HELD
 from harness.spec.models import LLAMA_3B
+from harness.spec.paper_values import PAPER_SEQ_LEN
 from harness.spec.settings import Settings
 from harness.stats import intervals
 from harness.stats import leakage as lk

@@ -13,7 +13,7 @@ sinks at +5%. Gemma's T9c embedding swap, +115%, is measured beside them (``STRE
 
 The bars (issue 37's), over ``SEEDS`` seeds:
 - **safety**, every kind at every skew: a faithful plant not held in at most 5% at 64 prompts (the fewest a paper value
-  is judged on, ``claims.PAPER_MIN_PROMPTS``) and at the nightly's count; 2x and 0.5x held in at most 1% at both;
+  is judged on, ``paper_values.PAPER_MIN_PROMPTS``) and at the nightly's count; 2x and 0.5x held in at most 1% at both;
   1.5x and 0.67x held in at most 10% at the nightly's count;
 - **power**, at the nightly's count (``NIGHTLY_PROMPTS``): a faithful plant held in at least 80%, 2x and 0.5x not
   held in at least 90%, for every kind at the skews up to +55% (the bulk of the bundled figures). At +77% the power
@@ -32,9 +32,9 @@ import numpy as np
 import pytest
 from planted import DENOMINATOR_SKEW, Kind, head_means, measure, old_band, rates, readings, upper_arm
 
-from harness.spec.claims import PAPER_MIN_PROMPTS, PaperValue, paper_level
 from harness.spec.decision import HELD, NOT_HELD
 from harness.spec.models import LLAMA_1B, LLAMA_3B, QWEN
+from harness.spec.paper_values import PAPER_MIN_PROMPTS, PaperValue, paper_level
 from harness.stats import intervals
 
 SEEDS = 400  # a 1% bar resolved to about ±0.5% (one MC standard error), a 5% or 80% bar to about ±1-2%
@@ -158,7 +158,7 @@ def test_last_rounds_band_fails_the_bars():
 
 def test_a_test_judging_several_paper_values_is_not_held_for_a_faithful_run_in_at_most_5_percent():
     """Multiplicity (N4): T6a judges Table 6's causal mean, bidirectional mean and their ratio on one model, on the
-    same prompts. Each at 1 - 0.05/3 (``claims.paper_level``), a faithful run is not held for the test as a whole in at
+    same prompts. Each at 1 - 0.05/3 (``paper_values.paper_level``), a faithful run is not held for the test as a whole in at
     most 5% of seeds at 64 prompts and at the nightly's, the bidirectional mean at the bundled runs' +55%."""
     refs = [
         PaperValue(0.0153, rtol=0.25),  # causal mean, Qwen-2.5-3B

@@ -148,7 +148,7 @@ def test_a_harness_error_on_a_rehearsal_still_fails(pytester):
 def test_the_paper_values_of_the_rehearsed_model_are_applied(pytester, monkeypatch):
     """A figure the paper reports for the rehearsed model is recorded with that value, and checked (here at the
     paper's length, so judged): outside the margin it would read not held, and still passes as rehearsed."""
-    from harness.spec import claims
+    from harness.spec import paper_values
 
     (pytester.path / "none.json").write_text("{}")
     target = Target(get_spec(LLAMA_1B), None, (LLAMA_1B,), 128)  # the rehearsal's applicability is this
@@ -160,8 +160,8 @@ def test_the_paper_values_of_the_rehearsed_model_are_applied(pytester, monkeypat
         for t, applies in c.tests.items()
         if applies.why_not(target) is None
     )
-    monkeypatch.setattr(claims, "PAPER_SEQ_LEN", 128)  # judged at this run's length
-    monkeypatch.setattr(claims, "PAPER_MIN_PROMPTS", 1)  # and at this run's prompt count
+    monkeypatch.setattr(paper_values, "PAPER_SEQ_LEN", 128)  # judged at this run's length
+    monkeypatch.setattr(paper_values, "PAPER_MIN_PROMPTS", 1)  # and at this run's prompt count
     paper = figure.paper[LLAMA_1B].value
     body = f'''
 import pytest

@@ -12,15 +12,8 @@ from pytest_runs import ROOT
 
 from harness import RunFailed, api, cli
 from harness.spec import catalogue
-from harness.spec.claims import (
-    CLAIMS,
-    ClaimRegistrationError,
-    Selection,
-    UnknownClaim,
-    claim,
-    expand,
-    target_of,
-)
+from harness.spec.claim_names import expand, target_of
+from harness.spec.claims import CLAIMS, ClaimRegistrationError, Selection, UnknownClaim, claim
 from harness.spec.synthetic_sets import SYNTHETIC_SIZES
 
 # ---- what a test runs on: read from the tests' parameters --------------------------------------------------

@@ -13,8 +13,9 @@ import numpy as np
 
 from harness.outcome.snapshots import ATOL, RTOL, moved_figures
 from harness.outcome.verdict import SnapshotDrift, judge
-from harness.spec.claims import ClaimSpec, paper_design_gap, paper_level
+from harness.spec.claims import ClaimSpec
 from harness.spec.decision import NOT_HELD
+from harness.spec.paper_values import paper_design_gap, paper_level
 from harness.stats.intervals import percentile_ci
 
 

@@ -155,7 +155,7 @@ def reread(records: list[dict], key: dict, path: Path = PATH) -> list[str]:
         if r["verdict"] == Verdict.STALE and known is None:
             r.update(verdict=Verdict.HELD.value, outcome="passed", reason="", known_outcome=False, check=None)
         elif r["verdict"] == Verdict.HELD and known is not None:
-            was_words = "inconclusive" if known_verdict(known) == Verdict.INCONCLUSIVE else "not holding"
+            was_words = Verdict.INCONCLUSIVE.label if known_verdict(known) == Verdict.INCONCLUSIVE else "not holding"
             r.update(
                 verdict=Verdict.STALE.value,
                 outcome="failed",

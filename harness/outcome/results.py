@@ -198,7 +198,7 @@ def _recorded_verdict(r: Mapping[str, Any]) -> Verdict:
         "failed": Verdict.NOT_HELD if "ClaimNotHeld" in str(r.get("reason")) else Verdict.HARNESS_ERROR,
     }.get(
         r["outcome"],
-        Verdict.NOT_APPLICABLE if str(r.get("reason")).startswith("not applicable") else Verdict.SKIPPED,
+        Verdict.NOT_APPLICABLE if str(r.get("reason")).startswith(Verdict.NOT_APPLICABLE.label) else Verdict.SKIPPED,
     )
 
 

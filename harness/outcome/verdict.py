@@ -19,6 +19,7 @@ from enum import StrEnum
 from types import FrameType
 from typing import Any, NamedTuple, cast
 
+from harness.spec import decision as rule
 from harness.spec.decision import INCONCLUSIVE, NOT_HELD, Decision
 
 
@@ -26,9 +27,9 @@ class Verdict(StrEnum):
     """The outcomes a claim test ends as. The values are what results.json, known outcomes and the stability record
     store; ``meaning`` says what each means, ``label`` and ``css`` how a report shows it."""
 
-    HELD = "held"
-    NOT_HELD = "not held"
-    INCONCLUSIVE = "inconclusive"
+    HELD = rule.HELD  # the one rule's three readings (harness.spec.decision), the words a decision stores
+    NOT_HELD = rule.NOT_HELD
+    INCONCLUSIVE = rule.INCONCLUSIVE
     STALE = "stale"
     HARNESS_ERROR = "harness error"
     NOT_APPLICABLE = "n/a"
@@ -47,6 +48,12 @@ class Verdict(StrEnum):
     @property
     def css(self) -> str:
         return _ABOUT[self][2]
+
+    @property
+    def counted(self) -> str:
+        """How a run's totals word a count of it ("2 harness errors"): its label, but where that does not read after
+        a number."""
+        return _COUNTED.get(self, self.label)
 
 
 #: (what it means, how a report words it, its css class) per verdict.
@@ -86,6 +93,12 @@ _ABOUT = {
         "rehearsed (random weights: machinery checked, no verdict)",
         "skip",
     ),
+}
+
+_COUNTED = {
+    Verdict.HARNESS_ERROR: "harness errors",
+    Verdict.STALE: "held, recorded otherwise",
+    Verdict.REHEARSED: "rehearsed (random weights, no verdict)",
 }
 
 #: The verdicts a claim test reaches on its data (a seed can flip one of them into another: unstable).
@@ -311,7 +324,7 @@ def decide(
             would = f"{verdict_of(not_held)} at {check}: {not_held}" if not_held is not None else "held"
             return Verdict.REHEARSED, False, f"rehearsal of {rehearses} (random weights), would read: {would}", check
         if known is not None:
-            was = "inconclusive" if known_verdict(known) == Verdict.INCONCLUSIVE else "not holding"
+            was = Verdict.INCONCLUSIVE.label if known_verdict(known) == Verdict.INCONCLUSIVE else "not holding"
             return (
                 Verdict.STALE,
                 False,

@@ -45,15 +45,11 @@ def verdict_matrix(records, models=()) -> Matrix:
 
 #: How the totals line words each verdict's count, in its order: the first five always, the rest where present.
 TOTALS = {
-    Verdict.HELD: "held",
-    Verdict.NOT_HELD: "not held",
-    Verdict.INCONCLUSIVE: "inconclusive",
-    Verdict.NOT_APPLICABLE: "not applicable",
-    Verdict.HARNESS_ERROR: "harness errors",
-    Verdict.UNSTABLE: "unstable across seeds",
-    Verdict.STALE: "held, recorded otherwise",
-    Verdict.SKIPPED: "skipped",
-    Verdict.REHEARSED: "rehearsed (random weights, no verdict)",
+    v: v.counted
+    for v in (
+        *(Verdict.HELD, Verdict.NOT_HELD, Verdict.INCONCLUSIVE, Verdict.NOT_APPLICABLE, Verdict.HARNESS_ERROR),
+        *(Verdict.UNSTABLE, Verdict.STALE, Verdict.SKIPPED, Verdict.REHEARSED),
+    )
 }
 
 
@@ -194,7 +190,7 @@ CHANGED_MARK = "*"
 NO_TEST = "."  # a cell where the run has no test of the claim (left out, or not run there)
 #: The legend's words for a mark, where a shorter phrase than the verdict's label reads better in one line.
 MARK_WORDS = {
-    Verdict.REHEARSED: "rehearsed (random weights, no verdict)",
+    Verdict.REHEARSED: Verdict.REHEARSED.counted,
     Verdict.STALE: f"{Verdict.STALE.label} (abspos-claims outcomes record)",
 }
 GAP = "  "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.outcome.verdict import Verdict
 from harness.report import document as run_document
 from harness.report.record_text import fingerprint
 from harness.report.render import to_markdown
@@ -36,7 +37,7 @@ def merged_blocks(results: dict) -> list:
             rows.append(
                 [
                     m,
-                    ("measured", "held"),
+                    ("measured", Verdict.HELD.css),
                     " + ".join([x.get("run") or "", *(x.get("also_from") or [])]),  # a model's tests from two runs
                     host.get("cpu") or "unknown",
                     ", ".join(host.get("gpus") or []) or "none",

@@ -1,6 +1,6 @@
 """What a claims run collects, and where: xdist's distribution (one model's tests on one worker), the items of a
 target kind the run did not select, and which tests rehearse rather than decide (random weights, or the related
-paper's synthetic models at smoke size). Called by the plugin's hooks (harness.run.plugin).
+paper's synthetic models at smoke size). Called as a run collects (harness.run.claims_session, harness.run.claim_run).
 """
 
 from __future__ import annotations

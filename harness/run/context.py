@@ -34,7 +34,7 @@ from harness.run.selection import (
     synthetic_targets,
 )
 from harness.spec import versions
-from harness.spec.claims import catalogue_problem
+from harness.spec.claim_names import catalogue_problem
 from harness.spec.models import REGISTRY
 from harness.spec.settings import Settings
 

@@ -1,5 +1,5 @@
 """The records of a run's claim tests: one per test, from the ``ClaimResult`` its report carries (decided where the
-test ended, harness.run.plugin), collected on the xdist controller by ``RecordCollector``, which prints the claims ×
+test ended, harness.run.claim_run), collected on the xdist controller by ``RecordCollector``, which prints the claims ×
 models matrix at the end of the run and writes the results and the report (harness.report.write).
 """
 

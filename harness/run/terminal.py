@@ -45,19 +45,13 @@ WIDTH = 100  # the terminal every line of the summary fits (a longer line wraps,
 
 #: A verdict's words in a per-test line, where its report label is longer than a column should be.
 SHORT = {
-    Verdict.UNSTABLE: "unstable",
-    Verdict.STALE: "held",  # and marked changed: its record says otherwise
-    Verdict.HARNESS_ERROR: "harness error",
-    Verdict.REHEARSED: "rehearsed",
+    **{v: v.value for v in (Verdict.UNSTABLE, Verdict.HARNESS_ERROR, Verdict.REHEARSED)},
+    Verdict.STALE: Verdict.HELD.label,  # and marked changed: its record says otherwise
 }
 
 
 #: How pytest's last line counts a claim test whose recorded verdict pytest would call "xfailed".
-COUNTED = {
-    Verdict.UNSTABLE: "unstable across seeds",
-    Verdict.INCONCLUSIVE: "inconclusive",
-    Verdict.NOT_HELD: "not held",
-}
+COUNTED = {v: v.counted for v in (Verdict.UNSTABLE, Verdict.INCONCLUSIVE, Verdict.NOT_HELD)}
 
 
 _KEEP = "\x00"  # a space no line breaks at (``together``), written as a space
@@ -114,7 +108,7 @@ def test_lines(records, models=(), width: int = WIDTH, clip: int = 3) -> list[st
     entries: dict[str, list[tuple[str, str, str]]] = {m: [] for m in models}
     entries.update({r.target.label: [] for r in applicable if r.target.label not in entries})
     for m, checks in folded.items():
-        entries[m].append((checks[0].claim, "held", property_checks_text(checks)))
+        entries[m].append((checks[0].claim, Verdict.HELD.label, property_checks_text(checks)))
     for r in sorted(shown, key=lambda r: (claim_key(r.claim), r.test)):
         seconds = r.recorded.get("seconds")
         text = figure_line(r) + (f" · {r.badge.strip(' ·()')}" if r.badge else "")

@@ -65,7 +65,7 @@ class ModelSpec:
     rehearsal_size: str = "rehearsal"  # a rehearsal build's size: "rehearsal" (narrow, 4 layers) or "full" (exact)
     # the ``rehearsal`` group (harness.model.rehearsal.register_rehearsals): the paper model this random-init build of
     # its exact architecture and tokenizer rehearses; its claims' paper values are that model's, and its outcomes are
-    # never verdicts ("rehearsed": the machinery ran, harness.run.plugin)
+    # never verdicts ("rehearsed": the machinery ran, harness.run.claim_run)
     rehearses: str | None = None
 
     @property
