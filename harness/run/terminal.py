@@ -105,23 +105,24 @@ def test_lines(records, models=(), width: int = WIDTH, clip: int = 3) -> list[st
     results = [loaded(r) for r in records]
     applicable = [r for r in results if r.shown != Verdict.NOT_APPLICABLE]
     shown, folded = fold_property_checks(applicable)
-    entries: dict[str, list[tuple[str, str, str]]] = {m: [] for m in models}
+    entries: dict[str, list[tuple[str, str, str, str]]] = {m: [] for m in models}
     entries.update({r.target.label: [] for r in applicable if r.target.label not in entries})
     for m, checks in folded.items():
-        entries[m].append((checks[0].claim, Verdict.HELD.label, property_checks_text(checks)))
+        entries[m].append((checks[0].claim, Verdict.HELD.label, "", property_checks_text(checks)))
     for r in sorted(shown, key=lambda r: (claim_key(r.claim), r.test)):
         seconds = r.recorded.get("seconds")
-        text = figure_line(r) + (f" · {r.badge.strip(' ·()')}" if r.badge else "")
-        text += f" {together(f'· {seconds:.0f} s')}" if seconds is not None else ""
-        entries[r.target.label].append((r.claim, SHORT.get(r.shown, r.shown.label) + "*" * r.changed, text))
+        text = figure_line(r) + (f" {together(f'· {seconds:.0f} s')}" if seconds is not None else "")
+        # the badge stays with its verdict ("not held (no record for this model)", "... · changed since the record")
+        entries[r.target.label].append((r.claim, SHORT.get(r.shown, r.shown.label), r.badge, text))
     claim_w = max((len(e[0]) for es in entries.values() for e in es), default=0)
     verdict_w = max((len(e[1]) for es in entries.values() for e in es), default=0)
     indent = " " * (2 + claim_w + 2 + verdict_w + 2)
     lines: list[str] = []
     for model, es in entries.items():
         lines += [model] if es else []
-        for claim_id, verdict, text in es:
-            body = wrapped(f"  {claim_id:<{claim_w}}  {verdict:<{verdict_w}}  {text}", width, indent)
+        for claim_id, verdict, badge, text in es:
+            said = f"{verdict}{badge}" if badge else f"{verdict:<{verdict_w}}"
+            body = wrapped(f"  {claim_id:<{claim_w}}  {said}  {text}", width, indent)
             lines += body[: clip - 1] + [_clipped(body[clip - 1 :], width)] if len(body) > clip else body
     n_a = len(results) - len(applicable)
     return lines + ([f"and {n_a} tests not applicable to their model"] if n_a else [])
