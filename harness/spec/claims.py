@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from harness.spec import catalogue
 from harness.spec.applies import Applies
-from harness.spec.decision import Decision, within
+from harness.spec.decision import Decision, Judgement, within
 from harness.spec.models import ModelSpec, display_name
 
 
@@ -198,13 +198,16 @@ class PlotSpec:
 @dataclass(frozen=True)
 class AcrossRuns:
     """How a claim over a family's sizes is judged when each size was measured in a run of its own: a merge of the
-    runs (harness/report/ladder.py) reads ``figures`` (causal and bidirectional head-mean ΔR²) from each size's
-    record of the claim test ``source`` and judges ``test`` against the claim's threshold ``threshold``."""
+    runs (harness/report/ladder.py) reads ``figures`` (causal and bidirectional head-mean ΔR²), and where kept the
+    bootstrap rows ``rows`` over ``prompts`` prompts, from each size's record of the claim test ``source``, and calls
+    ``judge`` (declared beside the claim, which its ``test`` calls too) to judge ``test`` on the merged ladder."""
 
     test: str
     source: str
     figures: tuple[str, str]
-    threshold: str
+    judge: Callable[..., Judgement]  # (sizes, base, bi, base_rows=None, bi_rows=None, n=0) -> the claim's Judgement
+    rows: tuple[str, ...] = ()  # the source's bootstrap rows of ``figures`` (paired across runs), if it keeps them
+    prompts: str = ""  # the source's figure holding how many prompts those rows resample
 
 
 @dataclass(frozen=True)
