@@ -51,8 +51,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
-from harness.outcome.claim_result import TargetKind
-from harness.outcome.results import loaded
+from harness.outcome.claim_result import ClaimResult, TargetKind
+from harness.outcome.results import RunResult
 from harness.report.plot_style import (
     CURVE_STYLES,
     FIT_STYLES,
@@ -256,12 +256,12 @@ def slope_series(by_model: dict, roles: dict, records: list | None = None, claim
     sources = (
         [
             (
-                r.get("model") or "-",
-                {f["name"]: f for f in r.get("figures") or [] if isinstance(f, dict) and "name" in f},
+                r.model or "-",
+                {f["name"]: f for f in r.figures if isinstance(f, dict) and "name" in f},
                 r,
             )
             for r in records
-            if r.get("claim") == claim
+            if r.claim == claim
         ]
         if records
         else [(m, figs, None) for m, figs in by_model.items()]
@@ -286,8 +286,8 @@ def slope_series(by_model: dict, roles: dict, records: list | None = None, claim
     return out
 
 
-def _slope_criterion(record: dict | None, figs: dict, slope: float | None) -> Criterion | None:
-    for d in (record or {}).get("decisions") or []:
+def _slope_criterion(record: ClaimResult | None, figs: dict, slope: float | None) -> Criterion | None:
+    for d in record.decisions if record is not None else ():
         est = d.get("estimate")
         if slope is not None and scalar(est) and math.isclose(float(est), slope, rel_tol=1e-9, abs_tol=1e-15):
             return parse_criterion(d.get("criterion"))
@@ -1194,10 +1194,10 @@ def _claim_title(claim: str, kind: str, what: str | None, roles: dict, by_model:
     return f"{claim} — {claim_caption(claim, kind, what or kind)}"
 
 
-def figures_by_claim(results: dict) -> dict:
+def figures_by_claim(results: RunResult) -> dict:
     """{claim: {model ("-" for none): {figure name: figure dict}}}, the first record of a name winning."""
     by_claim: dict = defaultdict(lambda: defaultdict(dict))
-    for r in map(loaded, results.get("records", [])):
+    for r in results.records:
         for f in r.figures:
             if isinstance(f, dict) and "name" in f:
                 target = r.target.name if r.target.kind in (TargetKind.MODEL, TargetKind.SYNTHETIC) else "-"
@@ -1213,7 +1213,7 @@ SUMMARY_TITLE = (
 )
 
 
-def make_all(results: dict, fig_dir: Path, stop=None) -> list[Plot]:
+def make_all(results: RunResult, fig_dir: Path, stop=None) -> list[Plot]:
     """Every plot the run's figures support, written into fig_dir (stale PNGs there are removed), the summary of
     every decision first. A figure draws no title of its own: the report captions it with the Plot's title. ``stop``
     (a run's ``Interrupts.check``) is called before each plot: a stop signal ends the drawing there, between figures."""
@@ -1237,8 +1237,8 @@ def make_all(results: dict, fig_dir: Path, stop=None) -> list[Plot]:
     d = Path(fig_dir)
     add(None, None, SUMMARY_TITLE, write_summary, results, d / SUMMARY_PNG)
     records: dict = defaultdict(list)
-    for r in results.get("records", []):
-        records[r.get("claim")].append(r)
+    for r in results.records:
+        records[r.claim].append(r)
     for claim, by_model in by_claim.items():
         kinds = plot_roles(claim, dict.fromkeys(n for figs in by_model.values() for n in figs))
         for kind, (what, fn) in PER_CLAIM.items():
