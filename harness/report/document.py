@@ -167,17 +167,18 @@ def title(results: RunResult) -> str:
 
 def run_line(results: RunResult) -> str:
     """The models, the device and the run's design in one line."""
-    s, models = results.settings_dict(), list(results.models)
+    s, known, models = results.settings, set(results.recorded_settings), list(results.models)
     sets = synthetic_sets(results.records)
     design = (
-        f"{s['n_prompts']} prompts of {s['seq_len']} tokens, seed {s['seed']}"
-        if all(k in s for k in ("n_prompts", "seq_len", "seed"))
+        f"{s.n_prompts} prompts of {s.seq_len} tokens, seed {s.seed}"
+        if s is not None and {"n_prompts", "seq_len", "seed"} <= known
         else "settings not recorded"
     )
     if sets:  # a trained set is measured on the held-out samples of its own task, not on the prompts
         held_out = "the synthetic sets on their own tasks' held-out samples"
         design = f"{design}; {held_out}" if models else held_out
-    where = f"{s.get('device', 'device not recorded')}, {s.get('dtype', 'dtype not recorded')}"
+    device = s.device if s is not None and "device" in known else "device not recorded"
+    where = f"{device}, {s.dtype if s is not None and 'dtype' in known else 'dtype not recorded'}"
     outside = versions.untested(dict(results.versions))  # only with --allow-untested-versions (or older runs)
     flag = f" · **untested versions** (run with --allow-untested-versions): {'; '.join(outside)}" if outside else ""
     return f"Models: {', '.join([*models, *map(set_shape, sets)]) or 'none named'} · {where} · {design}{flag}"
