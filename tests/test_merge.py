@@ -543,7 +543,8 @@ def test_one_model_runs_merge_to_the_single_run_of_both_models(runs, tmp_path):
         capture_output=True,
         text=True,
     )
-    assert c.returncode == 0 and "0 change(s)" in c.stdout and "differ" not in c.stdout, c.stdout + c.stderr
+    assert c.returncode == 0 and "0 change(s)" in c.stdout and ", 0 differ;" in c.stdout, c.stdout + c.stderr
+    assert "settings differ" not in c.stdout and "models differ" not in c.stdout, c.stdout
     single, merged = load_results(runs["single"]), load_results(tmp_path / "m")
     assert merged["models"] == single["models"] == MODELS and merged["settings"] == single["settings"]
     key = lambda rec: (rec["model"] or "", rec["test"])
