@@ -7,7 +7,30 @@ from __future__ import annotations
 
 from harness.spec.applies import LADDER
 from harness.spec.claims import AcrossRuns, ClaimSpec, ClaimTest, FigureSpec
+from harness.spec.decision import Judgement
 from harness.spec.paper_values import Threshold
+
+
+def judge_ladder(sizes, base, bi, base_rows=None, bi_rows=None, n: int = 0) -> Judgement:
+    """T13 on one family's ladder, smallest size first: each size's head-mean ΔR², causal (``base``) and bidirectional
+    (``bi``), with their paired prompt-bootstrap rows over ``n`` prompts where measured. Its figures and its three
+    criteria (``stats.scaling.composition_checks``: constant, rises, saturates), each by the one decision rule. T13's
+    test calls it on the sizes it measured; a merge of runs that measured the sizes apart calls it (``AcrossRuns``) on
+    each size's T6 figures: one judgement, so the two cannot drift."""
+    import numpy as np  # deferred: the catalogue loads without the statistics
+
+    from harness.stats.scaling import composition_checks, composition_intervals
+
+    share, stats = composition_intervals(base, bi, base_rows, bi_rows, n)
+    _, checks = composition_checks(base, bi, CLAIMS[0].threshold("constant"), base_rows, bi_rows, n)
+    figures = (
+        ("models", list(sizes), None),
+        ("mean_delta_causal_by_size", np.asarray(base, dtype=float), None),
+        ("residual_stream_share_by_size", share, None),
+        *((f"leakage_{k}" if k == "spread" else f"share_{k}", v, ci) for k, (v, ci) in stats.items()),
+    )
+    return Judgement(figures, tuple(checks))
+
 
 CLAIMS = (
     ClaimSpec(
@@ -45,7 +68,9 @@ CLAIMS = (
             test="test_T13_leakage_constant_and_residual_share_rises_with_scale",
             source="test_T6_bidirectional_attention_reduces_leakage",  # the same Leakage, causal and bidirectional
             figures=("mean_delta_causal", "mean_delta_bidirectional"),
-            threshold="constant",
+            judge=judge_ladder,
+            rows=("bootstrap_rows:causal", "bootstrap_rows:bidirectional"),  # T6 keeps them on paper models
+            prompts="bootstrap_prompts",
         ),
     ),
 )

@@ -9,7 +9,6 @@ inconclusive.
 Families with one available size cannot test this and skip with that reason.
 """
 
-import numpy as np
 import pytest
 
 from harness import claim, family_sizes, judge
@@ -18,9 +17,7 @@ from harness.model.edits import Bidirectional
 from harness.model.weights import ensure_available
 from harness.spec.applies import LADDERS
 from harness.spec.models import FAMILIES, WeightsUnavailable, get_spec
-from harness.stats.scaling import composition_checks, composition_intervals
 
-CONSTANT = claim("T13").threshold("constant")
 T13_TEST = "test_T13_leakage_constant_and_residual_share_rises_with_scale"
 
 
@@ -49,12 +46,8 @@ def test_T13_leakage_constant_and_residual_share_rises_with_scale(family, sessio
         bi_rows.append(leak.mean_delta_boot(Bidirectional()))
         n_prompts = len(leak.prompts)
         session.release(model)
-    share, stats = composition_intervals(base, bi, base_rows, bi_rows, n_prompts)
-    _, checks = composition_checks(base, bi, CONSTANT, base_rows, bi_rows, n_prompts)
-    figures.add("models", sizes)
-    figures.add("mean_delta_causal_by_size", np.array(base))
-    figures.add("residual_stream_share_by_size", share)
-    for name, (value, ci) in stats.items():
-        figures.add(f"leakage_{name}" if name == "spread" else f"share_{name}", value, ci=ci)
-    for condition, decision, message in checks:  # a not-held criterion decides; an inconclusive one waits for the rest
+    ladder = claim("T13").across_runs.judge(sizes, base, bi, base_rows, bi_rows, n_prompts)  # as a merge judges it
+    for name, value, ci in ladder.figures:
+        figures.add(name, value, ci=ci)
+    for condition, decision, message in ladder.checks:  # a not-held criterion decides; an inconclusive one waits
         judge(decision, message, check=f"{T13_TEST}: {condition}")

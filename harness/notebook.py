@@ -5,6 +5,7 @@
     >>> v.not_held()                             # a Verdicts, shown as a table in a notebook
     >>> v.to_pandas()                            # one row per figure (pandas: pip install -e ".[notebook]")
     >>> v.show("<claim id>")                     # the claim's plots, inline
+    >>> v.compare("reports/example").to_pandas() # what changed against another run: one row per figure
 
 pandas and IPython are imported by the methods that need them, never by this module: ``import harness`` and the
 command line stay light.
@@ -17,15 +18,15 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import unquote
 
-from harness.outcome.claim_result import TargetKind
+from harness.outcome.claim_result import ClaimResult, TargetKind
 from harness.outcome.results import RunResult, load_run, loaded
 from harness.outcome.verdict import CHANGED, Verdict
 from harness.report import frame
 from harness.report.matrix import TOTALS
-from harness.report.record_text import AnyRecord, claim_key, decision_at, headline_of
+from harness.report.record_text import claim_key, decision_at, headline_of
 from harness.report.render import md_escape, to_markdown
 from harness.spec.claims import claim, claim_test
 
@@ -39,7 +40,7 @@ def headline(test: str, figures: list) -> dict:
     return {n: values[n] for n in (c.headline if c else ()) if n in values}
 
 
-def verdict_record(r: AnyRecord) -> dict:
+def verdict_record(r: ClaimResult | Mapping[str, Any]) -> dict:
     """One plain record of a results.json record: claim, test (function name), model, verdict (its ``Verdict``
     value: "held", "not held", "n/a", ..., nothing folded in), recorded (a known outcome records this verdict),
     changed (it differs from its record), unrecorded (its model has no recorded outcomes), verdict_words (as a report
@@ -71,7 +72,11 @@ def headline_text(rec: dict) -> str:
     c = claim_test(rec["test"])
     decided = decision_at(rec.get("margin"), rec.get("decisions"))
     return headline_of(
-        rec.get("figures"), decided, c.headline if c else tuple(rec["headline"]), c.column if c else None
+        rec.get("figures"),
+        decided,
+        c.headline if c else tuple(rec["headline"]),
+        c.column if c else None,
+        rec.get("claim") or "",
     )
 
 
@@ -175,16 +180,18 @@ class Verdicts(list):
         self.results, self.report = results if results is not None else {}, report
         self.folder = folder if folder is not None else report.parent if report is not None else None
         self.kinds = kinds if kinds is not None else {}
+        self.run: RunResult | None = None  # the run loaded (``from_results``): what ``compare`` compares
 
     @classmethod
     def from_results(
         cls, results: RunResult | dict, report: Path | None = None, folder: Path | None = None
     ) -> Verdicts:
         """The verdicts of a loaded run (``load_run``; a results.json dict is loaded here)."""
-        typed = results.records if isinstance(results, RunResult) else tuple(map(loaded, results["records"]))
-        records = sorted(map(verdict_record, typed), key=lambda v: (claim_key(v["claim"]), v["test"], v["model"]))
-        file = dict(results.file) if isinstance(results, RunResult) else results
-        return cls(records, file, report, folder, {r.target.label: r.target.kind for r in typed})
+        run = results if isinstance(results, RunResult) else RunResult.of(results)
+        records = sorted(map(verdict_record, run.records), key=lambda v: (claim_key(v["claim"]), v["test"], v["model"]))
+        out = cls(records, dict(run.file), report, folder, {r.target.label: r.target.kind for r in run.records})
+        out.run = run
+        return out
 
     @classmethod
     def load(cls, path: str | Path) -> Verdicts:
@@ -195,7 +202,14 @@ class Verdicts(list):
         return cls.from_results(load_run(results_file), report if report.is_file() else None, results_file.parent)
 
     def _like(self, records: Iterable[dict]) -> Verdicts:
-        return Verdicts(records, self.results, self.report, self.folder, self.kinds)
+        out = Verdicts(records, self.results, self.report, self.folder, self.kinds)
+        out.run = self.run
+        return out
+
+    def compare(self, before: str | Path | Verdicts, **kw) -> Comparison:
+        """What changed from ``before`` (another run: its folder, results.json, a folder holding ``latest``, or its
+        ``Verdicts``) to this run: ``compare(before, self, **kw)``."""
+        return compare(before, self, **kw)
 
     def held(self) -> Verdicts:
         return self._like(v for v in self if v["verdict"] == Verdict.HELD)
@@ -290,3 +304,64 @@ class Verdicts(list):
                 title = md_escape(titles.get(p.name, p.stem.replace("_", " ")))
                 display(Markdown(f"**{title}**"), Image(filename=str(p)))
         return paths
+
+
+def loaded_run(run: str | Path | Verdicts) -> RunResult:
+    """A run as ``compare`` takes it: a ``Verdicts``' own (or its folder's), else the run a path names."""
+    if isinstance(run, Verdicts):
+        if run.run is not None:
+            return run.run
+        if run.folder is None:
+            raise FileNotFoundError("these verdicts were read from no run folder: compare runs by their folders")
+        run = run.folder
+    return load_run(run_results(run))
+
+
+class Comparison(list):
+    """Two runs compared, as tidy rows (``harness.report.frame.comparison_rows``): one plain dict per (claim test,
+    target, figure) of either run, changed or not — claim, test, model, figure, verdict_before, verdict_after,
+    verdict_changed, value_before, value_after (numbers, NaN for a figure that is not one), values_before,
+    values_after (such a figure as recorded), relative, changed (the verdict differs or the figure moved beyond the
+    compare's tolerance), change (how, in words; "" unchanged)."""
+
+    def changed(self) -> Comparison:
+        return Comparison(row for row in self if row["changed"])
+
+    def to_pandas(self) -> Any:
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(PANDAS_MISSING) from None
+        return pd.DataFrame(list(self), columns=list(frame.COMPARISON_COLUMNS))
+
+    def to_csv(self, path: str | Path) -> Path:
+        """The rows as CSV (no pandas needed; a vector figure as JSON text); returns the path."""
+        return frame.write_csv(list(self), path, frame.COMPARISON_COLUMNS)
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """The rows as a JSON array of objects (NaN as null), written to ``path`` when given; returns the text."""
+        text = frame.to_json_text(list(self))
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def __repr__(self) -> str:
+        changed = sum(row["changed"] for row in self)
+        return f"Comparison: {len(self)} rows, {changed} changed; .changed(), .to_pandas(), .to_csv(path)"
+
+
+def compare(
+    before: str | Path | Verdicts,
+    after: str | Path | Verdicts,
+    rtol: float | None = None,
+    atol: float | None = None,
+    models: list[str] | None = None,
+    claims: list[str] | None = None,
+) -> Comparison:
+    """Two runs compared (``python -m harness.report compare BEFORE AFTER --csv``'s rows): each a run folder, its
+    results.json, a folder holding ``latest``, or a ``Verdicts``; ``models``/``claims`` restrict both, as the command's
+    options do (SelectionError for a name in neither)."""
+    from harness.report.compare import selected
+
+    runs = [loaded_run(r) for r in (before, after)]
+    return Comparison(frame.comparison_rows(*selected(runs[0], runs[1], models, claims), rtol, atol))

@@ -392,7 +392,11 @@ def test_every_headline_figure_is_named_in_words_with_its_unit():
     for c in CLAIMS.values():
         for test, t in c.claim_tests.items():
             for name in t.headline:
-                words = figure_words(name)
+                words = figure_words(name, c.id)
                 assert words != name and words.split(" [")[0].endswith(")"), f"{c.id} {test}: {name} has no words"
+                own = next(f.words for f in c.figures if f.name.partition(":{")[0] == name.partition(":")[0])
+                assert words.startswith(own), f"{c.id} {test}: {name} worded as another claim declares it"
     assert figure_words("percent_of_bidirectional:bi+replace-all").endswith("(%) [bi+replace-all]")
     assert figure_words("no_such_figure") == "no_such_figure"
+    # one name, two claims' words: each claim's figure reads as its own declaration says
+    assert "copying accuracy" in figure_words("deposit_share", "DP1") and "MLA" in figure_words("deposit_share", "DS6")

@@ -34,7 +34,11 @@ from harness.report import merge as hm
 from harness.report.cli import main as report_main
 from harness.report.compare import compare
 from harness.spec.applies import LADDER, LADDERS, Target
+from harness.spec.claims import CLAIMS
 from harness.spec.settings import Settings
+
+#: how the merge judges T13 across runs: the judgement declared beside T13, which its test calls too
+RULE = CLAIMS["T13"].across_runs
 
 EXAMPLE = ROOT / "reports" / "example" / "results.json"
 PY = sys.executable
@@ -282,11 +286,11 @@ def test_ladder_verdict_is_the_claim_tests_own(case, monkeypatch):
     except ClaimNotHeld as e:
         expected = (verdict_of(e).value, e.check, str(e))
     rows = [np.full(50, v) for v in base], [np.full(50, v) for v in bi]
-    got = ladder.ladder_verdict(sizes, base, bi, *rows, 16)  # runs that kept T6's bootstrap rows: the test's CIs
+    got = ladder.ladder_verdict(RULE, sizes, base, bi, *rows, 16)  # runs that kept T6's bootstrap rows: the test's CIs
     assert (got["verdict"], got["check"], got["reason"]) == expected
     assert {f["name"]: f["value"] for f in got["figures"]} == dict(figs)
     assert [d["check"] for d in got["decisions"]] == [j.check for j in log]
-    points = ladder.ladder_verdict(sizes, base, bi)  # runs without rows: the same criteria on the point estimates
+    points = ladder.ladder_verdict(RULE, sizes, base, bi)  # runs without rows: the same criteria on the point estimates
     assert (points["verdict"], points["check"]) == expected[:2]
     assert (case == "held" or case == "two sizes") == (expected[0] == "held")
 
@@ -296,7 +300,7 @@ def test_ladder_verdict_reads_a_straddling_interval_inconclusive():
     base, bi = [0.012, 0.013, 0.0125], [0.0024, 0.0026, 0.0025]
     wave = np.sin(np.arange(200))
     rows = [np.full(200, b) for b in base], [bi[0] * (1 + 0.02 * wave), bi[1] * (1 - 0.02 * wave), bi[2] + 0 * wave]
-    got = ladder.ladder_verdict(list(LADDERS["llama"]), base, bi, *rows, 16)
+    got = ladder.ladder_verdict(RULE, list(LADDERS["llama"]), base, bi, *rows, 16)
     rise = next(d for d in got["decisions"] if d["check"].endswith(": rises"))
     assert rise["interval"][0] < 0 < rise["interval"][1] and rise["verdict"] == "inconclusive"
     assert got["verdict"] == "inconclusive" and got["margin"] is not None and got["margin"] < 0
@@ -304,8 +308,8 @@ def test_ladder_verdict_reads_a_straddling_interval_inconclusive():
 
 def _paper_run(example: dict, model: str, with_t6: bool, i: int, rows: bool = True) -> dict:
     r = copy.deepcopy(example)
-    t6 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.across_runs()[1].source}[smollm2-135m]"))
-    t13 = next(x for x in example["records"] if x["test"].endswith(f"{ladder.across_runs()[1].test}[llama]"))
+    t6 = next(x for x in example["records"] if x["test"].endswith(f"{RULE.source}[smollm2-135m]"))
+    t13 = next(x for x in example["records"] if x["test"].endswith(f"{RULE.test}[llama]"))
     base, bi = {"llama-3.2-1b": (0.0121, 0.002), "llama-3.2-3b": (0.0143, 0.006), "llama-3.1-8b": (0.0131, 0.0058)}[
         model
     ]
@@ -349,9 +353,9 @@ def test_t13_is_judged_across_runs_from_t6_figures_or_said_not_judged(example, t
         base, bi = [0.0121, 0.0143, 0.0131], [0.002, 0.006, 0.0058]
         wave = 1 + 0.05 * np.sin(np.arange(200))
         rows = [v * wave for v in base], [v * wave for v in bi]
-        expected = ladder.ladder_verdict(list(LADDERS["llama"]), base, bi, *rows, 16)
+        expected = ladder.ladder_verdict(RULE, list(LADDERS["llama"]), base, bi, *rows, 16)
         assert t13[0]["verdict"] == expected["verdict"] == "held"
-        assert t13[0]["figures"] == expected["figures"]
+        assert t13[0]["figures"] == list(expected["figures"])
         assert any(f["ci"] for f in t13[0]["figures"] if f["name"] == "share_rise")  # judged on paired CIs
         assert "judged at merge over llama-3.2-1b, llama-3.2-3b, llama-3.1-8b from T6's" in t13[0]["merged"]
         assert "on their paired prompt-bootstrap rows" in t13[0]["merged"]
@@ -539,7 +543,8 @@ def test_one_model_runs_merge_to_the_single_run_of_both_models(runs, tmp_path):
         capture_output=True,
         text=True,
     )
-    assert c.returncode == 0 and "0 change(s)" in c.stdout and "differ" not in c.stdout, c.stdout + c.stderr
+    assert c.returncode == 0 and "0 change(s)" in c.stdout and ", 0 differ;" in c.stdout, c.stdout + c.stderr
+    assert "settings differ" not in c.stdout and "models differ" not in c.stdout, c.stdout
     single, merged = load_results(runs["single"]), load_results(tmp_path / "m")
     assert merged["models"] == single["models"] == MODELS and merged["settings"] == single["settings"]
     key = lambda rec: (rec["model"] or "", rec["test"])

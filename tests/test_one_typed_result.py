@@ -16,14 +16,25 @@ HARNESS = ROOT / "harness"
 #: Where ``Verdict.of(`` is still written under harness/, and how often: 31 in 8 files before issue 58's loader, none
 #: now (``Verdict.of`` is gone: ``results.claim_result`` decodes a record's verdict once, at load).
 VERDICT_OF_LEFT: dict[str, int] = {}
-#: The readers (harness/report/ and harness/notebook.py) that still import the node-id parser (4 before).
-NODEID_IMPORTS_LEFT = {"harness/report/ladder.py"}
+#: The readers (harness/report/ and harness/notebook.py) that still import the node-id parser (4 before, none now).
+NODEID_IMPORTS_LEFT: set[str] = set()
+#: Where a reader still reads a run's settings or records out of the results.json dict, or loads one untyped
+#: (``load_results``) in place of ``load_run``'s ``RunResult``: 9 settings reads in 5 report modules before, none now.
+UNTYPED_RUN_READS_LEFT: dict[str, int] = {}
 READERS = [*sorted((HARNESS / "report").rglob("*.py")), HARNESS / "notebook.py"]
 
 
 def verdict_of_counts(sources: dict[str, str]) -> dict[str, int]:
     """{file: how many times its text calls ``Verdict.of(``}, the files that do."""
     counts = {name: len(re.findall(r"\bVerdict\.of\(", text)) for name, text in sources.items()}
+    return {name: n for name, n in counts.items() if n}
+
+
+def untyped_run_reads(sources: dict[str, str]) -> dict[str, int]:
+    """{file: how many times its text reads a run's "settings" or "records" from a dict (``x["settings"]``,
+    ``x.get("records")``; not a write, ``x["records"] = ...``) or calls ``load_results(``}, the files that do."""
+    pattern = r"""\[["'](?:settings|records)["']\](?!\s*=[^=])|\.get\(["'](?:settings|records)["']|\bload_results\("""
+    counts = {name: len(re.findall(pattern, text)) for name, text in sources.items()}
     return {name: n for name, n in counts.items() if n}
 
 
@@ -59,6 +70,12 @@ def test_no_new_reader_parses_node_ids():
     assert found == NODEID_IMPORTS_LEFT, f"no longer importing it, drop: {sorted(NODEID_IMPORTS_LEFT - found)}"
 
 
+def test_readers_take_the_run_typed():
+    sources = {str(p.relative_to(ROOT)): p.read_text() for p in READERS}
+    problems = over(untyped_run_reads(sources), UNTYPED_RUN_READS_LEFT)
+    assert not problems, "a reader reads a run as a dict (take load_run's RunResult):\n" + "\n".join(problems)
+
+
 def test_the_counters_find_what_is_planted():
     planted = {"a.py": "v = Verdict.of(r)\nw = Verdict.of({**r})\n", "b.py": "Verdict.of_kind(x)\n", "c.py": ""}
     assert verdict_of_counts(planted) == {"a.py": 2}
@@ -69,3 +86,8 @@ def test_the_counters_find_what_is_planted():
     assert imports_nodeid("from harness.outcome import nodeid, verdict\n")
     assert imports_nodeid("import harness.outcome.nodeid\n")
     assert not imports_nodeid("from harness.outcome.results import loaded  # not harness.outcome.nodeid\n")
+    planted = {
+        "a.py": 's = r.get("settings") or {}\nx = r["records"]\ny = load_results(p)\n',
+        "b.py": 'r.settings\nout["records"] = rs\n',
+    }
+    assert untyped_run_reads(planted) == {"a.py": 3}

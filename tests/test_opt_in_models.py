@@ -16,6 +16,7 @@ import pytest
 
 from harness.model import rehearsal, weights
 from harness.model.rehearsal_mark import rehearsals_root
+from harness.outcome.results import typed
 from harness.report.merge import MergeError, model_owners
 from harness.run.selection import UsageError, selected_models
 from harness.spec.applies import LADDER, Target, family_sizes
@@ -109,10 +110,10 @@ def test_setup_refuses_an_unknown_option_before_any_work():
 
 def _run(label: str, models: list[str], recorded: list[str]) -> dict:
     records = [
-        {"test": f"claims/x.py::test_T2_x[{m}]", "claim": "T2", "model": m, "outcome": "passed", "verdict": "held"}
+        {"test": f"claims/x.py::test_T2_x[{m}]", "claim": "T2", "model": m, "verdict": "held", "figures": []}
         for m in recorded
     ]
-    return {"label": label, "path": label, "results": {"models": models, "records": records}}
+    return {"label": label, "path": label, "results": typed({"models": models, "records": records})}
 
 
 def test_a_model_selected_for_the_ladder_only_belongs_to_the_run_with_its_records():

@@ -22,7 +22,7 @@ pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
 from harness.files.paths import REPORTS  # noqa: E402
-from harness.outcome.results import loaded  # noqa: E402
+from harness.outcome.results import RunResult, loaded, typed  # noqa: E402
 from harness.outcome.verdict import DECIDED, Verdict  # noqa: E402
 from harness.report import document, plot_kinds, plot_style, plots, record_text, summary_plot  # noqa: E402
 from harness.spec.claims import CLAIMS  # noqa: E402
@@ -57,12 +57,12 @@ def built(example, tmp_path_factory):
     d = tmp_path_factory.mktemp("figures")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a plot skipped with a warning is a failure here
-        return plots.make_all(example, d), d
+        return plots.make_all(typed(example), d), d
 
 
 @pytest.fixture(scope="module")
 def by_claim(example):
-    return plots.figures_by_claim(example["records"])
+    return plots.figures_by_claim(typed(example).records)
 
 
 def roles(claim, by_model, kind):
@@ -431,7 +431,7 @@ def test_missing_figures_write_nothing(tmp_path):
     }
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert plots.make_all(results, tmp_path / "figures") == []
+        assert plots.make_all(RunResult.of(results), tmp_path / "figures") == []  # a null figures list too
     assert not list((tmp_path / "figures").glob("*"))
     empty = {"m": {"other": fig("other", 1.0)}}
     all_roles = {"": ["absent"], "x": ["absent_x"], "fit": ["absent_fit"], "sink": ["absent"], "gap": ["absent"]}
@@ -460,7 +460,7 @@ def test_malformed_figures_are_skipped_with_a_warning_not_a_crash(tmp_path):
             ),  # a fit of the wrong length: left out
         ]
     }
-    out = plots.make_all(results, tmp_path)
+    out = plots.make_all(typed(results), tmp_path)
     assert sorted(p.path.name for p in out) == ["T10_length_scaling.png", "T9b_layer_profile.png"]
     assert sorted(p.name for p in tmp_path.glob("*.png")) == ["T10_length_scaling.png", "T9b_layer_profile.png"]
 
@@ -496,10 +496,10 @@ def test_summary_has_one_row_per_test_and_model_of_the_example_run(example):
     with its verdict; the checks of the paper's equations left out."""
     shown = [
         r
-        for r in example["records"]
-        if loaded(r).shown in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE) and not record_text.is_property_check(r)
+        for r in typed(example).records
+        if r.shown in (*DECIDED, Verdict.UNSTABLE, Verdict.STALE) and not record_text.is_property_check(r)
     ]
-    rows = summary_plot.summary_rows(example)
+    rows = summary_plot.summary_rows(typed(example))
     drawn = [r for r in rows if math.isfinite(r.estimate)]
     assert len(rows) == len(shown) and len(drawn) == sum(record_text.deciding(r) is not None for r in shown)
     assert "EQ2" not in {r.claim for r in rows}
@@ -523,7 +523,7 @@ def test_summary_rows_lie_on_the_side_of_their_tests_verdict(example):
     """On the common scale a held one-sided row lies wholly right of 0, a not-held one wholly left, an inconclusive
     one across it; an equivalence row held lies inside [-1, 1]; each coloured by its test's verdict."""
     seen = set()
-    for r in summary_plot.summary_rows(example):
+    for r in summary_plot.summary_rows(typed(example)):
         if not math.isfinite(r.estimate) or r.verdict not in ("held", "not held", "inconclusive"):
             continue
         assert r.low <= r.estimate <= r.high and r.color == plot_style.VERDICT_COLORS[r.verdict]
@@ -557,7 +557,7 @@ def test_inconclusive_and_unstable_have_colours_of_their_own_in_the_figures_and_
 
     backgrounds = dict(re.findall(r"td\.(\w+)\{background:(#[0-9a-f]+)", CSS))
     assert backgrounds[Verdict.UNSTABLE.css] != backgrounds[Verdict.INCONCLUSIVE.css]
-    rows = summary_plot.summary_rows(example)
+    rows = summary_plot.summary_rows(typed(example))
     by_verdict = {r.verdict: r.color for r in rows}
     assert by_verdict[Verdict.UNSTABLE] == colours[Verdict.UNSTABLE] != by_verdict[Verdict.INCONCLUSIVE]
     legend = {h.get_label(): h.get_color() for h in summary_plot._legend_handles(rows) if hasattr(h, "get_color")}
@@ -574,7 +574,8 @@ def test_summary_rows_move_each_criterion_onto_a_common_scale():
         decision("held", -1.0, None, "< 0", "test_T6_u: point"),
     ]
     rows = {
-        r.label.split(" · ")[1]: r for r in summary_plot.summary_rows({"records": [decided("T6", "m", d) for d in ds]})
+        r.label.split(" · ")[1]: r
+        for r in summary_plot.summary_rows(typed({"records": [decided("T6", "m", d) for d in ds]}))
     }
     approx = lambda r: pytest.approx((r.low, r.estimate, r.high))
     assert approx(rows["reduced"]) == ((0.46 - 0.252) / 0.46, (0.46 - 0.187) / 0.46, (0.46 - 0.156) / 0.46)
@@ -596,7 +597,7 @@ def test_a_check_left_unnamed_is_labelled_by_its_tests_words_not_the_source_text
         "held", 0.62, [0.61, 0.63], "> 0", "test_DS1_rope_learns_task1_where_nope_cannot: at_least(x, ci)"
     )
     named = decision("held", 0.62, [0.61, 0.63], "> 0", "test_DS1_other: RoPE above NoPE")
-    rows = summary_plot.summary_rows({"records": [decided("DS1", "m", d) for d in (unnamed, named)]})
+    rows = summary_plot.summary_rows(typed({"records": [decided("DS1", "m", d) for d in (unnamed, named)]}))
     assert {r.label for r in rows} == {"DS1 · RoPE learns task1 where nope cannot · m", "DS1 · RoPE above NoPE · m"}
 
 
@@ -604,7 +605,7 @@ def test_a_row_a_hair_from_a_rounded_threshold_is_drawn_on_the_side_it_was_decid
     """The criterion's text rounds its threshold to 4 digits; the margin says where it was."""
     d = decision("held", 0.50003, [0.4999998, 0.50009], "> 0.5")  # the threshold itself: 0.4999996, held
     r = decided("T6", "m", {**d, "margin": 2e-7})
-    (row,) = summary_plot.summary_rows({"records": [r]})
+    (row,) = summary_plot.summary_rows(typed({"records": [r]}))
     assert row.low > 0 and row.low == pytest.approx(2e-7 / 0.4999996)  # at "0.5" it would sit left of 0
 
 
@@ -618,7 +619,7 @@ def test_summary_clips_far_rows_at_the_axis_edge():
             decided("T8", "n", decision("held", 0.02, [0.01, 0.03], "inside [-0.1, 0.1]", "test_T8_f: flat")),
         ]
     }
-    f = summary_plot.summary_figure(results)
+    f = summary_plot.summary_figure(typed(results))
     (ax,) = visible_axes(f)
     limit = summary_plot.CLIP[summary_plot.EQUIVALENCE]
     arrows = [ln for ln in ax.get_lines() if ln.get_marker() == "<"]
@@ -628,17 +629,17 @@ def test_summary_clips_far_rows_at_the_axis_edge():
 
 
 def test_summary_figure_labels_and_is_placed_after_the_matrix(example, built):
-    f = summary_plot.summary_figure(example)
+    f = summary_plot.summary_figure(typed(example))
     panels = [ax for ax in visible_axes(f) if ax.axison]  # the legend's cell has no axis
     assert len(panels) == 2 and all(ax.get_xlabel() and ax.get_yticklabels() for ax in panels)
-    assert sum(len(ax.get_yticklabels()) for ax in panels) == len(summary_plot.summary_rows(example))
+    assert sum(len(ax.get_yticklabels()) for ax in panels) == len(summary_plot.summary_rows(typed(example)))
     assert "held →" in panels[0].get_xlabel() and "band" in panels[1].get_xlabel()
     assert not f.get_suptitle()  # the report captions it
     for ax in panels:
         assert all(t.get_fontsize() >= 8 for t in ax.get_xticklabels() + ax.get_yticklabels())
-    assert summary_plot.summary_figure({"records": [rec("T1", "m", [])]}) is None
+    assert summary_plot.summary_figure(typed({"records": [rec("T1", "m", [])]})) is None
     plot_list, _ = built
-    blocks = document.document(example, plot_list)
+    blocks = document.document(typed(example), plot_list)
     kinds = [b[0] for b in blocks]
     img = kinds.index("img")
     assert blocks[img][1] == plots.SUMMARY_TITLE and blocks[img][2].name == "summary_margins.png"
@@ -694,7 +695,7 @@ def test_T8_draws_the_fitted_depth_slope_its_criterion_judges(example, by_claim)
     t8 = by_claim["T8"]
     slope_series = own("T8", "s5_6_layers_plots.slope_series")
     slope_geometry = own("T8", "s5_6_layers_plots.slope_geometry")
-    records = [loaded(r) for r in example["records"]]
+    records = typed(example).records
     series = slope_series(t8, roles("T8", t8, "layer_ratio"), records, claim="T8")
     assert [(s.model, s.seq_len) for s in series] == [
         ("gemma3-270m", 128.0),
@@ -727,7 +728,7 @@ def test_T8_draws_the_fitted_depth_slope_its_criterion_judges(example, by_claim)
     assert [(s.model, s.criterion.high) for s in slope_series(t8, roles("T8", t8, "layer_ratio"), claim="T8")] == [
         (m, pytest.approx(bounds[m])) for m in ("gemma3-270m", "qwen2.5-coder-0.5b", "smollm2-135m")
     ]
-    f = one("T8", "layer_ratio", t8, example["records"])
+    f = one("T8", "layer_ratio", t8, typed(example).records)
     assert len(visible_axes(f)) == 4 and not f.get_suptitle()
     assert "slope -2.94 [-4.67, -2.39]; held > 0" in visible_axes(f)[1].get_title()
 
@@ -814,10 +815,10 @@ def test_a_plot_shown_with_another_claim_follows_that_claims_own_plots(tmp_path)
     dp1 = [fig("head_effects", grid), fig("head_effects_ci", ci), fig("deposit_head", [0, 1])]
     t11 = [fig("ablation:baseline", 0.1), fig("ablation:random heads (2, 10 draws)", 0.08)]
     results = {"records": [rec("T11", "m", t11), rec("DP1", "m", dp1)]}
-    made = plots.make_all(results, tmp_path)
+    made = plots.make_all(typed(results), tmp_path)
     dp_map = next(p for p in made if p.claim == "DP1")
     assert dp_map.also == (("T11", spec.shown_with["T11"]),)
-    sections = {c: document.claim_section(c, [r], made, {}) for c, r in zip(("T11", "DP1"), results["records"])}
+    sections = {c: document.claim_section(c, [r], made, {}) for c, r in zip(("T11", "DP1"), typed(results).records)}
     images = {c: [b for b in blocks if b[0] == "img"] for c, blocks in sections.items()}
     assert [Path(b[2]) for b in images["DP1"]] == [Path(dp_map.path)]
     assert Path(images["T11"][-1][2]) == Path(dp_map.path) and len(images["T11"]) >= 2

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from harness.files import paths
+from harness.outcome.results import loaded, typed
 from harness.report import cli as report_cli
 from harness.report import compare, record_text, write
 from harness.spec.claims import CLAIMS, PlotSpec
@@ -189,6 +190,7 @@ def test_compare_flags_perturbed_figure_and_outcome(tmp_path, capsys):
     assert "| delta_r2_by_bin_bidirectional | [3] | 0.03 | 0.0303 | moved |" in out
     assert "delta_r2_by_bin_causal" not in out
     assert "| not held | held | verdict changed |" in out and "| peak_layer |  |  | 3 | figure only in new |" in out
+    old, new = typed(old), typed(new)
     assert len(compare.diff(old, new)) == 3
     assert compare.diff(old, new, rtol=0.05) == compare.diff(old, new)[1:]  # looser rtol: only outcome + new figure
 
@@ -440,7 +442,7 @@ def test_a_report_of_synthetic_sets_alone_speaks_of_the_related_paper_and_each_s
 
     settings = {"device": "cpu", "dtype": "float32"}
     pilot = {"records": [ds("held", "synthetic-pilot-authors")], "models": [], "settings": settings}
-    text = to_markdown(document.document(pilot, []), paths.ROOT)
+    text = to_markdown(document.document(typed(pilot), []), paths.ROOT)
     assert text.startswith("# Claims report: Deconstructing Positional Information")
     assert (
         "synthetic-pilot-authors (pilot size: d_model 64, 4 heads, 2 layers, 64 tokens, 20,000 samples, 30 epochs"
@@ -449,11 +451,11 @@ def test_a_report_of_synthetic_sets_alone_speaks_of_the_related_paper_and_each_s
     assert "| DS1 | RoPE learns task1 where nope cannot | at pilot size, 4 heads: held |" in text  # the matrix
     assert text.count("at pilot size, 4 heads: held") >= 2  # and the lead table
     paper = {"records": [ds("not held", "synthetic-paper-authors")], "models": [], "settings": settings}
-    text = to_markdown(document.document(paper, []), paths.ROOT)
+    text = to_markdown(document.document(typed(paper), []), paths.ROOT)
     assert "at paper size, 16 heads" not in text and "| not held · **changed since the record** |" in text
     assert "synthetic-paper-authors (paper size: d_model 256, 16 heads, 6 layers, 128 tokens" in text
     mixed = pilot | {"models": ["smollm2-135m"]}
-    assert document.title(mixed) == f"Claims report: {document.PAPER_TITLE}"
+    assert document.title(typed(mixed)) == f"Claims report: {document.PAPER_TITLE}"
 
 
 def test_an_na_implied_by_another_check_says_so_in_the_matrix():
@@ -465,8 +467,10 @@ def test_an_na_implied_by_another_check_says_so_in_the_matrix():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     record = {"test": "claims/test_s5_1_sinks.py::test_T1_x[smollm2-135m]", "claim": "T1", "model": "smollm2-135m"}
-    implied = {**record, "verdict": "n/a", "outcome": "skipped", "reason": mod.IMPLIED_BY_EQ7}
-    other = {**record, "verdict": "n/a", "outcome": "skipped", "reason": "not applicable: a BOS model"}
+    implied = loaded({**record, "verdict": "n/a", "outcome": "skipped", "reason": mod.IMPLIED_BY_EQ7, "figures": []})
+    other = loaded(
+        {**record, "verdict": "n/a", "outcome": "skipped", "reason": "not applicable: a BOS model", "figures": []}
+    )
     assert record_text.verdict_label(implied) == "implied by EQ7"
     assert record_text.verdict_label(other) == "not applicable"
     assert record_text.verdict_text(implied, False) == "implied by EQ7"
@@ -498,7 +502,7 @@ def test_a_changed_verdict_is_badged_and_counted_and_an_as_recorded_one_is_not_m
     assert [r.changed for r in results] == [True, False, True, False, False]
     assert words[0] == "not held · changed since the record" and words[1] == "not held"
     assert words[4] == "not held (no record for this model)"
-    results = {"records": records, "models": ["smollm2-135m"], "settings": {"device": "cpu"}}
+    results = typed({"records": records, "models": ["smollm2-135m"], "settings": {"device": "cpu"}})
     md = to_markdown(document.document(results, [], tmp_path), tmp_path)
     html_text = to_html(document.document(results, [], tmp_path))
     summary = document.summary_markdown(results)

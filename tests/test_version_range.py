@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from pytest_runs import ROOT, run_pytest
 
-from harness.outcome.results import load_results
+from harness.outcome.results import load_results, load_run, typed
 from harness.report import cli as report_cli
 from harness.report.compare import agreement_line, relative, versions_line
 from harness.report.document import run_line, summary_markdown
@@ -134,12 +134,13 @@ def test_allowed_it_runs_with_one_line_and_the_report_flags_it(monkeypatch, caps
     context.check_versions(allowed=True)
     err = capsys.readouterr().err
     assert err.startswith("abspos: --allow-untested-versions: transformers 5.17.0 is older") and err.count("\n") == 1
-    results = {**load_results(EXAMPLE), "versions": {"transformers": "5.17.0", "torch": "2.13.0+cpu"}}
+    example = load_results(EXAMPLE)
+    results = typed({**example, "versions": {"transformers": "5.17.0", "torch": "2.13.0+cpu"}})
     line = run_line(results)
     assert "**untested versions** (run with --allow-untested-versions): transformers 5.17.0 is older" in line
     assert "untested versions" in summary_markdown(results)
-    assert "untested" not in run_line(load_results(EXAMPLE))  # a run inside the range is not flagged
-    merged = {**results, "versions": {"transformers": "5.17.0 / 5.24.0"}}  # a merge of runs under both
+    assert "untested" not in run_line(load_run(EXAMPLE))  # a run inside the range is not flagged
+    merged = typed({**example, "versions": {"transformers": "5.17.0 / 5.24.0"}})  # a merge of runs under both
     assert "transformers 5.17.0 is older" in run_line(merged)
 
 
@@ -427,11 +428,21 @@ def test_compare_claims_and_unknown_names(tmp_path, capsys):
 def test_relative_sizes_and_the_versions_line():
     assert relative(0.748, 0.7481) == "+1.3e-04" and relative(2.0, 1.0) == "-50.00%" and relative(0, 1e-9) == "from 0"
     assert relative("held", "held") == "" and relative(math.nan, math.nan) == ""
-    a = {"versions": {"transformers": "5.24.0", "torch": "2.13.0", "tokenizers": "0.23.3", "numpy": "2.4.6"}}
-    b = {"versions": {"transformers": "5.18.0", "torch": "2.13.0", "tokenizers": "0.23.3", "numpy": "2.4.5"}}
+    a = typed(
+        {
+            "records": [],
+            "versions": {"transformers": "5.24.0", "torch": "2.13.0", "tokenizers": "0.23.3", "numpy": "2.4.6"},
+        }
+    )
+    b = typed(
+        {
+            "records": [],
+            "versions": {"transformers": "5.18.0", "torch": "2.13.0", "tokenizers": "0.23.3", "numpy": "2.4.5"},
+        }
+    )
     assert versions_line(a, b) == (
         "versions: transformers 5.24.0 → 5.18.0, torch 2.13.0 (both), tokenizers 0.23.3 (both), numpy 2.4.6 → 2.4.5"
     )
-    assert versions_line({}, {}).startswith("versions: transformers (not recorded) (both)")
-    empty = {"records": []}
+    empty = typed({"records": []})
+    assert versions_line(empty, empty).startswith("versions: transformers (not recorded) (both)")
     assert agreement_line(empty, empty, 1e-3, 1e-6).startswith("figures: 0 numbers recorded by both runs, 0 differ;")

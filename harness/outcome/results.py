@@ -6,7 +6,7 @@ invalid or foreign file is a ``ResultsFileError`` whose message is one line nami
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,7 +17,7 @@ from harness.outcome.verdict import Verdict
 from harness.spec.models import FAMILIES
 from harness.spec.settings import Settings
 
-__all__ = ["Figure", "Record", "ResultsFileError", "RunResult", "load_results", "load_run", "loaded"]
+__all__ = ["Figure", "Record", "ResultsFileError", "RunResult", "load_results", "load_run", "loaded", "typed"]
 
 
 class ResultsFileError(JSONFileError):
@@ -234,25 +234,56 @@ def loaded(r: ClaimResult | Mapping[str, Any]) -> ClaimResult:
 
 @dataclass(frozen=True)
 class RunResult:
-    """A run's results.json, loaded once: its settings (None: the file has none), the models it loaded, its records
-    typed, and the file as read (``file``: the sections not typed yet, provenance, merge, interruption)."""
+    """A run's results.json, loaded once: its name, settings (None: the file has none), the models it loaded, its
+    records typed, its library versions, its provenance and, for a partial or merged run, how it was interrupted and
+    what it merges; ``file`` is the file as read (a section no reader types, carried through a merge)."""
 
     settings: Settings | None
     models: tuple[str, ...]
     records: tuple[ClaimResult, ...]
     file: Mapping[str, Any]
+    name: str | None = None  # "run": the run's id
+    versions: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    interrupted: Any = None  # {"by", "not_run"}, or a merge's {input run: that}
+    merged: Mapping[str, Any] | None = None  # a merged run's "merged" section (harness.report.merge)
+    recorded_settings: tuple[str, ...] = ()  # the settings the file records (the others are ``Settings``' defaults)
+
+    def settings_dict(self) -> dict[str, Any]:
+        """The settings the file records, as {name: value} ({} where it has none): for a line that lists them, where
+        a setting a run did not record reads as unset, never as the default it may not have run with."""
+        values = self.settings.as_dict() if self.settings is not None else {}
+        return {k: v for k, v in values.items() if k in self.recorded_settings}
+
+    @classmethod
+    def of(cls, results: Mapping[str, Any]) -> RunResult:
+        """A results.json already parsed (and checked: ``schema_problem``), typed: what ``load_run`` returns."""
+        settings = results.get("settings")
+        return cls(
+            Settings.from_dict(settings) if settings else None,
+            tuple(results.get("models") or ()),
+            tuple(claim_result(r) for r in results["records"]),
+            results,
+            results.get("run"),
+            results.get("versions") or {},
+            results.get("provenance") or {},
+            results.get("interrupted"),
+            results.get("merged"),
+            tuple(k for k in settings or () if k in Settings.__dataclass_fields__),
+        )
+
+
+def typed(results: Mapping[str, Any]) -> RunResult:
+    """A results.json built in memory (a test's, a merge's) checked as ``load_results`` checks a file, and typed;
+    ResultsFileError (one line) where it is not a claims run."""
+    if problem := schema_problem(results):
+        raise ResultsFileError(f"not a claims results.json ({problem})")
+    return RunResult.of(results)
 
 
 def load_run(p) -> RunResult:
     """A run's results.json (a file, or a run folder holding one), checked (``load_results``) and typed."""
-    results = load_results(p)
-    settings = results.get("settings")
-    return RunResult(
-        Settings.from_dict(settings) if settings else None,
-        tuple(results.get("models") or ()),
-        tuple(claim_result(r) for r in results["records"]),
-        results,
-    )
+    return RunResult.of(load_results(p))
 
 
 def load_results(p) -> dict[str, Any]:

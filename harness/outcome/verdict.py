@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import linecache
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import StrEnum
@@ -260,6 +260,25 @@ def deciding_margin(log: list[Judged], not_held: ClaimNotHeld | None) -> float |
         return j.decision.margin / (hi - lo) if hi > lo else float("inf")
 
     return min(log, key=relative).decision.margin
+
+
+def read_checks(
+    checks: Iterable[tuple[str, Decision, str]], test: str
+) -> tuple[Verdict, ClaimNotHeld | None, list[Judged]]:
+    """A claim's criteria (a ``Judgement``'s checks, each named ``test: condition``) read as a claim test reads its
+    ``judge`` calls: a not-held criterion decides and ends them, else the first inconclusive one, else held. Returns
+    (the verdict, what did not hold or was inconclusive, the criteria judged)."""
+    judged: list[Judged] = []
+    for condition, decision, message in checks:
+        judged.append(Judged(f"{test}: {condition}", message, decision))
+        if decision.reading == NOT_HELD:
+            last = judged[-1]
+            return Verdict.NOT_HELD, ClaimNotHeld(f"{message}: {decision.describe()}", last.check, last), judged
+    try:
+        conclude(judged)
+    except Inconclusive as e:
+        return Verdict.INCONCLUSIVE, e, judged
+    return Verdict.HELD, None, judged
 
 
 def verdict_of(not_held: ClaimNotHeld) -> Verdict:

@@ -18,9 +18,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.outcome.results import ResultsFileError
+from harness.outcome.results import ResultsFileError, load_run
 from harness.outcome.stability import StabilityError
-from harness.report.compare import SelectionError, compare, names, tolerance
+from harness.report import frame
+from harness.report.compare import SelectionError, compare_runs, names, selected, tolerance
 from harness.report.merge import merge_command
 from harness.report.side_by_side import side_by_side
 from harness.report.write import build
@@ -51,6 +52,14 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--claims", type=names, default=None, metavar="IDS", help="comma list of claim ids: only their tests"
     )
+    c.add_argument(
+        "--csv",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the comparison as tidy CSV rows (docs/running.md)",
+    )
+    c.add_argument("--json", type=Path, default=None, metavar="FILE", help="also write those rows as a JSON array")
     s = sub.add_parser("side-by-side", help="two models claim by claim: side_by_side.md/.html (RUN[#MODEL] each)")
     s.add_argument("a")
     s.add_argument("b")
@@ -101,7 +110,24 @@ def run(args: argparse.Namespace) -> tuple[str, int]:
         )
     if args.cmd == "side-by-side":
         return str(side_by_side(args.a, args.b, args.out)), 0
-    return compare(args.old, args.new, args.rtol, args.atol, args.models, args.claims)
+    return compare_command(args)
+
+
+def compare_command(args) -> tuple[str, int]:
+    """``compare``: both runs loaded once; the table and its exit code, and with ``--csv``/``--json`` the comparison's
+    tidy rows (``frame.comparison_rows``) written, each file said in one line."""
+    old, new = load_run(args.old), load_run(args.new)
+    text, code = compare_runs(old, new, args.rtol, args.atol, args.models, args.claims)
+    if args.csv is None and args.json is None:
+        return text, code
+    table = frame.comparison_rows(*selected(old, new, args.models, args.claims), args.rtol, args.atol)
+    written = [frame.write_csv(table, args.csv, frame.COMPARISON_COLUMNS)] if args.csv is not None else []
+    if args.json is not None:
+        args.json.write_text(frame.to_json_text(table))
+        written.append(args.json)
+    changed = sum(row["changed"] for row in table)
+    lines = [f"comparison rows: {len(table)} ({changed} changed) in {', '.join(map(str, written))}"]
+    return text.rstrip("\n") + "\n" + "\n".join(lines), code
 
 
 def main(argv: list[str]) -> int:

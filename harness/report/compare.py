@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
-from harness.outcome.results import load_results, loaded
+from harness.outcome.results import RunResult, load_run
 from harness.report.render import fmt, to_markdown
 
 
@@ -53,19 +54,17 @@ class SelectionError(ValueError):
     """``--models`` or ``--claims`` naming what neither run has; the message is one line."""
 
 
-def select(run: dict, models: list[str] | None, claims: list[str] | None) -> dict:
+def select(run: RunResult, models: list[str] | None, claims: list[str] | None) -> RunResult:
     """``run`` with only the records of ``models`` (tests without a model left out) and of ``claims``."""
-    keep = [
-        r
-        for r in run.get("records") or []
-        if (models is None or r.get("model") in models) and (claims is None or r.get("claim") in claims)
-    ]
-    return {**run, "records": keep, "models": [m for m in run.get("models") or [] if models is None or m in models]}
+    keep = tuple(
+        r for r in run.records if (models is None or r.model in models) and (claims is None or r.claim in claims)
+    )
+    return replace(run, records=keep, models=tuple(m for m in run.models if models is None or m in models))
 
 
-def _check_selection(old: dict, new: dict, models: list[str] | None, claims: list[str] | None) -> None:
+def _check_selection(old: RunResult, new: RunResult, models: list[str] | None, claims: list[str] | None) -> None:
     for option, wanted, key in (("--models", models, "model"), ("--claims", claims, "claim")):
-        have = {r.get(key) for run in (old, new) for r in run.get("records") or []} - {None}
+        have = {getattr(r, key) for run in (old, new) for r in run.records} - {None}
         unknown = [w for w in wanted or [] if w not in have]
         if unknown:
             raise SelectionError(
@@ -93,9 +92,9 @@ def _shown(x, other) -> str:
     return fmt(x)
 
 
-def versions_line(old: dict, new: dict) -> str:
+def versions_line(old: RunResult, new: RunResult) -> str:
     """The two runs' transformers, torch and tokenizers (and any other library whose version differs)."""
-    a, b = old.get("versions") or {}, new.get("versions") or {}
+    a, b = old.versions, new.versions
     parts = []
     for pkg in dict.fromkeys(["transformers", "torch", "tokenizers", *a, *b]):
         va, vb = a.get(pkg), b.get(pkg)
@@ -108,11 +107,11 @@ def versions_line(old: dict, new: dict) -> str:
     return "versions: " + ", ".join(parts)
 
 
-def agreement_line(old: dict, new: dict, rtol: float, atol: float) -> str:
+def agreement_line(old: RunResult, new: RunResult, rtol: float, atol: float) -> str:
     """How many numbers both runs recorded, how many differ at all, and the largest relative difference (where)."""
     from harness.outcome.snapshots import leaves
 
-    recs = [{(r.model or "", r.test): r for r in map(loaded, run["records"])} for run in (old, new)]
+    recs = [{(r.model or "", r.test): r for r in run.records} for run in (old, new)]
     n = differ = 0
     worst: tuple[float, str] = (0.0, "")
     for key in recs[0].keys() & recs[1].keys():
@@ -129,7 +128,7 @@ def agreement_line(old: dict, new: dict, rtol: float, atol: float) -> str:
                 differ += 1
                 size = abs(y - x) / abs(x) if x and not (math.isnan(x) or math.isnan(y)) else math.inf
                 if size > worst[0] or not worst[1]:
-                    worst = (size, f"{key[0] or '(no model)'} {key[1].split('::')[-1].split('[')[0]} {name}{idx}")
+                    worst = (size, f"{key[0] or '(no model)'} {recs[0][key].function} {name}{idx}")
     most = f", the most {worst[0]:.2g} relative ({worst[1]})" if differ else ""
     return (
         f"figures: {n:,} numbers recorded by both runs, {differ:,} differ{most}; tolerance rtol {rtol:g}, "
@@ -137,7 +136,7 @@ def agreement_line(old: dict, new: dict, rtol: float, atol: float) -> str:
     )
 
 
-def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = None) -> list[list[str]]:
+def diff(old: RunResult, new: RunResult, rtol: float | None = None, atol: float | None = None) -> list[list[str]]:
     """Rows (model, test, figure, index, old, new, change, relative size) for everything that differs beyond
     tolerance."""
     from harness.outcome.snapshots import ATOL, RTOL, close, figure_atol, leaves
@@ -145,7 +144,7 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
     rtol, atol = RTOL if rtol is None else rtol, ATOL if atol is None else atol
     if not (rtol >= 0 and atol >= 0):
         raise ValueError(f"tolerances must be at least 0 (rtol {rtol}, atol {atol})")
-    recs = [{(r.model or "", r.test): r for r in map(loaded, run["records"])} for run in (old, new)]
+    recs = [{(r.model or "", r.test): r for r in run.records} for run in (old, new)]
     rows = []
     for key in dict.fromkeys([*recs[0], *recs[1]]):
         a, b = recs[0].get(key), recs[1].get(key)
@@ -199,19 +198,26 @@ def diff(old: dict, new: dict, rtol: float | None = None, atol: float | None = N
     return rows
 
 
-def run_differences(old: dict, new: dict) -> list[str]:
-    """One line for settings that differ between two runs (each key with both values; missing = {}) and one
-    for differing model lists: figures of runs taken differently are not comparable."""
-    lines, a, b = [], old.get("settings") or {}, new.get("settings") or {}
+def settings_differences(old: RunResult, new: RunResult) -> list[str]:
+    """One line for settings that differ between two runs (each with both values; a setting a run did not record is
+    unset), none where they agree: figures of runs taken differently are not comparable."""
+    a, b = old.settings_dict(), new.settings_dict()
     unset = "(unset)"
     keys = [k for k in dict.fromkeys([*a, *b]) if k not in a or k not in b or a[k] != b[k]]
-    if keys:
-        lines.append(
-            "settings differ: "
-            + ", ".join(f"{k} {a.get(k, unset)} -> {b.get(k, unset)}" for k in keys)
-            + " (figures are not comparable across settings; changes are expected)"
-        )
-    ma, mb = list(old.get("models") or []), list(new.get("models") or [])
+    if not keys:
+        return []
+    return [
+        "settings differ: "
+        + ", ".join(f"{k} {a.get(k, unset)} -> {b.get(k, unset)}" for k in keys)
+        + " (figures are not comparable across settings; changes are expected)"
+    ]
+
+
+def run_differences(old: RunResult, new: RunResult) -> list[str]:
+    """One line for settings that differ between two runs (``settings_differences``) and one for differing model
+    lists: figures of runs taken differently are not comparable."""
+    lines = settings_differences(old, new)
+    ma, mb = list(old.models), list(new.models)
     if ma != mb:
         lines.append(
             f"models differ: {', '.join(ma) or '(none)'} -> {', '.join(mb) or '(none)'} "
@@ -228,16 +234,38 @@ def compare(
     models: list[str] | None = None,
     claims: list[str] | None = None,
 ) -> tuple[str, int]:
-    """Markdown table of what moved between two results.json files, after their versions, a line for any settings or
+    """Markdown table of what moved between two results.json files (``compare_runs``) and the exit code (1 if
+    anything moved). ResultsFileError if either file is unreadable; SelectionError when a name selected is in neither
+    run."""
+    return compare_runs(load_run(old_path), load_run(new_path), rtol, atol, models, claims)
+
+
+def selected(
+    old: RunResult, new: RunResult, models: list[str] | None = None, claims: list[str] | None = None
+) -> tuple[RunResult, RunResult]:
+    """Both runs restricted to the records of ``models`` (a model's tests only: those without a model are left out)
+    and of ``claims``; SelectionError when a name selected is in neither run."""
+    _check_selection(old, new, models, claims)
+    if models is None and claims is None:
+        return old, new
+    return select(old, models, claims), select(new, models, claims)
+
+
+def compare_runs(
+    old: RunResult,
+    new: RunResult,
+    rtol: float | None = None,
+    atol: float | None = None,
+    models: list[str] | None = None,
+    claims: list[str] | None = None,
+) -> tuple[str, int]:
+    """Markdown table of what moved between two loaded runs, after their versions, a line for any settings or
     (selected) models that differ and how far the figures agree; and the exit code (1 if anything moved). ``models``
-    and ``claims`` restrict both runs to those records (a model's tests only: those without a model are left out).
-    ResultsFileError if either file is unreadable; SelectionError when a name selected is in neither run."""
+    and ``claims`` restrict both runs to those records (``selected``)."""
     from harness.outcome.snapshots import ATOL, RTOL
 
-    old, new = load_results(old_path), load_results(new_path)
-    _check_selection(old, new, models, claims)
+    old_s, new_s = selected(old, new, models, claims)
     picked = models is not None or claims is not None
-    old_s, new_s = (select(r, models, claims) for r in (old, new)) if picked else (old, new)
     rows = diff(old_s, new_s, rtol, atol)
     scope = (
         " ("
@@ -246,7 +274,7 @@ def compare(
         if picked
         else ""
     )
-    head = f"Compare {old.get('run')} → {new.get('run')}{scope}: {len(rows)} change(s)"
+    head = f"Compare {old.name} → {new.name}{scope}: {len(rows)} change(s)"
     lines = [versions_line(old, new), *run_differences(old_s, new_s)]
     lines.append(agreement_line(old_s, new_s, RTOL if rtol is None else rtol, ATOL if atol is None else atol))
     notes = "".join(line + "\n" for line in lines)

@@ -16,7 +16,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from harness.outcome.results import loaded
+from harness.outcome.results import RunResult
 from harness.outcome.verdict import CHANGED, Verdict
 from harness.report import methods_page
 from harness.report.matrix import CHANGED_MEANING, totals_line, verdict_strip
@@ -27,19 +27,17 @@ from harness.report.record_text import (
     fingerprint,
     fold_property_checks,
     headline_cell,
-    model_label,
     property_checks_text,
     set_shape,
     set_size,
     synthetic_sets,
-    test_name,
     verdict_css,
     verdict_text,
 )
 from harness.report.render import Link, fmt, to_markdown
 from harness.report.timing import time_accounting
 from harness.spec import versions
-from harness.spec.claims import CLAIMS, claim_test, figure_words, glossary_terms, paper_numbers
+from harness.spec.claims import CLAIMS, claim_test, figure_words, paper_numbers
 from harness.spec.models import names
 
 PAPER_NAMES = set(names("paper"))
@@ -64,10 +62,19 @@ def glossary() -> list[tuple[str, str]]:
     return [*GLOSSARY[:-2], *glossary_terms(), *GLOSSARY[-2:]]
 
 
-def partial_note(results: dict) -> list:
+def glossary_terms() -> list[tuple[str, str]]:
+    """Every claim's glossary terms, in claim order (a term declared twice: the first)."""
+    terms: dict[str, str] = {}
+    for c in CLAIMS.values():
+        for term, meaning in c.glossary.items():
+            terms.setdefault(term, meaning)
+    return list(terms.items())
+
+
+def partial_note(results: RunResult) -> list:
     """A paragraph saying the run was interrupted, by what, and which selected tests never ran ([] if it was not);
     a merged run's ``interrupted`` ({input run: {"by", "not_run"}}) gets one sentence per interrupted input."""
-    info = results.get("interrupted")
+    info = results.interrupted
     if not info:
         return []
     parts = (
@@ -151,35 +158,36 @@ RELATED_TITLE = (
 )
 
 
-def title(results: dict) -> str:
+def title(results: RunResult) -> str:
     """The paper the run's claims are of: the related paper's when only its synthetic sets ran."""
-    records = results.get("records") or []
-    only_sets = records and not results.get("models") and all(set_size(model_label(r)) for r in records)
+    records = results.records
+    only_sets = records and not results.models and all(set_size(r.target.label) for r in records)
     return f"Claims report: {RELATED_TITLE if only_sets else PAPER_TITLE}"
 
 
-def run_line(results: dict) -> str:
+def run_line(results: RunResult) -> str:
     """The models, the device and the run's design in one line."""
-    s, models = results.get("settings") or {}, results.get("models") or []
-    sets = synthetic_sets(results.get("records") or [])
+    s, known, models = results.settings, set(results.recorded_settings), list(results.models)
+    sets = synthetic_sets(results.records)
     design = (
-        f"{s['n_prompts']} prompts of {s['seq_len']} tokens, seed {s['seed']}"
-        if all(k in s for k in ("n_prompts", "seq_len", "seed"))
+        f"{s.n_prompts} prompts of {s.seq_len} tokens, seed {s.seed}"
+        if s is not None and {"n_prompts", "seq_len", "seed"} <= known
         else "settings not recorded"
     )
     if sets:  # a trained set is measured on the held-out samples of its own task, not on the prompts
         held_out = "the synthetic sets on their own tasks' held-out samples"
         design = f"{design}; {held_out}" if models else held_out
-    where = f"{s.get('device', 'device not recorded')}, {s.get('dtype', 'dtype not recorded')}"
-    outside = versions.untested(results.get("versions") or {})  # only with --allow-untested-versions (or older runs)
+    device = s.device if s is not None and "device" in known else "device not recorded"
+    where = f"{device}, {s.dtype if s is not None and 'dtype' in known else 'dtype not recorded'}"
+    outside = versions.untested(dict(results.versions))  # only with --allow-untested-versions (or older runs)
     flag = f" · **untested versions** (run with --allow-untested-versions): {'; '.join(outside)}" if outside else ""
     return f"Models: {', '.join([*models, *map(set_shape, sets)]) or 'none named'} · {where} · {design}{flag}"
 
 
-def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
+def lead_rows(results: RunResult, base: Path | None, applicable: bool) -> list:
     """One row per claim test and model (applicable ones, or the others); a model's property checks folded into
     one row when they all held."""
-    records = [r for r in map(loaded, results["records"]) if (r.shown == Verdict.NOT_APPLICABLE) != applicable]
+    records = [r for r in results.records if (r.shown == Verdict.NOT_APPLICABLE) != applicable]
     records, folded = fold_property_checks(records)
     rows = [
         [
@@ -213,7 +221,7 @@ def lead_rows(results: dict, base: Path | None, applicable: bool) -> list:
 LEAD = ["claim", "criterion (held when)", "model", "paper", "measured [95% CI]", "verdict", "method"]
 
 
-def lead_table(results: dict, base: Path | None) -> list:
+def lead_table(results: RunResult, base: Path | None) -> list:
     """One row per claim test and model: the criterion, the paper, measured ± CI, the verdict (with this run's
     reason when it did not hold), the METHODS link; the rows of tests not applicable to a model folded below."""
     out = [("table", LEAD, lead_rows(results, base, True))]
@@ -229,17 +237,18 @@ def lead_table(results: dict, base: Path | None) -> list:
     return out
 
 
-def provenance_blocks(results: dict) -> list:
-    p = results.get("provenance") or {}
+def provenance_blocks(results: RunResult) -> list:
+    p = results.provenance
     code, host = p.get("code") or {}, p.get("machine") or {}
     commit = (code.get("commit") or "unknown")[:12] + (" (with uncommitted changes)" if code.get("dirty") else "")
     gpus = ", ".join(host.get("gpus") or []) or "none"
+    settings = results.settings_dict()
     lines = [
-        f"Settings: {', '.join(f'{k}={v}' for k, v in (results.get('settings') or {}).items())}",
+        f"Settings: {', '.join(f'{k}={v}' for k, v in settings.items())}",
         f"Code: commit {commit}; selection: "
         f"{' '.join(p['selection']) if p.get('selection') else 'default (testpaths)' if 'selection' in p else 'not recorded'}",
         f"Machine: {host.get('cpu') or 'unknown CPU'}; GPUs: {gpus}; CUDA {host.get('cuda') or 'none'}",
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in (results.get("versions") or {}).items()),
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in results.versions.items()),
     ]
     rows = [
         [m, w.get("caveat") or "", w.get("source") or "", fingerprint(w)] for m, w in (p.get("models") or {}).items()
@@ -254,14 +263,14 @@ def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
     rows = []
     for r in records:
         css = verdict_css(r)
-        for k, f in enumerate(r.get("figures") or [{}]):
-            words = figure_words(f.get("name", ""))
+        for k, f in enumerate(r.figures or ({},)):
+            words = figure_words(f.get("name", ""), claim)
             name = words + (f" — `{f['name']}`" if words != f.get("name", "") else "")
             name += f" ({f['note']})" if f.get("note") else ""
             rows.append(
                 [
-                    model_label(r),
-                    test_name(r),
+                    r.target.label,
+                    r.function,
                     name,
                     fmt(f.get("paper")),
                     fmt(f.get("value")),
@@ -285,11 +294,11 @@ def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
     ]
 
 
-def document(results: dict, plots: list, base: Path | None = None) -> list:
+def document(results: RunResult, plots: list, base: Path | None = None) -> list:
     """The report as blocks (harness.report.render)."""
     texts, by_claim = claim_texts(), defaultdict(list)
-    for r in results["records"]:
-        by_claim[r["claim"]].append(r)
+    for r in results.records:
+        by_claim[r.claim].append(r)
     claims = sorted(by_claim, key=claim_key)
     sections = [
         ("Claims × models", "matrix"),
@@ -298,12 +307,12 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
         ("Run provenance", "provenance"),
         *((f"{c} — {texts.get(c, '')}".rstrip(" —"), f"claim-{c.lower()}") for c in claims),
     ]
-    timed = any("layer_tokens" in r for r in results["records"])
+    timed = any("layer_tokens" in r.recorded for r in results.records)
     sections += [("Where the time went", "time")] if timed else []
     blocks = [
         ("h1", title(results)),
-        ("p", totals_line(results["records"])),
-        ("p", f"{run_line(results)} · run {results.get('run') or 'unnamed'}"),
+        ("p", totals_line(list(results.records))),
+        ("p", f"{run_line(results)} · run {results.name or 'unnamed'}"),
         *partial_note(results),
         ("h2", "Claims × models", "matrix"),
         *matrix(results),
@@ -340,17 +349,17 @@ def document(results: dict, plots: list, base: Path | None = None) -> list:
             (
                 "table",
                 ["model", "tests s", "forward s", "layer-tokens", "floor", "run / floor", "layer-tokens/s", "other s"],
-                time_accounting(results["records"]),
+                time_accounting(list(results.records)),
             ),
         ]
     return blocks
 
 
-def summary_markdown(results: dict) -> str:
+def summary_markdown(results: RunResult) -> str:
     """summary.md: the lead table and the matrix, for a CI job summary ($GITHUB_STEP_SUMMARY)."""
     blocks = [
-        ("h2", f"abspos claims — {results.get('run') or 'unnamed run'}"),
-        ("p", totals_line(results["records"])),
+        ("h2", f"abspos claims — {results.name or 'unnamed run'}"),
+        ("p", totals_line(list(results.records))),
         ("p", run_line(results)),
         *partial_note(results),
         *matrix(results),

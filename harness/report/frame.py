@@ -11,15 +11,25 @@ CSV or a JSON file: every column one kind of thing, so a frame filters and aggre
   ``paper_words``: the report's paper cell for the test.
 - ``deciding``: whether this figure is the one the deciding criterion judged; ``criterion`` and ``margin`` are that
   criterion's, on that row only.
+
+A comparison of two runs (``comparison_rows``, ``python -m harness.report compare OLD NEW --csv F --json F``,
+``harness.notebook.compare``) is tidy the same way: one row per (claim test, target, figure) of either run, changed or
+not (``COMPARISON_COLUMNS``): each run's verdict and value beside each other, ``changed`` where the verdict differs or
+the figure moved beyond the compare's tolerance, and ``change`` saying how.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+from harness.outcome.claim_result import ClaimResult
+from harness.outcome.results import RunResult
+from harness.report.compare import figures_by_name
 from harness.report.record_text import decision_at, figure_judged
 from harness.spec.claims import CLAIMS, claim_test, paper_numbers
 
@@ -139,3 +149,99 @@ def jsonable(x: Any) -> Any:
 def to_json_text(table: list[dict[str, Any]]) -> str:
     """The rows as a JSON array of objects (NaN as null)."""
     return json.dumps([{k: jsonable(v) for k, v in row.items()} for row in table], indent=1)
+
+
+#: A comparison's columns (``comparison_rows``): one row per (claim test, target, figure) of either run.
+COMPARISON_COLUMNS = (
+    "claim",
+    "test",
+    "model",
+    "figure",
+    "verdict_before",
+    "verdict_after",
+    "verdict_changed",
+    "value_before",
+    "value_after",
+    "values_before",
+    "values_after",
+    "relative",
+    "changed",
+    "change",
+)
+
+
+def _moved(a: Any, b: Any, name: str, rtol: float, atol: float) -> bool:
+    """Whether a figure's value moved from ``a`` to ``b`` beyond the compare's tolerance (any element of a vector;
+    an element in one run only moves)."""
+    from harness.outcome.snapshots import close, figure_atol, leaves  # syrupy (and pytest): loaded when compared
+
+    la, lb = dict(leaves(a)), dict(leaves(b))
+    tol = figure_atol(name, atol)
+    return la.keys() != lb.keys() or any(not close(la[i], lb[i], rtol, tol) for i in la)
+
+
+def _relative(a: float, b: float) -> float:
+    """(b - a) / |a| for two numbers, NaN where either is not one or a is 0."""
+    return (b - a) / abs(a) if math.isfinite(a) and math.isfinite(b) and a else math.nan
+
+
+def comparison_rows(
+    old: RunResult, new: RunResult, rtol: float | None = None, atol: float | None = None
+) -> list[dict[str, Any]]:
+    """One dict per (claim test, target, figure) recorded by either run (a test without figures one row, figure ""),
+    ``COMPARISON_COLUMNS`` in order, in the order ``compare.diff`` lists them: ``verdict_before``/``verdict_after``
+    the verdict as shown ("" where the run has no such test), ``value_*`` a scalar figure (NaN otherwise), ``values_*``
+    any other figure as recorded, ``relative`` (after - before) / |before|, ``changed`` where the verdict differs or
+    the figure moved beyond tolerance (the compare's: ``harness.outcome.snapshots``), ``change`` how ("" unchanged)."""
+    from harness.outcome.snapshots import ATOL, RTOL
+
+    rtol, atol = RTOL if rtol is None else rtol, ATOL if atol is None else atol
+    recs = [{(r.model or "", r.test): r for r in run.records} for run in (old, new)]
+    out = []
+    for key in dict.fromkeys([*recs[0], *recs[1]]):
+        a, b = recs[0].get(key), recs[1].get(key)
+        either: ClaimResult = a or b  # type: ignore[assignment]  # a key is in one run at least
+        va, vb = (r.shown.value if r is not None else "" for r in (a, b))
+        fa, fb = (figures_by_name(r.figures) if r is not None else {} for r in (a, b))
+        test_change = "test only in new" if a is None else "test only in old" if b is None else ""
+        verdict_change = "verdict changed" if not test_change and va != vb else ""
+        for name in dict.fromkeys([*fa, *fb]) or [""]:
+            x, y = fa.get(name), fb.get(name)
+            if test_change or not name:
+                figure_change = ""
+            elif name not in fa or name not in fb:
+                figure_change = "figure only in " + ("new" if name not in fa else "old")
+            else:
+                figure_change = "moved" if _moved(x, y, name, rtol, atol) else ""
+            change = "; ".join(c for c in (test_change, verdict_change, figure_change) if c)
+            out.append(
+                {
+                    "claim": either.claim,
+                    "test": either.function,
+                    "model": either.target.label,
+                    "figure": name,
+                    "verdict_before": va,
+                    "verdict_after": vb,
+                    "verdict_changed": va != vb,
+                    "value_before": number(x),
+                    "value_after": number(y),
+                    "values_before": x if x is not None and math.isnan(number(x)) else None,
+                    "values_after": y if y is not None and math.isnan(number(y)) else None,
+                    "relative": _relative(number(x), number(y)),
+                    "changed": bool(change),
+                    "change": change,
+                }
+            )
+    return out
+
+
+def write_csv(table: list[dict[str, Any]], path: str | Path, columns: Iterable[str]) -> Path:
+    """The rows as CSV with the header ``columns`` (NaN and None as empty cells, a vector or table as JSON text); no
+    pandas needed. Returns the path."""
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(list(columns))
+        for row in table:
+            cells = (jsonable(row[c]) for c in columns)
+            out.writerow(["" if v is None else json.dumps(v) if isinstance(v, (list, dict)) else v for v in cells])
+    return Path(path)

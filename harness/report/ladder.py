@@ -1,131 +1,84 @@
 """A claim over a family's sizes, judged across runs made apart. Such a claim needs several sizes of a family; in
 one-model runs it is not applicable in each. The merge (harness.report.merge) judges it over the merged models' ladder
-with ``ladder_verdict`` (the same three criteria as its test, at the same threshold, each by the one decision rule) from the figures another claim test
-records per model, as its declaration's ``AcrossRuns`` says: the head-mean ΔR² of the same ``Leakage``, causal and
-bidirectional. Where a size lacks them, the claim is "skipped" with a reason saying what is missing; never a verdict
-it could not compute.
+by calling the judgement its declaration names (``AcrossRuns.judge``, the function its own test calls) on the figures
+another claim test records per model, as the declaration says which (``AcrossRuns.figures``, ``rows``, ``prompts``).
+Where a size lacks them, the claim is "skipped" with a reason saying what is missing; never a verdict it could not
+compute. Each merged record is a ``ClaimResult``, as a claim test's is.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import replace
 
-from harness.outcome.nodeid import parse
-from harness.outcome.verdict import (
-    NOT_RUN,
-    ClaimNotHeld,
-    Inconclusive,
-    Judged,
-    Verdict,
-    conclude,
-    deciding_margin,
-    verdict_of,
-)
+from harness.outcome.claim_result import ClaimResult
+from harness.outcome.verdict import NOT_RUN, Verdict, deciding_margin, read_checks
 from harness.spec.applies import LADDER, Target, family_sizes
 from harness.spec.claims import CLAIMS, AcrossRuns, ClaimSpec, claim_id_of
-from harness.spec.decision import NOT_HELD
 from harness.spec.models import REGISTRY
-from harness.stats.scaling import composition_checks, composition_intervals
+from harness.spec.settings import Settings
+
+#: What a merged record of the claim has in place of the input run's work (it measured nothing itself).
+UNMEASURED = {"seconds": 0.0, "forward_seconds": 0.0, "layer_tokens": 0, "floor_layer_tokens": 0}
 
 
-def across_runs() -> tuple[ClaimSpec, AcrossRuns] | None:
-    """The claim judged across runs and its rule (the first declaring one), or None."""
-    return next(((c, c.across_runs) for c in CLAIMS.values() if c.across_runs is not None), None)
+def across_runs(r: ClaimResult) -> tuple[ClaimSpec, AcrossRuns] | None:
+    """The claim whose declaration judges this record's test across runs, and its rule; None for any other test."""
+    spec = CLAIMS.get(r.claim)
+    if spec is None or spec.across_runs is None or spec.across_runs.test != r.function:
+        return None
+    return spec, spec.across_runs
 
 
-# What a merged record of the claim has in place of the input run's measurement (it measured nothing itself).
-def unmeasured_fields() -> dict:
-    """A fresh copy each time (its figures list is the record's own)."""
-    return {
-        "known_outcome": False,
-        "check": None,
-        "figures": [],
-        "seconds": 0.0,
-        "forward_seconds": 0.0,
-        "layer_tokens": 0,
-        "floor_layer_tokens": 0,
-    }
-
-
-def judged_across_runs(test: str) -> bool:
-    """Whether a node id is the family-level test judged across runs (one per family)."""
-    rule = across_runs()
-    return rule is not None and parse(test).function == rule[1].test
-
-
-def ladder_verdict(sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: int = 0) -> dict:
+def ladder_verdict(rule: AcrossRuns, sizes: list[str], base, bi, base_rows=None, bi_rows=None, n: int = 0) -> dict:
     """The family-level test's verdict from each size's head-mean ΔR², causal (``base``) and bidirectional (``bi``),
-    smallest size first: the three criteria of its test (``stats.scaling.composition_checks``), in its order, with its
-    messages and check names, read as a claim test reads them (``harness.outcome.verdict``): a not-held criterion
-    decides, else the first inconclusive one, else held. Returns {"verdict", "check", "reason", "figures", "margin",
-    "decisions"}."""
+    smallest size first, by the declaration's own judgement (``rule.judge``, which the claim test calls), read as a
+    claim test is read (``harness.outcome.verdict.read_checks``). Returns the ``ClaimResult`` fields it decides:
+    verdict, check, reason, figures, margin, decisions."""
     # deferred: harness.outcome.figures loads syrupy and pytest, which a merge (the nightly's) runs without
     from harness.outcome.figures import json_plain
 
-    spec, rule = across_runs() or (None, None)
-    assert spec is not None and rule is not None, "no claim declares how it is judged across runs"
-    share, checks = composition_checks(base, bi, spec.threshold(rule.threshold), base_rows, bi_rows, n)
-    _, stats = composition_intervals(base, bi, base_rows, bi_rows, n)  # CIs None where the runs kept no rows
-    figures = [
-        {"name": name, "value": json_plain(v), "paper": None, "ci": json_plain(ci), "note": ""}
-        for name, v, ci in (
-            ("models", list(sizes), None),
-            ("mean_delta_causal_by_size", np.asarray(base, dtype=float), None),
-            ("residual_stream_share_by_size", share, None),
-            *((f"leakage_{k}" if k == "spread" else f"share_{k}", v, ci) for k, (v, ci) in stats.items()),
-        )
-    ]
-    judged: list[Judged] = []
-    for condition, decision, message in checks:  # as the test body: a not-held criterion ends it
-        judged.append(Judged(f"{rule.test}: {condition}", message, decision))
-        if decision.reading == NOT_HELD:
-            break
-    decisions = [json_plain(j.as_dict()) for j in judged]
-    last = judged[-1]
-    not_held: ClaimNotHeld | None = None
-    if last.decision.reading == NOT_HELD:
-        not_held = ClaimNotHeld(f"{last.message}: {last.decision.describe()}", last.check, last)
-    else:
-        try:
-            conclude(judged)
-        except Inconclusive as e:
-            not_held = e
-    out = {"figures": figures, "margin": deciding_margin(judged, not_held), "decisions": decisions}
-    if not_held is None:
-        return {"verdict": Verdict.HELD.value, "check": None, "reason": "", **out}
-    return {"verdict": verdict_of(not_held).value, "check": not_held.check, "reason": str(not_held), **out}
-
-
-def _not_judged(first: dict, reason: str) -> tuple[dict, str]:
+    judgement = rule.judge(sizes, base, bi, base_rows, bi_rows, n)
+    verdict, not_held, judged = read_checks(judgement.checks, rule.test)
     return {
-        **first,
-        **unmeasured_fields(),
-        "outcome": "skipped",
-        "verdict": Verdict.SKIPPED.value,
-        "reason": reason,
-        "merged": "not judged",
-    }, reason
+        "verdict": verdict,
+        "check": not_held.check if not_held is not None else None,
+        "reason": str(not_held) if not_held is not None else "",
+        "figures": tuple(
+            {"name": name, "value": json_plain(v), "paper": None, "ci": json_plain(ci), "note": ""}
+            for name, v, ci in judgement.figures
+        ),
+        "margin": deciding_margin(judged, not_held),
+        "decisions": tuple(json_plain(j.as_dict()) for j in judged),
+    }
 
 
-def source_figures(rule: AcrossRuns, sizes: list[str], by_model_test: dict) -> tuple[dict, list[str], list[str], dict]:
-    """({size: [mean ΔR² causal, bidirectional]} from each size's record of the rule's source test, the sizes without
-    them, where each came from ("model (run)"), and {size: (causal rows, bidirectional rows, prompts)} where the source
-    kept its bootstrap rows (paper models: the same seed and prompt count give every run the same resamples, so rows
-    pair across runs)."""
+def merged_record(first: ClaimResult, verdict: Verdict, reason: str, how: str, **decided) -> ClaimResult:
+    """The merged run's record of the family-level test, made from an input run's (``first``): what the merge decided
+    (``verdict``, ``reason``, and any of check, figures, margin, decisions), how (``how``), and no work of its own."""
+    fields = {"check": None, "figures": (), "margin": None, "decisions": (), **decided}
+    recorded = {**first.recorded, **UNMEASURED, "merged": how}
+    return replace(
+        first, verdict=verdict, reason=reason, known_outcome=False, outcome=None, recorded=recorded, **fields
+    )
+
+
+def source_figures(rule: AcrossRuns, sizes: list[str], by_model: dict) -> tuple[dict, list[str], list[str], dict]:
+    """({size: [causal, bidirectional]} from each size's record of the rule's source test, the sizes without them,
+    where each came from ("model (run)"), and {size: (causal rows, bidirectional rows, prompts)} where the source kept
+    its bootstrap rows (paper models: the same seed and prompt count give every run the same resamples, so rows pair
+    across runs). ``by_model``: {(model, test node id): record} of the merged runs."""
     values, missing, sources, rows = {}, [], [], {}
     for m in sizes:
-        rec = next(
-            (r for (model, t), r in by_model_test.items() if model == m and parse(t).function == rule.source), None
-        )
-        figs = {f.get("name"): f.get("value") for f in (rec or {}).get("figures") or []}
+        rec = next((r for (model, _), r in by_model.items() if model == m and r.function == rule.source), None)
+        figs = {f.get("name"): f.get("value") for f in (rec.figures if rec is not None else ())}
         if rec is None or not all(isinstance(figs.get(n), (int, float)) for n in rule.figures):
             missing.append(m)
-        else:
-            values[m] = [float(figs[n]) for n in rule.figures]
-            sources.append(f"{m} ({rec.get('run')})")
-            kept = [figs.get(f"bootstrap_rows:{c}") for c in ("causal", "bidirectional")]
-            if all(isinstance(k, list) and k for k in kept) and isinstance(figs.get("bootstrap_prompts"), int):
-                rows[m] = (*kept, figs["bootstrap_prompts"])
+            continue
+        values[m] = [float(figs[n]) for n in rule.figures]
+        sources.append(f"{m} ({rec.recorded.get('run')})")
+        kept = [figs.get(n) for n in rule.rows]
+        if kept and all(isinstance(k, list) and k for k in kept) and isinstance(figs.get(rule.prompts), int):
+            rows[m] = (*kept, figs[rule.prompts])
     return values, missing, sources, rows
 
 
@@ -138,78 +91,58 @@ def paired_rows(sizes: list[str], rows: dict) -> tuple:
 
 
 def across_runs_record(
-    test: str,
-    kept: list[tuple[str, dict]],
-    by_model_test: dict,
+    kept: list[tuple[str, ClaimResult]],
+    by_model: dict,
     models: list[str],
-    settings: dict,
+    settings: Settings | None,
     families: dict | None = None,
-) -> tuple[dict, str | None]:
+) -> tuple[ClaimResult, str | None]:
     """The merged run's record of the family-level test on one family (``kept``: (run label, record) of each input
     run's), and a note on how it was judged (None when it is what every input run said)."""
-    spec, rule = across_runs() or (None, None)
-    assert spec is not None and rule is not None, "no claim declares how it is judged across runs"
-    source = claim_id_of(rule.source)
-    family, first = parse(test).param, dict(kept[0][1])
+    first = kept[0][1]
+    found = across_runs(first)
+    assert found is not None, f"{first.function}: its claim declares no judgement across runs"
+    spec, rule = found
+    source, family = claim_id_of(rule.source), first.target.name
     known = tuple(m for m in models if m in REGISTRY)
     unknown = [m for m in models if m not in REGISTRY and (families or {}).get(m) in (family, None)]
-    seq_len = int(settings.get("seq_len") or 128)
-    why = LADDER.why_not(Target(None, family, known, seq_len))
+    why = LADDER.why_not(Target(None, family, known, (settings or Settings()).seq_len))
     if why is not None and not unknown:
-        if all(r.get("verdict") == Verdict.NOT_APPLICABLE and r.get("reason") == why for _, r in kept):
+        if all(r.verdict == Verdict.NOT_APPLICABLE and r.reason == why for _, r in kept):
             return first, None
-        return {
-            **first,
-            **unmeasured_fields(),
-            "outcome": "skipped",
-            "verdict": Verdict.NOT_APPLICABLE.value,
-            "reason": why,
-            "merged": "applicability over the merged models",
-        }, None
+        return merged_record(first, Verdict.NOT_APPLICABLE, why, "applicability over the merged models"), None
     if unknown:
-        return _not_judged(
-            first,
-            f"not judged across runs: the {family} family's ladder cannot be formed at merge "
-            f"time, which has no registry spec for models given by reference "
-            f"({', '.join(unknown)}); {spec.id} needs the family's sizes in one run",
+        reason = (
+            f"not judged across runs: the {family} family's ladder cannot be formed at merge time, which has no "
+            f"registry spec for models given by reference ({', '.join(unknown)}); {spec.id} needs the family's sizes "
+            "in one run"
         )
+        return merged_record(first, Verdict.SKIPPED, reason, "not judged"), reason
     sizes = family_sizes(family, known)
-    judged = [
-        (label, r)
-        for label, r in kept
-        if r.get("verdict") not in NOT_RUN and (r.get("figures") or [{}])[0].get("value") == sizes
-    ]
+    judged = [r for _, r in kept if r.verdict not in NOT_RUN and (r.figures or ({},))[0].get("value") == sizes]
     if judged:  # one input run measured the whole ladder itself
-        return dict(judged[0][1]), None
-    values, missing, sources, rows = source_figures(rule, sizes, by_model_test)
+        return judged[0], None
+    values, missing, sources, rows = source_figures(rule, sizes, by_model)
     if missing:
-        return _not_judged(
-            first,
-            f"not judged across runs: the {family} ladder ({', '.join(sizes)}) was measured in "
-            f"separate runs, and {spec.id} needs each size's head-mean ΔR² causal and bidirectional, "
-            f"which {rule.source} records; absent for {', '.join(missing)}: run {source} on "
-            f"{'it' if len(missing) == 1 else 'them'} too, or the ladder in one run",
+        reason = (
+            f"not judged across runs: the {family} ladder ({', '.join(sizes)}) was measured in separate runs, and "
+            f"{spec.id} needs each size's head-mean ΔR² causal and bidirectional, which {rule.source} records; absent "
+            f"for {', '.join(missing)}: run {source} on {'it' if len(missing) == 1 else 'them'} too, or the ladder in "
+            "one run"
         )
+        return merged_record(first, Verdict.SKIPPED, reason, "not judged"), reason
     base_rows, bi_rows, n = paired_rows(sizes, rows)
-    v = ladder_verdict(sizes, [values[m][0] for m in sizes], [values[m][1] for m in sizes], base_rows, bi_rows, n)
+    v = ladder_verdict(rule, sizes, [values[m][0] for m in sizes], [values[m][1] for m in sizes], base_rows, bi_rows, n)
     if base_rows is None:  # point estimates only: reported, never a verdict (the one decision rule needs an interval)
-        record, reason = _not_judged(
-            first,
+        reason = (
             f"reported, not judged: the {family} ladder ({', '.join(sizes)}) was measured in separate runs that kept "
             f"no paired bootstrap rows ({source} keeps them on paper models at one seed and prompt count), so "
-            f"{spec.id} has no "
-            f"interval; its figures are from {', '.join(sources)}",
+            f"{spec.id} has no interval; its figures are from {', '.join(sources)}"
         )
-        return {**record, "figures": v["figures"]}, reason
+        return merged_record(first, Verdict.SKIPPED, reason, "not judged", figures=v["figures"]), reason
     note = (
         f"judged at merge over {', '.join(sizes)} from {source}'s {rule.figures[0]} and {rule.figures[1]} "
-        f"(the figures {spec.id} measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}, on their "
-        f"paired prompt-bootstrap rows"
+        f"(the figures {spec.id} measures: the same Leakage, causal and bidirectional) of {', '.join(sources)}, on "
+        "their paired prompt-bootstrap rows"
     )
-    return {
-        **first,
-        **unmeasured_fields(),
-        "outcome": "passed" if v["verdict"] == Verdict.HELD else "failed",
-        **v,
-        "merged": note,
-    }, note
+    return merged_record(first, **v, how=note), note

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from typing import NamedTuple
 
 from harness.outcome.claim_result import TargetKind
-from harness.outcome.results import loaded
+from harness.outcome.results import RunResult, loaded
 from harness.outcome.verdict import CHANGED, Verdict
 from harness.report.record_text import (
     claim_key,
@@ -123,16 +123,14 @@ def targets_text(labels: list[str]) -> str:
     return ", ".join(named)
 
 
-def report_matrix(results: dict) -> list:
+def report_matrix(results: RunResult) -> list:
     """The claims × models matrix: one row per claim test, one verdict per cell (a column per model of the run or
     synthetic set, and one for the tests without a model or over a family); a model's checks of the paper's equations
     one row when every one held everywhere. With its legend (the verdicts it shows)."""
-    records = [loaded(r) for r in results["records"]]
+    records = list(results.records)
     shown, folded = fold_property_checks(records)
     own = {r.target.label for r in records if r.target.kind in (TargetKind.MODEL, TargetKind.SYNTHETIC)}
-    columns = [
-        m for m in dict.fromkeys([*(results.get("models") or []), *(r.target.label for r in records)]) if m in own
-    ]
+    columns = [m for m in dict.fromkeys([*results.models, *(r.target.label for r in records)]) if m in own]
     others = any(r.target.label not in own for r in records)
     rows = []
     if folded and not any(map(is_property_check, shown)):  # a check that did not hold: every check its own row

@@ -28,13 +28,14 @@ import json
 import re
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from harness.files.atomic import write_text
 from harness.model import references
 from harness.outcome import known_outcomes, stability
-from harness.outcome.results import loaded
-from harness.report.ladder import across_runs_record, judged_across_runs
+from harness.outcome.claim_result import ClaimResult
+from harness.report.ladder import across_runs, across_runs_record
 from harness.report.merge_inputs import (
     MERGE_MARK,
     MergeError,
@@ -115,32 +116,34 @@ def merge(
     owner = model_owners(runs)
     failed = failed_models(jobs, expect, owner, warnings)
     records, notes = merged_records(runs, owner, warnings)
+    settings = runs[0]["results"].settings if runs else None
     merged = {
         "run": run_id or time.strftime("merged-%Y%m%d-%H%M%S"),
-        "settings": dict(runs[0]["results"].get("settings") or {}) if runs else {},
+        "settings": runs[0]["results"].settings_dict() if runs else {},
         "models": _order(list(owner)) + [f["model"] for f in failed],
         "versions": _merged_versions(runs),
         "provenance": _merged_provenance(runs, owner),
         **carried(runs),
     }
-    merged["records"] = sorted(records, key=lambda x: (x["claim"], x.get("model") or "", x["test"]))
-    key = Settings(**{k: v for k, v in merged["settings"].items() if k in Settings.__dataclass_fields__})
+    written: list[dict] = [dict(r.to_dict()) for r in sorted(records, key=lambda x: (x.claim, x.model or "", x.test))]
+    merged["records"] = written  # as results.json holds them: re-read below against the fixtures as they stand
+    key = settings or Settings()
     if known_outcomes_file is not None:  # before stability: "unstable" is read off the verdict it ends with
         known_outcomes.validate(Path(known_outcomes_file), required=True)
-        known_outcomes.reread(merged["records"], key.verdict_key(), Path(known_outcomes_file))
+        known_outcomes.reread(written, key.verdict_key(), Path(known_outcomes_file))
     if stability_record is not None:
-        warnings += restabilised(merged, Path(stability_record))
+        warnings += restabilised(written, key, Path(stability_record))
     merged["merged"] = {
         "runs": [
             {
                 "run": r["label"],
                 "path": str(r["path"]),
                 "models": r["models"],
-                "sets": synthetic_sets(r["results"]["records"]),  # the synthetic sets it trained and measured
-                **{k: v for k, v in r["results"].items() if k not in ("records", "models", "provenance", "run")},
+                "sets": synthetic_sets(r["results"].records),  # the synthetic sets it trained and measured
+                **{k: v for k, v in r["results"].file.items() if k not in ("records", "models", "provenance", "run")},
                 "code": code_of(r["results"]),
-                "machine": (r["results"].get("provenance") or {}).get("machine"),
-                "selection": (r["results"].get("provenance") or {}).get("selection"),
+                "machine": r["results"].provenance.get("machine"),
+                "selection": r["results"].provenance.get("selection"),
             }
             for r in runs
         ],
@@ -154,21 +157,20 @@ def merge(
     return merged
 
 
-def restabilised(merged: dict, path: Path) -> list[str]:
-    """Each record's seed stability read from the stability record at ``path`` as it stands now; a record that says
-    nothing of these runs (empty, of other settings) or of some of their tests leaves those with their runs' marks,
-    said in one warning line (returned)."""
+def restabilised(records: list[dict], key: Settings, path: Path) -> list[str]:
+    """Each merged record's seed stability (``records``: as results.json holds them, of runs made with ``key``) read
+    from the stability record at ``path`` as it stands now; a record that says nothing of these runs (empty, of other
+    settings) or of some of their tests leaves those with their runs' marks, said in one warning line (returned)."""
     data = stability.load(path, required=True)
-    key = Settings(**{k: v for k, v in merged["settings"].items() if k in Settings.__dataclass_fields__})
     if reason := stability.not_covering(data, key.verdict_key()):
         return [f"the stability record {path} does not cover these runs ({reason}): each verdict keeps its run's mark"]
-    uncovered = stability.restabilise(merged["records"], data, key.verdict_key())
+    uncovered = stability.restabilise(records, data, key.verdict_key())
     if not uncovered:
         return []
     r = uncovered[0]
     return [
         f"the stability record {path} has no entry for {len(uncovered)} of the runs' decided tests (e.g. "
-        f"{loaded(r).function} on {r['model']}): they keep their runs' marks"
+        f"{r['function']} on {r['model']}): they keep their runs' marks"
     ]
 
 
@@ -178,19 +180,18 @@ def model_owners(runs: list) -> dict[str, dict]:
     costly one on another node): its records then come from both, its provenance from the first. A run that selected a
     model without recording any of its tests (a family ladder only) leaves it to the run with its records."""
     owner: dict[str, dict] = {}
-    measured = {id(r): {x["model"] for x in r["results"]["records"] if x.get("model")} for r in runs}
+    measured = {id(r): {x.model for x in r["results"].records if x.model} for r in runs}
     for r in runs:
-        res = r["results"]
-        ms = list(dict.fromkeys([*(res.get("models") or []), *measured[id(r)]]))
+        ms = list(dict.fromkeys([*r["results"].models, *measured[id(r)]]))
         r["models"] = ms
         for m in ms:
             if m not in measured[id(r)] and any(m in measured[id(o)] for o in runs if o is not r):
                 continue  # selected here for a model-free test only: the run with its records owns it
             if m in owner:
                 a, b = owner[m], r
-                names = [{loaded(x).name for x in o["results"]["records"] if x.get("model") == m} for o in (a, b)]
+                names = [{x.name for x in o["results"].records if x.model == m} for o in (a, b)]
                 tests = names[0] & names[1]
-                w = [((x["results"].get("provenance") or {}).get("models") or {}).get(m) or {} for x in (a, b)]
+                w = [(x["results"].provenance.get("models") or {}).get(m) or {} for x in (a, b)]
                 sha = [x.get("weights_sha256") for x in w]
                 same_weights = sha[0] is not None and sha[0] == sha[1]
                 if tests or not same_weights:
@@ -244,45 +245,45 @@ def failed_models(jobs: list, expect, owner: dict, warnings: list[str]) -> list[
     return failed
 
 
-def merged_records(runs: list, owner: dict, warnings: list[str]) -> tuple[list[dict], list[str]]:
-    """Each model's records from its run; model-free ones (a property without a model, a family-level test per family) once: a claim over a family's
-    sizes judged over the
-    merged ladder (harness.report.ladder, with a note on how), any other from the first run (a warning when the
-    runs' verdicts differ). Returns (records, notes)."""
-    records, by_model_test, free = [], {}, defaultdict(list)
+def merged_records(runs: list, owner: dict, warnings: list[str]) -> tuple[list[ClaimResult], list[str]]:
+    """Each model's records from its run; model-free ones (a property without a model, a family-level test per
+    family) once: a claim over a family's sizes judged over the merged ladder (harness.report.ladder, with a note on
+    how), any other from the first run (a warning when the runs' verdicts differ). Each record is labelled with its
+    run ("run"). Returns (records, notes)."""
+    records: list[ClaimResult] = []
+    by_model: dict = {}
+    free: dict = defaultdict(list)
     for r in runs:
-        for x in r["results"]["records"]:
-            x = {**x, "run": r["label"]}
-            if x.get("model"):
+        for x in r["results"].records:
+            x = replace(x, recorded={**x.recorded, "run": r["label"]})
+            if x.model:
                 records.append(x)
-                by_model_test[(x["model"], x["test"])] = x
+                by_model[(x.model, x.test)] = x
             else:
-                free[x["test"]].append((r["label"], x))
-    settings = dict(runs[0]["results"].get("settings") or {}) if runs else {}
+                free[x.test].append((r["label"], x))
+    settings = runs[0]["results"].settings if runs else None
     families = {
-        m: ((((r["results"].get("provenance") or {}).get("models") or {}).get(m) or {}).get("derived") or {}).get(
-            "family"
-        )
+        m: (((r["results"].provenance.get("models") or {}).get(m) or {}).get("derived") or {}).get("family")
         for m, r in owner.items()
     }  # a reference's, from its derived spec
     notes = []
-    for test, kept in free.items():
-        if judged_across_runs(test):
-            rec, note = across_runs_record(test, kept, by_model_test, list(owner), settings, families)
-            rec["run"] = rec.get("run") or kept[0][0]
+    for kept in free.values():
+        first = kept[0][1]
+        if across_runs(first) is not None:
+            rec, note = across_runs_record(kept, by_model, list(owner), settings, families)
             records.append(rec)
             if note:
-                notes.append(f"{rec.get('claim')} [{loaded(kept[0][1]).target.name}]: {note}")
+                notes.append(f"{rec.claim} [{first.target.name}]: {note}")
             continue
-        verdicts = {label: x.get("verdict") for label, x in kept}
+        verdicts = {label: x.verdict for label, x in kept}
         if len(set(verdicts.values())) > 1:
-            trained = synthetic_sets([kept[0][1]])  # a synthetic set is named by its test's parameter
+            trained = synthetic_sets([first])  # a synthetic set is named by its test's parameter
             warnings.append(
-                f"{loaded(kept[0][1]).name}{'' if trained else ' (no model)'} differs between runs: "
+                f"{first.name}{'' if trained else ' (no model)'} differs between runs: "
                 + "; ".join(f"{v} in {label}" for label, v in verdicts.items())
                 + f"; the report shows {kept[0][0]}'s"
             )
-        records.append(kept[0][1])
+        records.append(first)
     return records, notes
 
 
@@ -291,26 +292,26 @@ def carried(runs: list) -> dict:
     ({run: value}); ``interrupted`` always per interrupted run."""
     extra, out = {}, {}
     for r in runs:
-        for k, v in r["results"].items():
+        for k, v in r["results"].file.items():
             if k not in KNOWN_KEYS:
                 extra.setdefault(k, {})[r["label"]] = v
     for k, per in extra.items():
         vals = list(per.values())
         out[k] = vals[0] if len(vals) == len(runs) and all(v == vals[0] for v in vals) else per
-    if any(r["results"].get("interrupted") for r in runs):
-        out["interrupted"] = {r["label"]: r["results"]["interrupted"] for r in runs if r["results"].get("interrupted")}
+    if any(r["results"].interrupted for r in runs):
+        out["interrupted"] = {r["label"]: r["results"].interrupted for r in runs if r["results"].interrupted}
     return out
 
 
 def _merged_versions(runs: list) -> dict:
-    keys = list(dict.fromkeys(k for r in runs for k in (r["results"].get("versions") or {})))
-    return {k: _joined((r["results"].get("versions") or {}).get(k) for r in runs) for k in keys}
+    keys = list(dict.fromkeys(k for r in runs for k in r["results"].versions))
+    return {k: _joined(r["results"].versions.get(k) for r in runs) for k in keys}
 
 
 def _merged_provenance(runs: list, owner: dict) -> dict:
     """The report's provenance over the runs (one value where they agree, "a / b" where they differ) and, per
     model, its own run's: machine, GPUs, versions, commit, selection and weights."""
-    provs = [r["results"].get("provenance") or {} for r in runs]
+    provs = [r["results"].provenance for r in runs]
     codes, machines = [p.get("code") or {} for p in provs], [p.get("machine") or {} for p in provs]
     commits = list(dict.fromkeys(c.get("commit") for c in codes))
     code = {
@@ -324,7 +325,7 @@ def _merged_provenance(runs: list, owner: dict) -> dict:
     selection = [t for r, p in zip(runs, provs) for t in [f"[{r['label']}]", *(p.get("selection") or ["(default)"])]]
     weights, per_model = {}, {}
     for m, r in owner.items():
-        p = r["results"].get("provenance") or {}
+        p = r["results"].provenance
         if m in (p.get("models") or {}):
             weights[m] = p["models"][m]
         per_model[m] = {
@@ -333,7 +334,7 @@ def _merged_provenance(runs: list, owner: dict) -> dict:
             "path": str(r["path"]),
             "machine": p.get("machine"),
             "code": p.get("code"),
-            "versions": r["results"].get("versions"),
+            "versions": r["results"].versions or None,
             "selection": p.get("selection"),
             "weights": (p.get("models") or {}).get(m),
         }
@@ -368,7 +369,8 @@ def merge_command(
     report = write(merged, Path(out))
     info = merged["merged"]
     failed = {f["model"] for f in info["failed"]}
-    measured = [m for m in merged["models"] if m not in failed] + synthetic_sets(merged["records"])
+    sets = dict.fromkeys(s for r in info["runs"] for s in r["sets"])  # the synthetic sets the runs trained
+    measured = [m for m in merged["models"] if m not in failed] + list(sets)
     lines = [
         f"merged {len(info['runs'])} runs ({', '.join(measured)}) into "
         f"{report}" + (f"; without results: {', '.join(sorted(failed))}" if failed else "")

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from harness.files.atomic import read_json
-from harness.outcome.results import ResultsFileError, load_results, results_file
+from harness.outcome.results import ResultsFileError, RunResult, load_run, results_file
 
 JOB_FILE = "job.json"
 
@@ -27,8 +27,8 @@ def _job_status(path: Path) -> dict:
     return job
 
 
-def read_input(arg) -> tuple[str, Path, dict]:
-    """("run", results.json, results) or ("job", job.json, status) for one merge input; a missing or unreadable
+def read_input(arg) -> tuple[str, Path, RunResult | dict]:
+    """("run", results.json, the run loaded) or ("job", job.json, status) for one merge input; a missing or unreadable
     input raises ResultsFileError (one line)."""
     p = Path(arg)
     if p.is_dir():
@@ -51,23 +51,22 @@ def read_input(arg) -> tuple[str, Path, dict]:
                 found,
             )
         if job.get("status") == "succeeded" and found and Path(found).exists():
-            results = load_results(found)
-            if job["model"] in (results.get("models") or []):
-                return "run", Path(found), results
+            run = load_run(found)
+            if job["model"] in run.models:
+                return "run", Path(found), run
             job = {  # the job's own model is never replaced by whatever its results path now holds
                 **job,
                 "status": "failed",
-                "reason": f"its results {found} hold {', '.join(results.get('models') or []) or 'no model'}, "
-                f"not {job['model']}",
+                "reason": f"its results {found} hold {', '.join(run.models) or 'no model'}, not {job['model']}",
             }
         return "job", p, job
     if p.is_dir():
         raise ResultsFileError(f"{p}: no results.json (nor a job.json) in this folder: not a claims run")
-    return "run", results_file(p), load_results(p)
+    return "run", results_file(p), load_run(p)
 
 
 def read_inputs(inputs) -> tuple[list[dict], list[dict]]:
-    """The runs ({"label", "path", "results"}, each labelled uniquely) and the job statuses ({"path", ...}) among the
+    """The runs ({"label", "path", "results": the ``RunResult``}, each labelled uniquely) and the job statuses ({"path", ...}) among the
     inputs; the same run twice, or nothing at all, is a MergeError."""
     runs, jobs = [], []
     for arg in inputs:
@@ -75,9 +74,9 @@ def read_inputs(inputs) -> tuple[list[dict], list[dict]]:
         if kind == "job":
             jobs.append({"path": path, **data})
             continue
-        label = str(data.get("run") or path.parent.name)
+        label = str(data.name or path.parent.name)
         if any(r["label"] == label for r in runs):  # runs started in the same second on two machines
-            label = f"{label} ({', '.join(data.get('models') or []) or path.parent})"
+            label = f"{label} ({', '.join(data.models) or path.parent})"
         if any(r["path"] == path for r in runs):
             raise MergeError(f"{path}: given twice")
         runs.append({"label": label, "path": path, "results": data})
@@ -123,7 +122,7 @@ def merge_output(folder: Path) -> bool:
         digest = hashlib.sha256((folder / "results.json").read_bytes()).hexdigest()
         if isinstance(mark, dict) and mark.get("results_sha256") == digest:
             return True
-        return "merged" in load_results(folder / "results.json")
+        return load_run(folder / "results.json").merged is not None
     except (ResultsFileError, OSError):
         return False
 
@@ -142,8 +141,8 @@ def refuse_output_over_a_run(out: Path) -> None:
 # ---- what differs between the runs -----------------------------------------------------------------------
 
 
-def code_of(results: dict) -> dict:
-    return ((results.get("provenance") or {}).get("code")) or {}
+def code_of(run: RunResult) -> dict:
+    return run.provenance.get("code") or {}
 
 
 def brief(value) -> str:
@@ -161,10 +160,10 @@ def _differ(runs: list, value, what: str, show) -> str | None:
 
 
 def _settings_line(runs: list) -> str | None:
-    a = runs[0]["results"].get("settings") or {}
+    a = runs[0]["results"].settings_dict()
     out = []
     for r in runs[1:]:
-        b = r["results"].get("settings") or {}
+        b = r["results"].settings_dict()
         keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
         if keys:
             out.append(
@@ -201,10 +200,10 @@ def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
             "same settings and commit, or pass --allow-mixed)"
         )
     warnings += [f"mixed runs merged (--allow-mixed): {line}" for line in mixed]
-    first_versions = (runs[0]["results"].get("versions") or {}) if runs else {}
+    first_versions = runs[0]["results"].versions if runs else {}
     diff_keys = sorted(
-        {k for r in runs for k, x in (r["results"].get("versions") or {}).items() if x != first_versions.get(k)}
-        | {k for r in runs for k in first_versions if k not in (r["results"].get("versions") or {})}
+        {k for r in runs for k, x in r["results"].versions.items() if x != first_versions.get(k)}
+        | {k for r in runs for k in first_versions if k not in r["results"].versions}
     )
     if diff_keys:
         warnings.append(
@@ -215,8 +214,8 @@ def run_warnings(runs: list, allow_mixed: bool) -> list[str]:
     if dirty:
         warnings.append(f"run(s) {', '.join(dirty)} had uncommitted changes: their code may differ beyond the commit")
     for r in runs:
-        if r["results"].get("interrupted"):
+        if r["results"].interrupted:
             warnings.append(
-                f"run {r['label']} was interrupted ({brief(r['results']['interrupted'])}): its models may lack tests"
+                f"run {r['label']} was interrupted ({brief(r['results'].interrupted)}): its models may lack tests"
             )
     return warnings

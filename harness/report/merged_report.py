@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.outcome.results import RunResult
 from harness.outcome.verdict import Verdict
 from harness.report import document as run_document
 from harness.report.record_text import fingerprint
 from harness.report.render import to_markdown
 
 
-def merged_blocks(results: dict) -> list:
+def merged_blocks(results: RunResult) -> list:
     """The "Merged from" section: warnings first, each model's run and provenance, the failed models, the claims judged across runs."""
-    info = results.get("merged") or {}
-    p = results.get("provenance") or {}
-    per = p.get("per_model") or {}
+    info = results.merged or {}
+    per = results.provenance.get("per_model") or {}
     out = [
         ("h2", f"Merged from {len(info.get('runs') or [])} runs", "merged"),
         (
@@ -29,7 +29,7 @@ def merged_blocks(results: dict) -> list:
     ]
     out += [("p", f"Warning: {w}") for w in info.get("warnings") or []]
     rows = []
-    for m in results.get("models") or []:
+    for m in results.models:
         if m in per:
             x = per[m]
             host, code, vers = x.get("machine") or {}, x.get("code") or {}, x.get("versions") or {}
@@ -53,18 +53,19 @@ def merged_blocks(results: dict) -> list:
     return out
 
 
-def document(results: dict, plots: list, base: Path | None) -> list:
+def document(results: RunResult, plots: list, base: Path | None) -> list:
     """report.document with the "Merged from" section after the table of contents (so its warnings and failed
     models come before any verdict)."""
     blocks = run_document.document(results, plots, base)
     toc = next(i for i, b in enumerate(blocks) if b[0] == "toc")
-    blocks[toc] = ("toc", [(f"Merged from {len(results['merged'].get('runs') or [])} runs", "merged"), *blocks[toc][1]])
+    runs = len((results.merged or {}).get("runs") or [])
+    blocks[toc] = ("toc", [(f"Merged from {runs} runs", "merged"), *blocks[toc][1]])
     return blocks[: toc + 1] + merged_blocks(results) + blocks[toc + 1 :]
 
 
-def summary_markdown(results: dict) -> str:
+def summary_markdown(results: RunResult) -> str:
     """summary.md of a merged run: the runs it merges and its warnings, then the run's (report.document)."""
-    info = results.get("merged") or {}
+    info = results.merged or {}
     head = [
         (
             "p",

@@ -145,14 +145,14 @@ def make_all(results: Mapping | RunResult, fig_dir: Path, stop=None) -> list[Plo
     every decision first. A figure draws no title of its own: the report captions it with the Plot's title. ``stop``
     (a run's ``Interrupts.check``) is called before each plot: a stop signal ends the drawing there, between figures.
     A kind that fails on malformed figures is skipped with a warning, never costing the rest of the report."""
-    file = results.file if isinstance(results, RunResult) else results
-    records = tuple(results.records) if isinstance(results, RunResult) else tuple(map(loaded, file.get("records", [])))
+    run = results if isinstance(results, RunResult) else RunResult.of(results)  # a test's records built in memory
+    records = run.records
     d = Path(fig_dir)
     for stale in d.glob("*.png"):
         stale.unlink()
     stop = stop or (lambda: None)
     stop()
-    plots = [Plot(None, None, SUMMARY_TITLE, p)] if (p := _written(write_summary, file, d / SUMMARY_PNG)) else []
+    plots = [Plot(None, None, SUMMARY_TITLE, p)] if (p := _written(write_summary, run, d / SUMMARY_PNG)) else []
     by_records: dict[str, list[ClaimResult]] = defaultdict(list)
     for r in records:
         by_records[r.claim].append(r)

@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.outcome.claim_result import ClaimResult, TargetKind
-from harness.outcome.results import ResultsFileError, load_results, loaded, results_file
+from harness.outcome.results import ResultsFileError, RunResult, load_run, results_file
 from harness.outcome.verdict import Verdict
-from harness.report.compare import figures_by_name, run_differences
+from harness.report.compare import figures_by_name, settings_differences
 from harness.report.record_text import claim_key, fingerprint, measured
 from harness.report.render import to_html, to_markdown
 from harness.spec.claims import CLAIMS, claim_test
 from harness.spec.models import REGISTRY
+from harness.spec.settings import Settings
 
 NOT_RUN = "not run"
 
@@ -37,11 +38,11 @@ class SideBySideError(ResultsFileError):
 
 
 class Side(NamedTuple):
-    """One side of the comparison: its label ("run#model"), its run's results, the model picked, and the
+    """One side of the comparison: its label ("run#model"), its run (loaded once), the model picked, and the
     results.json it came from."""
 
     label: str
-    results: dict
+    results: RunResult
     model: str
     path: Path | None = None
 
@@ -57,10 +58,10 @@ def parse_spec(spec: str) -> tuple[Path, str | None]:
     return results_file(spec), None
 
 
-def run_models(results: dict) -> list[str]:
+def run_models(results: RunResult) -> list[str]:
     """The models a run's records name, in the run's declared order first."""
-    recorded = {r["model"] for r in results["records"] if r.get("model")}
-    ordered = [*(results.get("models") or []), *sorted(recorded)]
+    recorded = {r.model for r in results.records if r.model}
+    ordered = [*results.models, *sorted(recorded)]
     return [m for m in dict.fromkeys(ordered) if m in recorded]
 
 
@@ -68,7 +69,7 @@ def side(spec: str) -> Side:
     """One RUN[#MODEL] read and checked: ResultsFileError for an unreadable run, SideBySideError for a model not
     in it or, in a run of several models, none named."""
     path, model = parse_spec(spec)
-    results = load_results(path)
+    results = load_run(path)
     models = run_models(results)
     listed = ", ".join(models) or "none"
     if model is None and len(models) != 1:
@@ -79,7 +80,7 @@ def side(spec: str) -> Side:
     if model is not None and model not in models:
         raise SideBySideError(f"{path}: no model {model!r} in this run (its models: {listed})")
     model = model or models[0]
-    return Side(f"{results.get('run') or path.parent.name}#{model}", results, model, path)
+    return Side(f"{results.name or path.parent.name}#{model}", results, model, path)
 
 
 def sides(specs: list[str]) -> tuple[Side, Side]:
@@ -107,7 +108,7 @@ def side_records(s: Side) -> dict:
     family = model_family(s)
     return {
         match_key(r): r
-        for r in map(loaded, s.results["records"])
+        for r in s.results.records
         if r.model == s.model
         or (r.model is None and (family is None or r.target.kind != TargetKind.FAMILY or r.target.name == family))
     }
@@ -115,7 +116,7 @@ def side_records(s: Side) -> dict:
 
 def model_family(s: Side) -> str | None:
     """The side model's family: from the run's provenance (a model given by reference) or the registry."""
-    derived = ((s.results.get("provenance") or {}).get("models") or {}).get(s.model, {}).get("derived") or {}
+    derived = (s.results.provenance.get("models") or {}).get(s.model, {}).get("derived") or {}
     spec = REGISTRY.get(s.model)
     return derived.get("family") or (spec.family if spec is not None else None)
 
@@ -212,7 +213,7 @@ def pair_rows(a: Side, b: Side) -> list[list]:
 def provenance_line(letter: str, s: Side) -> str:
     """Where one side's numbers come from: its label, model, weights source and caveat, library versions, code
     commit and weights fingerprint."""
-    p, v = s.results.get("provenance") or {}, s.results.get("versions") or {}
+    p, v = s.results.provenance, s.results.versions
     w, code = (p.get("models") or {}).get(s.model) or {}, p.get("code") or {}
     commit = (code.get("commit") or "unknown")[:12] + (" (with uncommitted changes)" if code.get("dirty") else "")
     parts = [
@@ -228,16 +229,15 @@ def provenance_line(letter: str, s: Side) -> str:
 
 def settings_warnings(a: Side, b: Side) -> list[str]:
     """A warning line when the two runs' settings differ (harness.report.compare.run_differences)."""
-    lines = run_differences({"settings": a.results.get("settings")}, {"settings": b.results.get("settings")})
-    return [f"Warning: {line}" for line in lines]
+    return [f"Warning: {line}" for line in settings_differences(a.results, b.results)]
 
 
 def figure_tolerance(a: Side, b: Side) -> tuple[float, float]:
     """(rtol, atol): the looser of the two sides' declared tolerances for their device and dtype."""
     from harness.outcome.snapshots import tolerance  # syrupy (and pytest): loaded by this command alone
 
-    settings = [s.results.get("settings") or {} for s in (a, b)]
-    return max(tolerance(str(s.get("device") or "cpu"), str(s.get("dtype") or "float32")) for s in settings)
+    settings = [s.results.settings or Settings() for s in (a, b)]
+    return max(tolerance(s.device, s.dtype) for s in settings)
 
 
 def differing_figures(pairs: list, rtol: float, atol: float) -> list[list[str]]:

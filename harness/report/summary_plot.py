@@ -29,7 +29,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from harness.outcome.claim_result import ClaimResult
-from harness.outcome.results import loaded
+from harness.outcome.results import RunResult
 from harness.outcome.verdict import DECIDED, Verdict
 from harness.report.plot_style import (
     HELD_SHADE,
@@ -181,11 +181,11 @@ def drawn_verdict(r: ClaimResult) -> Verdict:
     return Verdict.HELD if r.shown is Verdict.STALE else r.shown
 
 
-def summary_rows(results: dict) -> list[SummaryRow]:
+def summary_rows(results: RunResult) -> list[SummaryRow]:
     """One row per claim test and model decided by the rule: the decision that gave the test its verdict (the one
     whose margin is the test's), coloured by the test's verdict, in claim order (then test, model); then, in each
     claim, its tests decided otherwise (``undrawn_rows``)."""
-    every = [loaded(r) for r in results.get("records") or []]
+    every = list(results.records)
     records = sorted(filter(drawn, every), key=lambda r: (claim_key(r.claim), r.function, r.target.label))
     short = short_models(r.model for r in every if r.model)
     picked = []
@@ -317,7 +317,7 @@ def _draw_panel(ax, rows: list[SummaryRow], kind: str):
 
 
 @styled
-def summary_figure(results: dict) -> Figure | None:
+def summary_figure(results: RunResult) -> Figure | None:
     """The summary figure (see the module), None when no record carries a decision. With both kinds of criteria the
     panels stand side by side (a slide's shape), the taller on the left and the legend under the shorter."""
     rows = summary_rows(results)
@@ -365,6 +365,6 @@ def _legend_handles(rows: list[SummaryRow]) -> list:
     return handles
 
 
-def write_summary(results: dict, out: Path) -> Path | None:
+def write_summary(results: RunResult, out: Path) -> Path | None:
     """The summary figure written to ``out`` (a PNG), None (nothing written) when no record carries a decision."""
     return save(summary_figure(results), out)

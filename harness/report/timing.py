@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from harness.outcome.claim_result import ClaimResult
+
 
 @dataclass
 class ModelTime:
@@ -19,16 +21,16 @@ class ModelTime:
 
 
 def time_per_model(records: list) -> dict[str | None, ModelTime]:
-    """{model or None: its ModelTime} summed over its records (a record without a floor, from before floors were
-    booked, counts its layer-tokens)."""
+    """{model or None: its ModelTime} summed over its records (loaded, or as results.json holds them; a record without a
+    floor, from before floors were booked, counts its layer-tokens)."""
     acc: dict = defaultdict(ModelTime)
-    for r in records:
-        a = acc[r.get("model")]
-        a.seconds += r.get("seconds") or 0.0
-        a.forward_seconds += r.get("forward_seconds") or 0.0
-        a.layer_tokens += r.get("layer_tokens") or 0
-        a.shape = r.get("shape") or a.shape
-        a.floor_layer_tokens += r.get("floor_layer_tokens", r.get("layer_tokens")) or 0
+    for r in records:  # a loaded record's times are what the run recorded after the test
+        a, t = (acc[r.model], r.recorded) if isinstance(r, ClaimResult) else (acc[r.get("model")], r)
+        a.seconds += t.get("seconds") or 0.0
+        a.forward_seconds += t.get("forward_seconds") or 0.0
+        a.layer_tokens += t.get("layer_tokens") or 0
+        a.shape = t.get("shape") or a.shape
+        a.floor_layer_tokens += t.get("floor_layer_tokens", t.get("layer_tokens")) or 0
     return dict(acc)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.files.atomic import point_link, write_text
-from harness.outcome.results import load_results, results_file
+from harness.outcome.results import load_run, results_file
 from harness.report import document, merged_report, methods_page, provenance
 from harness.report.render import to_html, to_markdown
 
@@ -139,20 +139,20 @@ def build(results_path: Path, stop: Callable[[], None] | None = None) -> Path:
     files are written, all or none: a stop it raises leaves no report."""
     stop = stop or _STOP.get() or (lambda: None)
     results_path = results_file(results_path)
-    results, base = load_results(results_path), results_path.parent
+    run, base = load_run(results_path), results_path.parent  # loaded once, typed: every reader below reads it
     stop()
     try:
         from harness.report.plots import make_all  # matplotlib: loaded only to draw
 
-        plots = make_all(results, base / "figures", stop)
+        plots = make_all(run, base / "figures", stop)
     except ImportError as e:  # no matplotlib: the tables alone
         warnings.warn(f"report figures skipped: {e}", stacklevel=2)
         plots = []
-    report = merged_report if "merged" in results else document
-    blocks = report.document(results, plots, base)
-    html, summary, markdown = to_html(blocks), report.summary_markdown(results), to_markdown(blocks, base)
+    report = merged_report if run.merged is not None else document
+    blocks = report.document(run, plots, base)
+    html, summary, markdown = to_html(blocks), report.summary_markdown(run), to_markdown(blocks, base)
     stop()
-    methods_page.write(base, {r["claim"] for r in results["records"]})  # the decisions its links open
+    methods_page.write(base, {r.claim for r in run.records})  # the decisions its links open
     write_text(base / "report.html", html)  # each atomically: a full disk leaves no truncated report
     write_text(base / "summary.md", summary)
     return write_text(base / "report.md", markdown)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from harness.spec import catalogue
 from harness.spec.applies import Applies
+from harness.spec.decision import Judgement
 from harness.spec.models import ModelSpec, display_name
 from harness.spec.paper_values import PaperValue, Threshold
 
@@ -101,13 +102,16 @@ class PlotSpec:
 @dataclass(frozen=True)
 class AcrossRuns:
     """How a claim over a family's sizes is judged when each size was measured in a run of its own: a merge of the
-    runs (harness/report/ladder.py) reads ``figures`` (causal and bidirectional head-mean ΔR²) from each size's
-    record of the claim test ``source`` and judges ``test`` against the claim's threshold ``threshold``."""
+    runs (harness/report/ladder.py) reads ``figures`` (causal and bidirectional head-mean ΔR²), and where kept the
+    bootstrap rows ``rows`` over ``prompts`` prompts, from each size's record of the claim test ``source``, and calls
+    ``judge`` (declared beside the claim, which its ``test`` calls too) to judge ``test`` on the merged ladder."""
 
     test: str
     source: str
     figures: tuple[str, str]
-    threshold: str
+    judge: Callable[..., Judgement]  # (sizes, base, bi, base_rows=None, bi_rows=None, n=0) -> the claim's Judgement
+    rows: tuple[str, ...] = ()  # the source's bootstrap rows of ``figures`` (paired across runs), if it keeps them
+    prompts: str = ""  # the source's figure holding how many prompts those rows resample
 
 
 @dataclass(frozen=True)
@@ -380,18 +384,11 @@ def figure_resolutions() -> Mapping[str, float]:
     return MappingProxyType({f.name: f.resolution for c in CLAIMS.values() for f in c.figures if f.resolution})
 
 
-def figure_words(name: str) -> str:
-    """A figure's name in a reader's words with its unit (its declaration's ``words``); an arm after ":" said in
-    brackets; a name without words as it is."""
+def figure_words(name: str, claim: str = "") -> str:
+    """A figure's name in a reader's words with its unit (its declaration's ``words``, ``claim``'s own where it
+    declares the name: two claims may word one name apart); an arm after ":" said in brackets; a name without words
+    as it is."""
     base, _, arm = name.partition(":")
-    words = figure_words_table().get(base)
+    own = [f.words for f in (CLAIMS[claim].figures if claim in CLAIMS else ()) if f.name.partition(":{")[0] == base]
+    words = next(filter(None, own), None) or figure_words_table().get(base)
     return name if words is None else f"{words} [{arm}]" if arm else words
-
-
-def glossary_terms() -> list[tuple[str, str]]:
-    """Every claim's glossary terms, in claim order (a term declared twice: the first)."""
-    terms: dict[str, str] = {}
-    for c in CLAIMS.values():
-        for term, meaning in c.glossary.items():
-            terms.setdefault(term, meaning)
-    return list(terms.items())

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Literal, Sequence
+from typing import Any, Literal, NamedTuple, Sequence
 
 Reading = Literal["held", "not held", "inconclusive"]
 HELD: Reading = "held"
@@ -79,6 +79,15 @@ class Decision:
             else:
                 text += f"; about {self.prompts_to_decide} {self.unit}s would decide it"
         return text
+
+
+class Judgement(NamedTuple):
+    """What a claim's own judging function returns (``AcrossRuns.judge``): its figures, each (name, value, 95% CI or
+    None), and its criteria in order, each (condition, the rule's ``Decision``, the message for a reader), read as a
+    claim test reads its ``judge`` calls: a not-held criterion decides, else the first inconclusive one, else held."""
+
+    figures: tuple[tuple[str, Any, Any], ...]
+    checks: tuple[tuple[str, Decision, str], ...]
 
 
 def interval_of(ci: Sequence[float] | None) -> tuple[float, float] | None:
