@@ -132,3 +132,42 @@ def test_the_null_and_the_sums_read_a_captures_float32_weights_as_a_view_with_th
     b = significance(lk.prompt_stats(pairs, target), pairs, target, 200, 0)
     for key in a:
         np.testing.assert_allclose(np.asarray(a[key], float), np.asarray(b[key], float), rtol=1e-12, atol=0)
+
+
+def test_the_null_reads_a_captures_view_where_it_lies_without_a_copy_of_it(monkeypatch):
+    """The permutation null on a capture's float32 view makes no copy of y, in float64 or float32 (at the nightly's
+    512 x 512 on an 8B such a copy is 8-17 GB): its peak allocation, blocks made small, stays under a float64 copy of
+    y's rows and its figures equal the float64 target's (the sums' order aside)."""
+    import tracemalloc
+
+    from harness.stats import leakage as lk
+    from harness.stats import nulls
+    from harness.stats.pairs import stratified_pairs
+
+    pairs = stratified_pairs(64, 1000, 0)
+    values = (np.random.default_rng(5).random((24, 8, pairs.n_pairs, 16)) ** 3).astype(np.float32)  # [N, L, P, H]
+    view = values.transpose(0, 2, 1, 3)
+    copy_bytes = 24 * pairs.n_pairs * 128 * 8
+    target = view.reshape(24, pairs.n_pairs, 128).astype(np.float64)
+    expected = nulls.permutation_null(pairs, target, 8, seed=4)
+    sst = lk.delta_r2(pairs, view).sst
+    monkeypatch.setattr(nulls, "BLOCK_ELEMS", 200_000)  # chunks of 4 draws, blocks of a few prompts
+    monkeypatch.setattr(nulls, "GEMM_ELEMS", 800_000)
+    tracemalloc.start()
+    null = nulls.permutation_null(pairs, view, 8, seed=4, sst=sst)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.6 * copy_bytes, (peak, copy_bytes)
+    np.testing.assert_allclose(null, expected, rtol=1e-9, atol=1e-18)
+
+
+def test_a_pass_is_stacked_one_layer_at_a_time():
+    """A pass's per-layer values are stacked into its capture layer by layer, each layer's array released once copied:
+    the capture equals ``np.stack``'s and the pass is never held twice over."""
+    from harness.capture.session import stack_layers
+
+    raw = {f"k{n}": np.random.default_rng(n).random((3, 5, 2)).astype(np.float32) for n in range(4)}
+    expected = np.stack([raw[f"k{n}"] for n in range(4)], axis=1)
+    out = stack_layers(raw, [f"k{n}" for n in range(4)])
+    assert out.dtype == np.float32 and not raw
+    np.testing.assert_array_equal(out, expected)

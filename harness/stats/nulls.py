@@ -33,7 +33,12 @@ def _inverse_perms(perms: np.ndarray) -> np.ndarray:
 
 
 def permutation_null(
-    pairs: PairSet, Y: np.ndarray, n_perm: int = 1000, seed: int = 0, perms: np.ndarray | None = None
+    pairs: PairSet,
+    Y: np.ndarray,
+    n_perm: int = 1000,
+    seed: int = 0,
+    perms: np.ndarray | None = None,
+    sst: np.ndarray | None = None,
 ) -> np.ndarray:
     """Null ΔR² per head under within-offset-group permutation: [n_perm, H].
 
@@ -51,16 +56,19 @@ def permutation_null(
     ``within_group_permutations(row_groups(pairs, P), chunk, rng)`` with
     ``rng = default_rng(seed)`` (tested), in the block layout of
     ``group_layout`` so that no permutation array is built.
+
+    sst (optional) [H]: the heads' total sums of squares as ``delta_r2`` gives them (0 for a constant head), where
+    the caller has fitted Y already (one pass over Y fewer).
     """
     Y3 = as_target_3d(pairs, Y)
     P, N = Y3.shape[:2]
-    fit = delta_r2(pairs, Y3)
-    H = fit.delta.size
+    sst = delta_r2(pairs, Y3).sst if sst is None else np.asarray(sst, dtype=np.float64)
+    H = sst.size
     n_rows = P * N
     groups = row_groups(pairs, P)
     ssi = P * pairs.i_tilde_sq
-    const_head = fit.sst <= 0  # constant heads: every R² is defined as 0
-    denom = np.where(const_head, 1.0, fit.sst) * ssi
+    const_head = sst <= 0  # constant heads: every R² is defined as 0
+    denom = np.where(const_head, 1.0, sst) * ssi
     if perms is not None:
         perms = np.asarray(perms, dtype=np.int64)
         if perms.ndim != 2 or perms.shape[1] != n_rows:
@@ -87,29 +95,23 @@ def permutation_null(
 
 def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
     """``permutation_null``'s drawn permutations, written into ``out`` [n_perm, H]. ĩ is shuffled within its groups
-    directly, in block layout (rows of one group contiguous), with y's rows put in the same layout once: the same
-    draws as ``within_group_permutations(groups, ·, rng)`` chunk by chunk, used as idx (a uniform within-group
-    permutation and its inverse have the same law), without the scatter to row order or the gather i_rows[idx].
-    Where a chunk is fewer than ``MIN_PRODUCT`` permutations, whole chunks are stacked (to at most ``GEMM_ELEMS``
-    shuffled values) so that at many prompts (a chunk of one permutation) the rows of y still meet several
-    permutations in one matrix product."""
+    directly, in block layout (rows of one group contiguous): the same draws as ``within_group_permutations(groups,
+    ·, rng)`` chunk by chunk, used as idx (a uniform within-group permutation and its inverse have the same law),
+    without the gather i_rows[idx]. A 3-D y (float64) is put in the same layout once; a 4-D view (a capture's
+    weights, ``as_target_3d``) is never copied: each chunk's shuffled ĩ is put back in row order and meets y a
+    block of prompts at a time, upcast to float64 (``_rowwise_product``). Where a chunk is fewer than
+    ``MIN_PRODUCT`` permutations (a 4-D view: always), whole chunks are stacked (to at most ``GEMM_ELEMS`` shuffled
+    values) so that y is read as few times as the draws allow."""
     (P, N), H = Y3.shape[:2], out.shape[1]
     n_rows, n_perm = P * N, out.shape[0]
     rng = np.random.default_rng(seed)
     lay = group_layout(row_groups(pairs, P))
     i_lay = np.tile(pairs.i_tilde, P)[lay.layout]
-    if Y3.ndim == 3:
-        y_lay = Y3.reshape(n_rows, H)[lay.layout]
-    else:  # a 4-D view (``as_target_3d``, float32 or float64): its rows gathered into one float64 copy, a block at a time
-        y_lay = np.empty((n_rows, H))
-        p, k = np.divmod(lay.layout, N)
-        step_rows = max(1, BLOCK_ELEMS // H)
-        for b in range(0, n_rows, step_rows):
-            y_lay[b : b + step_rows] = Y3[p[b : b + step_rows], k[b : b + step_rows]].reshape(-1, H)
-    y_lay -= centre
-    # whole chunks per product (the draws stay chunk by chunk), stacked only where a chunk is fewer than
-    # ``MIN_PRODUCT`` permutations, and to at most ``GEMM_ELEMS`` values
-    per_product = step * max(1, min(-(-MIN_PRODUCT // step), GEMM_ELEMS // (n_rows * step)))
+    y_lay = Y3.reshape(n_rows, H)[lay.layout] - centre if Y3.ndim == 3 else None
+    # whole chunks per product (the draws stay chunk by chunk), stacked to at most ``GEMM_ELEMS`` values: a 3-D y
+    # only where a chunk is fewer than ``MIN_PRODUCT`` permutations, a 4-D view always (each product reads it whole)
+    least = -(-MIN_PRODUCT // step) if y_lay is not None else GEMM_ELEMS
+    per_product = step * max(1, min(least, GEMM_ELEMS // (n_rows * step)))
     for s in range(0, n_perm, per_product):
         stop = min(n_perm, s + per_product)
         if stop - s <= step:
@@ -118,8 +120,26 @@ def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
             shuffled = np.empty((stop - s, n_rows))
             for c in range(s, stop, step):
                 shuffled[c - s : c - s + step] = shuffle_within_blocks(i_lay, lay, min(step, stop - c), rng)
-        num = shuffled @ y_lay
+        if y_lay is not None:
+            num = shuffled @ y_lay
+        else:
+            rowwise = np.empty_like(shuffled)
+            rowwise[:, lay.layout] = shuffled  # y_lay[t] is y's row layout[t]
+            num = _rowwise_product(rowwise, Y3, centre)
         out[s:stop] = num * num / denom
+
+
+def _rowwise_product(rowwise: np.ndarray, Y3: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """rowwise [k, n_rows] @ (y - centre) [n_rows, H] in float64 for a 4-D view y (rows prompt-major), a block of
+    ``BLOCK_ELEMS`` values of prompts at a time (``flat``: float32 weights upcast exactly), so that y is read where
+    it lies and no copy of it is made."""
+    P, N = Y3.shape[:2]
+    num = np.zeros((rowwise.shape[0], centre.size))
+    step = max(1, BLOCK_ELEMS // max(1, N * centre.size))
+    for p in range(0, P, step):
+        block = flat(Y3[p : p + step]).reshape(-1, centre.size) - centre
+        num += rowwise[:, p * N : p * N + block.shape[0]] @ block
+    return num
 
 
 def permutation_pvalues(observed: np.ndarray, null: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
