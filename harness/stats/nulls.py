@@ -111,7 +111,8 @@ def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
     # whole chunks per product (the draws stay chunk by chunk), stacked to at most ``GEMM_ELEMS`` values: a 3-D y
     # only where a chunk is fewer than ``MIN_PRODUCT`` permutations, a 4-D view always (each product reads it whole)
     least = -(-MIN_PRODUCT // step) if y_lay is not None else GEMM_ELEMS
-    per_product = step * max(1, min(least, GEMM_ELEMS // (n_rows * step)))
+    most = GEMM_ELEMS if y_lay is not None else min(GEMM_ELEMS, n_rows * H // 2)  # 4-D: with its row-order copy,
+    per_product = step * max(1, min(least, most // (n_rows * step)))  # never more than a float64 copy of y
     for s in range(0, n_perm, per_product):
         stop = min(n_perm, s + per_product)
         if stop - s <= step:
@@ -136,9 +137,12 @@ def _rowwise_product(rowwise: np.ndarray, Y3: np.ndarray, centre: np.ndarray) ->
     P, N = Y3.shape[:2]
     num = np.zeros((rowwise.shape[0], centre.size))
     step = max(1, BLOCK_ELEMS // max(1, N * centre.size))
+    buf = np.empty((min(step, P), *Y3.shape[1:]))
+    centre_nd = centre.reshape(Y3.shape[2:])
     for p in range(0, P, step):
-        block = flat(Y3[p : p + step]).reshape(-1, centre.size) - centre
-        num += rowwise[:, p * N : p * N + block.shape[0]] @ block
+        block = buf[: min(step, P - p)]
+        np.subtract(Y3[p : p + step], centre_nd, out=block)  # gathered, upcast and centred in one pass
+        num += rowwise[:, p * N : (p + len(block)) * N] @ block.reshape(-1, centre.size)
     return num
 
 
