@@ -95,24 +95,24 @@ def permutation_null(
 
 def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
     """``permutation_null``'s drawn permutations, written into ``out`` [n_perm, H]. ĩ is shuffled within its groups
-    directly, in block layout (rows of one group contiguous): the same draws as ``within_group_permutations(groups,
-    ·, rng)`` chunk by chunk, used as idx (a uniform within-group permutation and its inverse have the same law),
-    without the gather i_rows[idx]. A 3-D y (float64) is put in the same layout once; a 4-D view (a capture's
-    weights, ``as_target_3d``) is never copied: each chunk's shuffled ĩ is put back in row order and meets y a
-    block of prompts at a time, upcast to float64 (``_rowwise_product``). Where a chunk is fewer than
-    ``MIN_PRODUCT`` permutations (a 4-D view: always), whole chunks are stacked (to at most ``GEMM_ELEMS`` shuffled
-    values) so that y is read as few times as the draws allow."""
+    directly, in block layout (rows of one group contiguous), with y's rows put in the same layout once: the same
+    draws as ``within_group_permutations(groups, ·, rng)`` chunk by chunk, used as idx (a uniform within-group
+    permutation and its inverse have the same law), without the scatter to row order or the gather i_rows[idx].
+    y's rows are copied in its own dtype: a capture's float32 weights stay float32 (half a float64 copy) and are
+    upcast and centred a block at a time in each product (``_upcast_product``). Where a chunk is fewer than
+    ``MIN_PRODUCT`` permutations, whole chunks are stacked (to at most ``GEMM_ELEMS`` shuffled values) so that at
+    many prompts (a chunk of one permutation) the rows of y still meet several permutations in one product."""
     (P, N), H = Y3.shape[:2], out.shape[1]
     n_rows, n_perm = P * N, out.shape[0]
     rng = np.random.default_rng(seed)
     lay = group_layout(row_groups(pairs, P))
     i_lay = np.tile(pairs.i_tilde, P)[lay.layout]
-    y_lay = Y3.reshape(n_rows, H)[lay.layout] - centre if Y3.ndim == 3 else None
-    # whole chunks per product (the draws stay chunk by chunk), stacked to at most ``GEMM_ELEMS`` values: a 3-D y
-    # only where a chunk is fewer than ``MIN_PRODUCT`` permutations, a 4-D view always (each product reads it whole)
-    least = -(-MIN_PRODUCT // step) if y_lay is not None else GEMM_ELEMS
-    most = GEMM_ELEMS if y_lay is not None else min(GEMM_ELEMS, n_rows * H // 2)  # 4-D: with its row-order copy,
-    per_product = step * max(1, min(least, most // (n_rows * step)))  # never more than a float64 copy of y
+    y_lay = _rows_in_layout(Y3, lay.layout, H)
+    if y_lay.dtype == np.float64:  # a copy of our own: centred in place, one product per chunk of draws
+        y_lay -= centre
+    # whole chunks per product (the draws stay chunk by chunk), stacked only where a chunk is fewer than
+    # ``MIN_PRODUCT`` permutations, and to at most ``GEMM_ELEMS`` values
+    per_product = step * max(1, min(-(-MIN_PRODUCT // step), GEMM_ELEMS // (n_rows * step)))
     for s in range(0, n_perm, per_product):
         stop = min(n_perm, s + per_product)
         if stop - s <= step:
@@ -121,28 +121,34 @@ def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
             shuffled = np.empty((stop - s, n_rows))
             for c in range(s, stop, step):
                 shuffled[c - s : c - s + step] = shuffle_within_blocks(i_lay, lay, min(step, stop - c), rng)
-        if y_lay is not None:
-            num = shuffled @ y_lay
-        else:
-            rowwise = np.empty_like(shuffled)
-            rowwise[:, lay.layout] = shuffled  # y_lay[t] is y's row layout[t]
-            num = _rowwise_product(rowwise, Y3, centre)
+        num = shuffled @ y_lay if y_lay.dtype == np.float64 else _upcast_product(shuffled, y_lay, centre)
         out[s:stop] = num * num / denom
 
 
-def _rowwise_product(rowwise: np.ndarray, Y3: np.ndarray, centre: np.ndarray) -> np.ndarray:
-    """rowwise [k, n_rows] @ (y - centre) [n_rows, H] in float64 for a 4-D view y (rows prompt-major), a block of
-    ``BLOCK_ELEMS`` values of prompts at a time (``flat``: float32 weights upcast exactly), so that y is read where
-    it lies and no copy of it is made."""
-    P, N = Y3.shape[:2]
-    num = np.zeros((rowwise.shape[0], centre.size))
-    step = max(1, BLOCK_ELEMS // max(1, N * centre.size))
-    buf = np.empty((min(step, P), *Y3.shape[1:]))
-    centre_nd = centre.reshape(Y3.shape[2:])
-    for p in range(0, P, step):
-        block = buf[: min(step, P - p)]
-        np.subtract(Y3[p : p + step], centre_nd, out=block)  # gathered, upcast and centred in one pass
-        num += rowwise[:, p * N : (p + len(block)) * N] @ block.reshape(-1, centre.size)
+def _rows_in_layout(Y3: np.ndarray, layout: np.ndarray, H: int) -> np.ndarray:
+    """y's rows [n_rows, H] in the null's block layout: one copy, in the target's own dtype (a 4-D view's float32
+    weights stay float32), gathered a block of rows at a time."""
+    if Y3.ndim == 3:
+        return Y3.reshape(-1, H)[layout]
+    y_lay = np.empty((layout.size, H), dtype=Y3.dtype)
+    p, k = np.divmod(layout, Y3.shape[1])
+    step_rows = max(1, BLOCK_ELEMS // H)
+    for b in range(0, layout.size, step_rows):
+        y_lay[b : b + step_rows] = Y3[p[b : b + step_rows], k[b : b + step_rows]].reshape(-1, H)
+    return y_lay
+
+
+def _upcast_product(shuffled: np.ndarray, y_lay: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """shuffled [k, n_rows] @ (float64(y_lay) - centre) [n_rows, H], ``BLOCK_ELEMS`` values of y upcast and centred
+    at a time into one buffer: no float64 copy of y is made (float32 weights upcast exactly, so this is the float64
+    product up to the order of its sums)."""
+    num = np.zeros((shuffled.shape[0], y_lay.shape[1]))
+    step = max(1, BLOCK_ELEMS // max(1, y_lay.shape[1]))
+    buf = np.empty((min(step, y_lay.shape[0]), y_lay.shape[1]))
+    for b in range(0, y_lay.shape[0], step):
+        block = buf[: min(step, y_lay.shape[0] - b)]
+        np.subtract(y_lay[b : b + step], centre, out=block)
+        num += shuffled[:, b : b + len(block)] @ block
     return num
 
 
