@@ -21,6 +21,9 @@ growth rows' length (512 tokens where they were measured there):
    layers; an assumption: the per-head fits dominate, and they are linear in heads, which overstates what does not
    grow with heads, such as the permutation null's draws). A claim with one count only is scaled linearly in
    prompts, and said so.
+   T5's statistics, where ``benchmarks/bench_statistics.py`` measured them on a capture of the paper model's own
+   shape (``reports/dress-rehearsal/statistics*/``, at two counts or more), come from those rows instead (no scaling
+   by heads: T5's null and sums are most of the statistics and grow with prompts x pairs x heads as measured).
 2. A claim the growth rows lack falls back on ``--workload`` (a claims run's results.json): its layer-tokens and
    seconds outside forward passes, scaled by layers / heads x layers as above and linearly by prompts from the run's
    count (said so in its row).
@@ -170,6 +173,35 @@ def projected_claims(paper: str, rows: list[dict], n_prompts: int) -> dict[str, 
     return out
 
 
+def shape_statistics(paper: str, n_prompts: int, seq_len: int) -> dict | None:
+    """T5's statistics (its significance and a run's summary) of ``paper`` at ``n_prompts`` from the statistics
+    alone measured on a capture of the paper model's own shape (``benchmarks/bench_statistics.py``'s rows in
+    ``reports/dress-rehearsal/statistics*/``, the latest code's, label "after", at ``seq_len``): CPU seconds as
+    c x prompts^k, with no scaling by heads; None where that shape was not measured at two counts."""
+    from benchmarks.bench_prompt_growth import fit_power
+
+    rows = [
+        json.loads(line)
+        for f in sorted(GROWTH.glob("statistics*/statistics.jsonl"))
+        for line in f.read_text().splitlines()
+        if line.strip()
+    ]
+    mine = [
+        r
+        for r in rows
+        if r.get("status") == "ok" and r["shape"] == paper and r["seq_len"] == seq_len and r["label"] == "after"
+    ]
+    ns = [r["n_prompts"] for r in mine]
+    fit = fit_power(ns, [r["summary_cpu_s"] + r["significance_cpu_s"] for r in mine])
+    if fit is None:
+        return None
+    return {
+        "statistics_seconds": fit[1] * n_prompts ** fit[0],
+        "source": f"statistics {paper}'s shape {','.join(map(str, sorted(ns)))}x{seq_len} (bench_statistics)",
+        "note": f"k={fit[0]:.2f}",
+    }
+
+
 def _size(model: str) -> int:
     from benchmarks.bench_prompt_growth import shape_of
 
@@ -266,6 +298,8 @@ def main(argv: list[str] | None = None) -> None:
         claims = projected_claims(name, rows, a.n_prompts)
         if results is not None:
             claims |= fallback_claims(name, results, a.n_prompts, set(claims))
+        if "T5" in claims and (own := shape_statistics(name, a.n_prompts, seq_len)) is not None:
+            claims["T5"] = {**claims["T5"], **own, "source": f"{claims['T5']['source']}; {own['source']}"}
         layer_tokens = sum(c["layer_tokens"] for c in claims.values())
         stats = sum(c["statistics_seconds"] for c in claims.values())
         rate = throughput(name, device, a.dtype, seq_len, a.batches)

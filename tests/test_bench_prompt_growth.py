@@ -179,3 +179,29 @@ def test_together_one_process_gives_a_row_per_claim(tmp_path):
     assert set(rows) == {"EQ2", "EQ3"} and {r["mode"] for r in rows.values()} == {"together"}
     assert rows["EQ2"]["layer_tokens"] == 0 and rows["EQ3"]["layer_tokens"] > 0
     assert rows["EQ3"]["process_peak_rss_gib"] >= rows["EQ3"]["peak_rss_gib"] > 0.1
+
+
+def test_t5s_statistics_come_from_the_paper_shapes_own_rows_where_measured(tmp_path, monkeypatch):
+    """bench_nightly takes T5's statistics from bench_statistics' rows on the paper model's own shape (the latest
+    code's, at the projection's length), c x prompts^k with no scaling by heads; none where the shape has one count."""
+    folder = tmp_path / "statistics-x"
+    folder.mkdir()
+    rows = [
+        {
+            "status": "ok",
+            "shape": "llama-3.2-1b",
+            "seq_len": 512,
+            "label": lab,
+            "n_prompts": n,
+            "summary_cpu_s": 0.1 * n * f,
+            "significance_cpu_s": 0.9 * n * f,
+        }
+        for lab, f in (("after", 1.0), ("before", 5.0))
+        for n in (16, 64)
+    ]
+    (folder / "statistics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(bench_nightly, "GROWTH", tmp_path)
+    got = bench_nightly.shape_statistics("llama-3.2-1b", 512, 512)
+    assert got["statistics_seconds"] == pytest.approx(512.0) and got["note"] == "k=1.00"
+    assert bench_nightly.shape_statistics("llama-3.2-1b", 512, 128) is None
+    assert bench_nightly.shape_statistics("llama-3.1-8b", 512, 512) is None

@@ -90,7 +90,13 @@ def capture(
             layers_run,
             time.process_time() - cpu0,
         )
-    return {key: np.concatenate(chunks) for key, chunks in out.items() if chunks}
+    kept = {}
+    for key in list(out):  # each key's chunks released as it is joined: never the pass's values twice over
+        chunks = out.pop(key)
+        if chunks:
+            kept[key] = np.concatenate(chunks)
+        del chunks
+    return kept
 
 
 def _collector(sink: list, reader: Reader, rows: np.ndarray | None, batch: dict):

@@ -53,10 +53,11 @@ def prompt_ci(session, samples) -> np.ndarray:
 def significance(stats: lk.PromptStats, pairs: PairSet, Y: np.ndarray, n_perm: int, seed: int, q: float = 0.05) -> dict:
     """ΔR² per head with its prompt-level sign-flip p-value and the Benjamini–Hochberg decision (§4, Table 5),
     and, reported beside them, the paper's within-offset permutation p-values (rows pooled across prompts)."""
-    delta = lk.fit_from_stats(stats, np.ones((1, stats.a.shape[0]))).delta[0]
+    fit = lk.fit_from_stats(stats, np.ones((1, stats.a.shape[0])))
+    delta = fit.delta[0]
     residue = 1e-9 * stats.a.shape[0] * np.abs(pairs.i_tilde).sum() * stats.scale  # |Σ a_p| below: no effect
     p = nulls.signflip_pvalues(stats.a, n_perm, seed, atol=residue)
-    p_pooled = nulls.permutation_pvalues(delta, nulls.permutation_null(pairs, Y, n_perm, seed))
+    p_pooled = nulls.permutation_pvalues(delta, nulls.permutation_null(pairs, Y, n_perm, seed, sst=fit.sst[0]))
     return {
         "delta": delta,
         "p": p,

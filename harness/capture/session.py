@@ -232,7 +232,7 @@ class Session:
                 condition=run.edits,
                 workload=self.workload,
             )
-        return {r: Capture(np.stack([raw[k] for k in layout[r]], axis=1), r, layers, r.embed) for r in reads}
+        return {r: Capture(stack_layers(raw, layout[r]), r, layers, r.embed) for r in reads}
 
     def forget(self, model: HookedModel, run: Run, *reads: Read) -> None:
         """Drop the cached captures of ``reads`` in ``run`` (a capture reduced to what its tests need: its memory is
@@ -308,10 +308,21 @@ class Session:
         for key, rows in rows_in.items():
             ps, reads = sets[key]
             for r in reads | (set(missing) if key == run.prompt_key else set()):
-                c = values[r]
-                self._cache[(model.spec.name, Run(ps), r)] = Capture(
-                    c.values[np.searchsorted(rows_of[r], rows)], r, c.layers, c.embed
+                c, at = values[r], np.searchsorted(rows_of[r], rows)
+                every = len(at) == len(c.values) and bool(np.all(at == np.arange(len(at))))
+                self._cache[(model.spec.name, Run(ps), r)] = (  # the root's own rows: the capture itself, no copy
+                    c if every else Capture(c.values[at], r, c.layers, c.embed)
                 )
+
+
+def stack_layers(raw: dict[str, np.ndarray], keys: list[str]) -> np.ndarray:
+    """``np.stack([raw[k] for k in keys], axis=1)``, each layer's array dropped from ``raw`` once copied (a pass's
+    values are held once plus one layer's, never twice over)."""
+    first = raw[keys[0]]
+    out = np.empty((first.shape[0], len(keys), *first.shape[1:]), dtype=first.dtype)
+    for n, k in enumerate(keys):
+        out[:, n] = raw.pop(k)
+    return out
 
 
 def row_indices(big: corpus.PromptSet, small: corpus.PromptSet) -> np.ndarray | None:

@@ -18,11 +18,12 @@ __all__ = [
 ]
 
 
-#: Shuffled ĩ values per matrix product of the permutation null (128 MB): at many prompts a chunk of draws is one
-#: permutation (``BLOCK_ELEMS`` // rows), and a product per permutation would read y once per permutation; chunks
-#: are stacked to ``MIN_PRODUCT`` permutations per product (at the default 16 prompts a chunk is 98: none are).
-GEMM_ELEMS = 4 * BLOCK_ELEMS
-MIN_PRODUCT = 16  # permutations per product below which chunks are stacked
+#: Shuffled ĩ values per matrix product of the permutation null (256 MB): at many prompts a chunk of draws is a few
+#: permutations (``BLOCK_ELEMS`` // rows), and each product reads (and upcasts) all of y; chunks are stacked to
+#: ``MIN_PRODUCT`` permutations per product (at the default 16 prompts a chunk is 117 at 128 tokens: none are; at 512
+#: prompts x 128 tokens 27 permutations a product, 38 products where 84 took 33% more CPU).
+GEMM_ELEMS = 8 * BLOCK_ELEMS
+MIN_PRODUCT = 64  # permutations per product below which chunks are stacked
 
 
 def _inverse_perms(perms: np.ndarray) -> np.ndarray:
@@ -33,7 +34,12 @@ def _inverse_perms(perms: np.ndarray) -> np.ndarray:
 
 
 def permutation_null(
-    pairs: PairSet, Y: np.ndarray, n_perm: int = 1000, seed: int = 0, perms: np.ndarray | None = None
+    pairs: PairSet,
+    Y: np.ndarray,
+    n_perm: int = 1000,
+    seed: int = 0,
+    perms: np.ndarray | None = None,
+    sst: np.ndarray | None = None,
 ) -> np.ndarray:
     """Null ΔR² per head under within-offset-group permutation: [n_perm, H].
 
@@ -51,16 +57,19 @@ def permutation_null(
     ``within_group_permutations(row_groups(pairs, P), chunk, rng)`` with
     ``rng = default_rng(seed)`` (tested), in the block layout of
     ``group_layout`` so that no permutation array is built.
+
+    sst (optional) [H]: the heads' total sums of squares as ``delta_r2`` gives them (0 for a constant head), where
+    the caller has fitted Y already (one pass over Y fewer).
     """
     Y3 = as_target_3d(pairs, Y)
     P, N = Y3.shape[:2]
-    fit = delta_r2(pairs, Y3)
-    H = fit.delta.size
+    sst = delta_r2(pairs, Y3).sst if sst is None else np.asarray(sst, dtype=np.float64)
+    H = sst.size
     n_rows = P * N
     groups = row_groups(pairs, P)
     ssi = P * pairs.i_tilde_sq
-    const_head = fit.sst <= 0  # constant heads: every R² is defined as 0
-    denom = np.where(const_head, 1.0, fit.sst) * ssi
+    const_head = sst <= 0  # constant heads: every R² is defined as 0
+    denom = np.where(const_head, 1.0, sst) * ssi
     if perms is not None:
         perms = np.asarray(perms, dtype=np.int64)
         if perms.ndim != 2 or perms.shape[1] != n_rows:
@@ -90,23 +99,18 @@ def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
     directly, in block layout (rows of one group contiguous), with y's rows put in the same layout once: the same
     draws as ``within_group_permutations(groups, ·, rng)`` chunk by chunk, used as idx (a uniform within-group
     permutation and its inverse have the same law), without the scatter to row order or the gather i_rows[idx].
-    Where a chunk is fewer than ``MIN_PRODUCT`` permutations, whole chunks are stacked (to at most ``GEMM_ELEMS``
-    shuffled values) so that at many prompts (a chunk of one permutation) the rows of y still meet several
-    permutations in one matrix product."""
+    y's rows are copied in its own dtype: a capture's float32 weights stay float32 (half a float64 copy) and are
+    upcast and centred a block at a time in each product (``_upcast_product``). Where a chunk is fewer than
+    ``MIN_PRODUCT`` permutations, whole chunks are stacked (to at most ``GEMM_ELEMS`` shuffled values) so that at
+    many prompts (a chunk of one permutation) the rows of y still meet several permutations in one product."""
     (P, N), H = Y3.shape[:2], out.shape[1]
     n_rows, n_perm = P * N, out.shape[0]
     rng = np.random.default_rng(seed)
     lay = group_layout(row_groups(pairs, P))
     i_lay = np.tile(pairs.i_tilde, P)[lay.layout]
-    if Y3.ndim == 3:
-        y_lay = Y3.reshape(n_rows, H)[lay.layout]
-    else:  # a 4-D view (``as_target_3d``, float32 or float64): its rows gathered into one float64 copy, a block at a time
-        y_lay = np.empty((n_rows, H))
-        p, k = np.divmod(lay.layout, N)
-        step_rows = max(1, BLOCK_ELEMS // H)
-        for b in range(0, n_rows, step_rows):
-            y_lay[b : b + step_rows] = Y3[p[b : b + step_rows], k[b : b + step_rows]].reshape(-1, H)
-    y_lay -= centre
+    y_lay = _rows_in_layout(Y3, lay.layout, H)
+    if y_lay.dtype == np.float64:  # a copy of our own: centred in place, one product per chunk of draws
+        y_lay -= centre
     # whole chunks per product (the draws stay chunk by chunk), stacked only where a chunk is fewer than
     # ``MIN_PRODUCT`` permutations, and to at most ``GEMM_ELEMS`` values
     per_product = step * max(1, min(-(-MIN_PRODUCT // step), GEMM_ELEMS // (n_rows * step)))
@@ -118,8 +122,35 @@ def _null_by_shuffles(out, pairs, Y3, centre, denom, step, seed) -> None:
             shuffled = np.empty((stop - s, n_rows))
             for c in range(s, stop, step):
                 shuffled[c - s : c - s + step] = shuffle_within_blocks(i_lay, lay, min(step, stop - c), rng)
-        num = shuffled @ y_lay
+        num = shuffled @ y_lay if y_lay.dtype == np.float64 else _upcast_product(shuffled, y_lay, centre)
         out[s:stop] = num * num / denom
+
+
+def _rows_in_layout(Y3: np.ndarray, layout: np.ndarray, H: int) -> np.ndarray:
+    """y's rows [n_rows, H] in the null's block layout: one copy, in the target's own dtype (a 4-D view's float32
+    weights stay float32), gathered a block of rows at a time."""
+    if Y3.ndim == 3:
+        return Y3.reshape(-1, H)[layout]
+    y_lay = np.empty((layout.size, H), dtype=Y3.dtype)
+    p, k = np.divmod(layout, Y3.shape[1])
+    step_rows = max(1, BLOCK_ELEMS // H)
+    for b in range(0, layout.size, step_rows):
+        y_lay[b : b + step_rows] = Y3[p[b : b + step_rows], k[b : b + step_rows]].reshape(-1, H)
+    return y_lay
+
+
+def _upcast_product(shuffled: np.ndarray, y_lay: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """shuffled [k, n_rows] @ (float64(y_lay) - centre) [n_rows, H], ``BLOCK_ELEMS`` values of y upcast and centred
+    at a time into one buffer: no float64 copy of y is made (float32 weights upcast exactly, so this is the float64
+    product up to the order of its sums)."""
+    num = np.zeros((shuffled.shape[0], y_lay.shape[1]))
+    step = max(1, BLOCK_ELEMS // max(1, y_lay.shape[1]))
+    buf = np.empty((min(step, y_lay.shape[0]), y_lay.shape[1]))
+    for b in range(0, y_lay.shape[0], step):
+        block = buf[: min(step, y_lay.shape[0] - b)]
+        np.subtract(y_lay[b : b + step], centre, out=block)
+        num += shuffled[:, b : b + len(block)] @ block
+    return num
 
 
 def permutation_pvalues(observed: np.ndarray, null: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
