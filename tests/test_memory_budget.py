@@ -111,7 +111,7 @@ def test_a_measured_peak_stays_inside_the_estimate(tmp_path):
     args = SimpleNamespace(threads=1, max_gib=6, timeout=1800)
     budget = design_bytes(model, n, seq) + pair_capture_bytes(30, 9, n, 2080) + int(0.25 * GIB)
     for claim in ("DP1", "T6"):
-        (row,) = measure(model, [claim], n, seq, args, [])
+        (row,) = measure(model, [claim], n, seq, args, ["--baseline-dir", str(tmp_path)])  # no baseline left behind
         assert row["status"] == "ok", row
         assert row["peak_rss_gib"] * GIB <= budget, (claim, row["peak_rss_gib"], budget / GIB)
 
