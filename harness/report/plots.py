@@ -12,9 +12,7 @@ run-wide summary figure (harness/report/summary_plot.py) first.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -70,14 +68,7 @@ def claim_function(spec: ClaimSpec, ref: str) -> Callable[..., Any]:
     path = folder / f"{module}.py"
     if not (module and name and path.is_file()):
         raise UnknownKind(f"{spec.source}: {spec.id}'s draw={ref!r} names no function of a {path.name} beside it")
-    import_name = f"{catalogue.PACKAGE}.{module}"
-    loaded_module = sys.modules.get(import_name)
-    if loaded_module is None or Path(getattr(loaded_module, "__file__", "")) != path:
-        found = importlib.util.spec_from_file_location(import_name, path)
-        assert found is not None and found.loader is not None
-        loaded_module = importlib.util.module_from_spec(found)
-        sys.modules[import_name] = loaded_module
-        found.loader.exec_module(loaded_module)
+    loaded_module = catalogue.claims_module(path)
     fn = getattr(loaded_module, name, None)
     if not callable(fn):
         raise UnknownKind(f"{spec.source}: {spec.id}'s draw={ref!r}: {path.name} has no function {name}")

@@ -84,18 +84,25 @@ def _sets_claims(path: Path) -> set[str]:
     return found
 
 
+def claims_module(path: Path):
+    """The module of a file of the claims folder, imported once as ``<PACKAGE>.<stem>`` (imported again where that
+    name holds another folder's file): declarations and a declaration's own code (``*_plots.py``) alike."""
+    name = f"{PACKAGE}.{path.stem}"
+    module = sys.modules.get(name)
+    if module is None or Path(getattr(module, "__file__", "")) != path:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
 def load(directory: Path | None = None) -> list[tuple[str, tuple[Any, ...]]]:
     """(the file, as the registry names it, and its ``CLAIMS`` tuple) of every declaration module of the folder."""
     out = []
     for path in declaration_files(directory):
-        name = f"{PACKAGE}.{path.stem}"
-        module = sys.modules.get(name)
-        if module is None or Path(getattr(module, "__file__", "")) != path:
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
+        module = claims_module(path)
         entries = getattr(module, "CLAIMS", ())
         if not isinstance(entries, tuple) or not isinstance(getattr(module, "SELECTIONS", ()), tuple):
             raise CatalogueError(
