@@ -142,7 +142,8 @@ def build(results_path: Path, stop: Callable[[], None] | None = None) -> Path:
     files are written, all or none: a stop it raises leaves no report."""
     stop = stop or _STOP.get() or (lambda: None)
     results_path = results_file(results_path)
-    run, base = load_run(results_path), results_path.parent  # loaded once, typed: every reader below reads it
+    run = load_run(results_path)  # loaded once, typed: every reader below reads it
+    base = results_path.parent
     stop()
     try:
         from harness.report.plots import make_all  # matplotlib: loaded only to draw
@@ -154,7 +155,9 @@ def build(results_path: Path, stop: Callable[[], None] | None = None) -> Path:
     cells = run_cells(run)  # every record's wording, once: the sections below read these alone
     page, links = methods_page.blocks(cells.claims), methods_page.links(cells.claims)  # the decisions its links open
     report, summary = document.pages(cells, plots, links)
-    html, markdown, summary_md = to_html(report), to_markdown(report, base), to_markdown(summary, Path("."))
+    html = to_html(report)
+    markdown = to_markdown(report, base)
+    summary_md = to_markdown(summary, Path("."))
     methods_html, methods_md = to_html(page), to_markdown(page, base)
     stop()
     # each atomically: a full disk leaves no truncated report
