@@ -364,7 +364,7 @@ def test_a_paper_value_is_judged_from_64_prompts_once_and_at_the_tests_corrected
 
 
 def test_report_says_which_paper_values_were_judged_and_which_only_reported():
-    from harness.report.document import paper_checks
+    from harness.report.record_text import paper_checks
 
     record = {
         "claim": "T6",

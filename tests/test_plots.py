@@ -24,7 +24,8 @@ Image = pytest.importorskip("PIL.Image")
 from harness.files.paths import REPORTS  # noqa: E402
 from harness.outcome.results import RunResult, loaded, typed  # noqa: E402
 from harness.outcome.verdict import DECIDED, Verdict  # noqa: E402
-from harness.report import document, plot_kinds, plot_style, plots, record_text, summary_plot  # noqa: E402
+from harness.report import document, methods_page, plot_kinds, plot_style, plots, record_text, summary_plot  # noqa: E402
+from harness.report.cells import run_cells  # noqa: E402
 from harness.spec.claims import CLAIMS  # noqa: E402
 
 EXAMPLE = REPORTS / "example" / "results.json"
@@ -639,7 +640,8 @@ def test_summary_figure_labels_and_is_placed_after_the_matrix(example, built):
         assert all(t.get_fontsize() >= 8 for t in ax.get_xticklabels() + ax.get_yticklabels())
     assert summary_plot.summary_figure(typed({"records": [rec("T1", "m", [])]})) is None
     plot_list, _ = built
-    blocks = document.document(typed(example), plot_list)
+    cells = run_cells(typed(example))
+    blocks = document.pages(cells, plot_list, methods_page.links(cells.claims)).report
     kinds = [b[0] for b in blocks]
     img = kinds.index("img")
     assert blocks[img][1] == plots.SUMMARY_TITLE and blocks[img][2].name == "summary_margins.png"
@@ -818,7 +820,9 @@ def test_a_plot_shown_with_another_claim_follows_that_claims_own_plots(tmp_path)
     made = plots.make_all(typed(results), tmp_path)
     dp_map = next(p for p in made if p.claim == "DP1")
     assert dp_map.also == (("T11", spec.shown_with["T11"]),)
-    sections = {c: document.claim_section(c, [r], made, {}) for c, r in zip(("T11", "DP1"), typed(results).records)}
+    sections = {
+        c: document.claim_section(c, [r], made, {}) for c, r in zip(("T11", "DP1"), run_cells(typed(results)).records)
+    }
     images = {c: [b for b in blocks if b[0] == "img"] for c, blocks in sections.items()}
     assert [Path(b[2]) for b in images["DP1"]] == [Path(dp_map.path)]
     assert Path(images["T11"][-1][2]) == Path(dp_map.path) and len(images["T11"]) >= 2

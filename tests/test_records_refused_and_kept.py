@@ -613,8 +613,8 @@ def pytest_configure(config):
         write.run_folder = _stop_then(write.run_folder)
     elif where == "plots":  # as the first figure is drawn
         plots.write_summary = _stop_then(plots.write_summary)
-    elif where == "summary":  # as summary.md is composed
-        document.summary_markdown = _stop_then(document.summary_markdown)
+    elif where == "summary":  # as the report's and summary.md's pages are composed
+        document.pages = _stop_then(document.pages)
     elif where == "latest":  # as `latest` is moved to the finished run
         write.point_link = _stop_then(write.point_link)
     elif where == "after the report":  # the moment write_run returns

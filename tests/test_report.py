@@ -11,7 +11,8 @@ import pytest
 from harness.files import paths
 from harness.outcome.results import loaded, typed
 from harness.report import cli as report_cli
-from harness.report import compare, record_text, write
+from harness.report import compare, document, methods_page, record_text, write
+from harness.report.cells import run_cells
 from harness.spec.claims import CLAIMS, PlotSpec
 
 pytest.importorskip("matplotlib")
@@ -23,6 +24,12 @@ MODELS = ["smollm2-135m", "qwen-tiny"]
 
 def fig(name, value, paper=None, ci=None, note=""):
     return {"name": name, "value": value, "paper": paper, "ci": ci, "note": note}
+
+
+def pages(results, made=()) -> document.Pages:
+    """The report's and summary.md's blocks of a typed run, as harness.report.write.build assembles them."""
+    cells = run_cells(results)
+    return document.pages(cells, list(made), methods_page.links(cells.claims))
 
 
 def rec(claim, test, model, outcome, figures, reason=""):
@@ -425,7 +432,6 @@ def test_a_report_of_synthetic_sets_alone_speaks_of_the_related_paper_and_each_s
     """Issue 56: a run of the related paper's trained sets is titled with that paper, names each set with its shape,
     and every verdict at a size other than the paper's says so, in the matrix and the lead table; at the paper's size,
     and beside a real model, the report reads as before."""
-    from harness.report import document
     from harness.report.render import to_markdown
 
     def ds(verdict, target):
@@ -442,7 +448,7 @@ def test_a_report_of_synthetic_sets_alone_speaks_of_the_related_paper_and_each_s
 
     settings = {"device": "cpu", "dtype": "float32"}
     pilot = {"records": [ds("held", "synthetic-pilot-authors")], "models": [], "settings": settings}
-    text = to_markdown(document.document(typed(pilot), []), paths.ROOT)
+    text = to_markdown(pages(typed(pilot)).report, paths.ROOT)
     assert text.startswith("# Claims report: Deconstructing Positional Information")
     assert (
         "synthetic-pilot-authors (pilot size: d_model 64, 4 heads, 2 layers, 64 tokens, 20,000 samples, 30 epochs"
@@ -451,11 +457,11 @@ def test_a_report_of_synthetic_sets_alone_speaks_of_the_related_paper_and_each_s
     assert "| DS1 | RoPE learns task1 where nope cannot | at pilot size, 4 heads: held |" in text  # the matrix
     assert text.count("at pilot size, 4 heads: held") >= 2  # and the lead table
     paper = {"records": [ds("not held", "synthetic-paper-authors")], "models": [], "settings": settings}
-    text = to_markdown(document.document(typed(paper), []), paths.ROOT)
+    text = to_markdown(pages(typed(paper)).report, paths.ROOT)
     assert "at paper size, 16 heads" not in text and "| not held · **changed since the record** |" in text
     assert "synthetic-paper-authors (paper size: d_model 256, 16 heads, 6 layers, 128 tokens" in text
     mixed = pilot | {"models": ["smollm2-135m"]}
-    assert document.title(typed(mixed)) == f"Claims report: {document.PAPER_TITLE}"
+    assert document.title(run_cells(typed(mixed))) == f"Claims report: {document.PAPER_TITLE}"
 
 
 def test_an_na_implied_by_another_check_says_so_in_the_matrix():
@@ -483,7 +489,6 @@ def test_a_changed_verdict_is_badged_and_counted_and_an_as_recorded_one_is_not_m
     a held, and a not held on a model without a record carry no such mark (and no "as recorded" anywhere)."""
     from harness.outcome.results import loaded
     from harness.outcome.verdict import CHANGED
-    from harness.report import document
     from harness.report.render import to_html, to_markdown
 
     def one(test, verdict, **extra):
@@ -503,9 +508,8 @@ def test_a_changed_verdict_is_badged_and_counted_and_an_as_recorded_one_is_not_m
     assert words[0] == "not held · changed since the record" and words[1] == "not held"
     assert words[4] == "not held (no record for this model)"
     results = typed({"records": records, "models": ["smollm2-135m"], "settings": {"device": "cpu"}})
-    md = to_markdown(document.document(results, [], tmp_path), tmp_path)
-    html_text = to_html(document.document(results, [], tmp_path))
-    summary = document.summary_markdown(results)
+    report, summary = pages(results)
+    md, html_text, summary = to_markdown(report, tmp_path), to_html(report), to_markdown(summary, tmp_path)
     assert md.splitlines()[2].endswith(f" · 2 {CHANGED}**") and f"2 {CHANGED}" in summary
     assert "as recorded" not in md + html_text + summary
     for text in (md, summary):

@@ -24,9 +24,11 @@ from pytest_runs import ROOT, run_pytest
 
 from harness.outcome.results import load_results, load_run, typed
 from harness.report import cli as report_cli
+from harness.report import document, methods_page
+from harness.report.cells import run_cells
 from harness.report.compare import agreement_line, relative, versions_line
-from harness.report.document import run_line, summary_markdown
 from harness.report.matrix import setup_failure_lines
+from harness.report.render import to_markdown
 from harness.run import context
 from harness.run.records import HARNESS_ERROR_EXIT
 from harness.run.selection import UsageError
@@ -136,12 +138,14 @@ def test_allowed_it_runs_with_one_line_and_the_report_flags_it(monkeypatch, caps
     assert err.startswith("abspos: --allow-untested-versions: transformers 5.17.0 is older") and err.count("\n") == 1
     example = load_results(EXAMPLE)
     results = typed({**example, "versions": {"transformers": "5.17.0", "torch": "2.13.0+cpu"}})
-    line = run_line(results)
+    line = document.run_line(run_cells(results))
     assert "**untested versions** (run with --allow-untested-versions): transformers 5.17.0 is older" in line
-    assert "untested versions" in summary_markdown(results)
-    assert "untested" not in run_line(load_run(EXAMPLE))  # a run inside the range is not flagged
+    cells = run_cells(results)
+    summary = document.pages(cells, [], methods_page.links(cells.claims)).summary
+    assert "untested versions" in to_markdown(summary, ROOT)
+    assert "untested" not in document.run_line(run_cells(load_run(EXAMPLE)))  # a run inside the range is not flagged
     merged = typed({**example, "versions": {"transformers": "5.17.0 / 5.24.0"}})  # a merge of runs under both
-    assert "transformers 5.17.0 is older" in run_line(merged)
+    assert "transformers 5.17.0 is older" in document.run_line(run_cells(merged))
 
 
 def test_the_option_is_the_plugins_and_the_commands():

@@ -247,20 +247,18 @@ class RunResult:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     interrupted: Any = None  # {"by", "not_run"}, or a merge's {input run: that}
     merged: Mapping[str, Any] | None = None  # a merged run's "merged" section (harness.report.merge)
-    recorded_settings: tuple[str, ...] = ()  # the settings the file records (the others are ``Settings``' defaults)
-
-    def settings_dict(self) -> dict[str, Any]:
-        """The settings the file records, as {name: value} ({} where it has none): for a line that lists them, where
-        a setting a run did not record reads as unset, never as the default it may not have run with."""
-        values = self.settings.as_dict() if self.settings is not None else {}
-        return {k: v for k, v in values.items() if k in self.recorded_settings}
+    #: The settings the file records, {name: value} in ``Settings``' order ({} where it has none): for a line that
+    #: lists them, where a setting a run did not record reads as unset, never as the default it may not have run with.
+    recorded_settings: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, results: Mapping[str, Any]) -> RunResult:
         """A results.json already parsed (and checked: ``schema_problem``), typed: what ``load_run`` returns."""
         settings = results.get("settings")
+        typed_settings = Settings.from_dict(settings) if settings else None
+        values = typed_settings.as_dict() if typed_settings is not None else {}
         return cls(
-            Settings.from_dict(settings) if settings else None,
+            typed_settings,
             tuple(results.get("models") or ()),
             tuple(claim_result(r) for r in results["records"]),
             results,
@@ -269,7 +267,7 @@ class RunResult:
             results.get("provenance") or {},
             results.get("interrupted"),
             results.get("merged"),
-            tuple(k for k in settings or () if k in Settings.__dataclass_fields__),
+            {k: v for k, v in values.items() if k in (settings or {})},
         )
 
 

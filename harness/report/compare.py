@@ -13,7 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.outcome.results import RunResult, load_run
-from harness.report.render import fmt, to_markdown
+from harness.report.record_text import fmt
+from harness.report.render import to_markdown
 
 
 def tolerance(text: str) -> float:
@@ -201,7 +202,7 @@ def diff(old: RunResult, new: RunResult, rtol: float | None = None, atol: float 
 def settings_differences(old: RunResult, new: RunResult) -> list[str]:
     """One line for settings that differ between two runs (each with both values; a setting a run did not record is
     unset), none where they agree: figures of runs taken differently are not comparable."""
-    a, b = old.settings_dict(), new.settings_dict()
+    a, b = dict(old.recorded_settings), dict(new.recorded_settings)
     unset = "(unset)"
     keys = [k for k in dict.fromkeys([*a, *b]) if k not in a or k not in b or a[k] != b[k]]
     if not keys:

@@ -6,41 +6,26 @@ number and the paper model it comes from, the measured value ± its 95% CI, the 
 decision in METHODS.md. Then the claims × models matrix with its legend, a glossary, the run's provenance, one
 section per claim (figures shown, the per-figure table folded), and where the time went.
 
-They are written (with figures/*.png) by harness.report.write; ``python -m harness.report`` (harness.report.cli)
-rebuilds them from results.json alone, compares runs, puts two models side by side and merges runs made apart.
+Both are assembled from the run's cells (harness.report.cells: every record worded once), never from its records;
+a merged run's "Merged from" section is harness.report.merged_report's. They are written (with figures/*.png) by
+harness.report.write; ``python -m harness.report`` (harness.report.cli) rebuilds them from results.json alone,
+compares runs, puts two models side by side and merges runs made apart.
 """
 
 from __future__ import annotations
 
-import os
-from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
-from harness.outcome.results import RunResult
 from harness.outcome.verdict import CHANGED, Verdict
-from harness.report import methods_page
-from harness.report.matrix import CHANGED_MEANING, totals_line, verdict_strip
-from harness.report.matrix import report_matrix as matrix
-from harness.report.record_text import (
-    claim_key,
-    claim_texts,
-    fingerprint,
-    fold_property_checks,
-    headline_cell,
-    property_checks_text,
-    set_shape,
-    set_size,
-    synthetic_sets,
-    verdict_css,
-    verdict_text,
-)
-from harness.report.render import Link, fmt, to_markdown
-from harness.report.timing import time_accounting
+from harness.report import merged_report
+from harness.report.cells import Cells, Folded, RunCells
+from harness.report.matrix import CHANGED_MEANING, report_matrix, report_totals, verdict_strip
+from harness.report.methods_page import Links
+from harness.report.render import Link
 from harness.spec import versions
-from harness.spec.claims import CLAIMS, claim_test, figure_words, paper_numbers
-from harness.spec.models import names
+from harness.spec.claims import CLAIMS
 
-PAPER_NAMES = set(names("paper"))
 #: The engine's own terms; each claim's follow them in the report (its declaration's ``glossary``).
 GLOSSARY = [
     (
@@ -71,7 +56,7 @@ def glossary_terms() -> list[tuple[str, str]]:
     return list(terms.items())
 
 
-def partial_note(results: RunResult) -> list:
+def partial_note(results: RunCells) -> list:
     """A paragraph saying the run was interrupted, by what, and which selected tests never ran ([] if it was not);
     a merged run's ``interrupted`` ({input run: {"by", "not_run"}}) gets one sentence per interrupted input."""
     info = results.interrupted
@@ -107,50 +92,6 @@ def partial_note(results: RunResult) -> list:
     return out
 
 
-# ---- pieces of the document ---------------------------------------------------------------------------
-
-
-def methods_link(claim: str, base: Path | None) -> Link:
-    """The claim's decision (what "held" means for its tests): on the methods page written into the report's folder
-    (methods.md, methods.html), or (a job summary, ``base`` None) in METHODS.md on GitHub at the run's commit."""
-    if base is not None:  # a run folder: the decisions written beside the report (harness.report.methods_page)
-        return methods_page.link(claim)
-    if os.environ.get("GITHUB_REPOSITORY"):  # a job summary: the file in the repository at the run's commit
-        href = (
-            f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{os.environ['GITHUB_REPOSITORY']}/blob/"
-            f"{os.environ.get('GITHUB_SHA', 'HEAD')}/METHODS.md"
-        )
-    else:
-        href = "METHODS.md"
-    return Link(f"METHODS {claim}", f"{href}#decision-{claim.lower()}")
-
-
-def paper_checks(cid: str, model: str | None, figures) -> str:
-    """On a paper model, the plugin also requires every recorded figure the paper reports for that model, measured
-    at the paper's design, to lie within its band (``Figures.check_paper``): said in the criterion, with the band
-    each figure met or missed, or why it was only reported (``figures``: a record's, on ``model``)."""
-    if cid not in CLAIMS or model not in PAPER_NAMES:
-        return ""
-    judged, reported = [], []
-    for f in figures or []:
-        try:
-            ref = CLAIMS[cid].paper_value(model, f.get("name", ""))
-        except KeyError:
-            continue
-        if ref is None:
-            continue
-        check = f.get("paper_check") or f"{ref.value:g} ± {ref.tolerance:.2g}"
-        if check.startswith("reported, not judged"):
-            reported.append((f["name"], check))
-        else:
-            judged.append(f"{f['name']} {check}")
-    text = f"; on this paper model also, within the paper's value: {', '.join(judged)}" if judged else ""
-    if reported:
-        why = reported[0][1].removeprefix("reported, not judged: ")
-        text += f"; the paper's values of {', '.join(n for n, _ in reported)} reported, not judged ({why})"
-    return text
-
-
 PAPER_TITLE = "Where does Absolute Position come from in decoder-only Transformers?"
 RELATED_TITLE = (
     "Deconstructing Positional Information: From Attention Logits to Training Biases (Gu et al., ICLR 2026), "
@@ -158,17 +99,16 @@ RELATED_TITLE = (
 )
 
 
-def title(results: RunResult) -> str:
+def title(results: RunCells) -> str:
     """The paper the run's claims are of: the related paper's when only its synthetic sets ran."""
     records = results.records
-    only_sets = records and not results.models and all(set_size(r.target.label) for r in records)
+    only_sets = records and not results.models and all(c.on_set for c in records)
     return f"Claims report: {RELATED_TITLE if only_sets else PAPER_TITLE}"
 
 
-def run_line(results: RunResult) -> str:
+def run_line(results: RunCells) -> str:
     """The models, the device and the run's design in one line."""
-    s, known, models = results.settings, set(results.recorded_settings), list(results.models)
-    sets = synthetic_sets(results.records)
+    s, known, models, sets = results.settings, set(results.recorded_settings), list(results.models), results.sets
     design = (
         f"{s.n_prompts} prompts of {s.seq_len} tokens, seed {s.seed}"
         if s is not None and {"n_prompts", "seq_len", "seed"} <= known
@@ -181,51 +121,39 @@ def run_line(results: RunResult) -> str:
     where = f"{device}, {s.dtype if s is not None and 'dtype' in known else 'dtype not recorded'}"
     outside = versions.untested(dict(results.versions))  # only with --allow-untested-versions (or older runs)
     flag = f" · **untested versions** (run with --allow-untested-versions): {'; '.join(outside)}" if outside else ""
-    return f"Models: {', '.join([*models, *map(set_shape, sets)]) or 'none named'} · {where} · {design}{flag}"
+    return f"Models: {', '.join([*models, *sets]) or 'none named'} · {where} · {design}{flag}"
 
 
-def lead_rows(results: RunResult, base: Path | None, applicable: bool) -> list:
-    """One row per claim test and model (applicable ones, or the others); a model's property checks folded into
+def lead_rows(fold: Folded, links: dict[str, Link]) -> list:
+    """One row per claim test and model of ``fold`` (the applicable ones, or the others); a model's property checks
     one row when they all held."""
-    records = [r for r in results.records if (r.shown == Verdict.NOT_APPLICABLE) != applicable]
-    records, folded = fold_property_checks(records)
     rows = [
         [
-            ",".join(dict.fromkeys(r.claim for r in checks)),
-            property_checks_text(checks),
+            ",".join(dict.fromkeys(c.claim for c in checks)),
+            words,
             model,
             "",
             "",
             (Verdict.HELD.label, Verdict.HELD.css),
-            methods_link(checks[0].claim, base),
+            links[checks[0].claim],
         ]
-        for model, checks in folded.items()
+        for model, (checks, words) in fold.checks.items()
     ]
-    for r in sorted(records, key=lambda r: (claim_key(r.claim), r.function, r.target.label)):
-        test, cid = r.function, r.claim
-        c = claim_test(test) if cid in CLAIMS else None
-        rows.append(
-            [
-                cid,
-                (c.words(cid) + paper_checks(cid, r.model, r.figures)) if c else test,
-                r.target.label,
-                paper_numbers(cid, test, r.model) if c else "",
-                headline_cell(r, c.headline, c.column) if c else "",
-                (verdict_text(r, r.shown != Verdict.NOT_APPLICABLE), verdict_css(r)),
-                methods_link(cid, base),
-            ]
-        )
+    for c in sorted(fold.rows, key=lambda c: (c.order, c.function, c.label)):
+        verdict = c.verdict if c.shown != Verdict.NOT_APPLICABLE else c.marked
+        row = [c.claim, c.criterion, c.label, c.paper, c.headline, (verdict, c.css), links[c.claim]]
+        rows.append(row)
     return rows
 
 
 LEAD = ["claim", "criterion (held when)", "model", "paper", "measured [95% CI]", "verdict", "method"]
 
 
-def lead_table(results: RunResult, base: Path | None) -> list:
+def lead_table(results: RunCells, links: dict[str, Link]) -> list:
     """One row per claim test and model: the criterion, the paper, measured ± CI, the verdict (with this run's
     reason when it did not hold), the METHODS link; the rows of tests not applicable to a model folded below."""
-    out = [("table", LEAD, lead_rows(results, base, True))]
-    na = lead_rows(results, base, False)
+    out = [("table", LEAD, lead_rows(results.applicable, links))]
+    na = lead_rows(results.not_applicable, links)
     if na:
         out.append(
             (
@@ -237,54 +165,40 @@ def lead_table(results: RunResult, base: Path | None) -> list:
     return out
 
 
-def provenance_blocks(results: RunResult) -> list:
+def provenance_blocks(results: RunCells) -> list:
     p = results.provenance
     code, host = p.get("code") or {}, p.get("machine") or {}
     commit = (code.get("commit") or "unknown")[:12] + (" (with uncommitted changes)" if code.get("dirty") else "")
     gpus = ", ".join(host.get("gpus") or []) or "none"
-    settings = results.settings_dict()
     lines = [
-        f"Settings: {', '.join(f'{k}={v}' for k, v in settings.items())}",
+        f"Settings: {', '.join(f'{k}={v}' for k, v in results.recorded_settings.items())}",
         f"Code: commit {commit}; selection: "
         f"{' '.join(p['selection']) if p.get('selection') else 'default (testpaths)' if 'selection' in p else 'not recorded'}",
         f"Machine: {host.get('cpu') or 'unknown CPU'}; GPUs: {gpus}; CUDA {host.get('cuda') or 'none'}",
         "Versions: " + ", ".join(f"{k} {v}" for k, v in results.versions.items()),
     ]
-    rows = [
-        [m, w.get("caveat") or "", w.get("source") or "", fingerprint(w)] for m, w in (p.get("models") or {}).items()
-    ]
+    models = (p.get("models") or {}).items()
+    rows = [[m, w.get("caveat") or "", w.get("source") or "", results.fingerprints[m]] for m, w in models]
     out = [("p", line) for line in lines]
     if rows:
         out.append(("table", ["model", "differs from the paper's models", "weights", "fingerprint"], rows))
     return out
 
 
-def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
-    rows = []
-    for r in records:
-        css = verdict_css(r)
-        for k, f in enumerate(r.figures or ({},)):
-            words = figure_words(f.get("name", ""), claim)
-            name = words + (f" — `{f['name']}`" if words != f.get("name", "") else "")
-            name += f" ({f['note']})" if f.get("note") else ""
-            rows.append(
-                [
-                    r.target.label,
-                    r.function,
-                    name,
-                    fmt(f.get("paper")),
-                    fmt(f.get("value")),
-                    fmt(f.get("ci")),
-                    (verdict_text(r, k == 0), css),
-                ]
-            )
+def claim_section(claim: str, records: list[Cells], plots: list, statements) -> list:
+    """A claim's heading, its figures (its own plots, then those shown beside it) and every figure measured, folded;
+    the verdict strip under its heading is the matrix's (``pages`` puts it there)."""
+    rows = [
+        [c.label, c.function, *figure, (c.verdict if k == 0 else c.marked, c.css)]
+        for c in records
+        for k, figure in enumerate(c.figures)
+    ]
     figures = [("img", p.title, Path(p.path)) for p in plots if p.claim == claim]
     figures += [
         ("img", f"{p.title} — beside {claim}: {why}", Path(p.path)) for p in plots for c, why in p.also if c == claim
     ]
     return [
-        ("h2", f"{claim} — {texts.get(claim, '')}".rstrip(" —"), f"claim-{claim.lower()}"),
-        ("p", verdict_strip(records)),
+        ("h2", f"{claim} — {statements.get(claim, '')}".rstrip(" —"), f"claim-{claim.lower()}"),
         *figures,
         (
             "details",
@@ -294,76 +208,84 @@ def claim_section(claim: str, records: list, plots: list, texts: dict) -> list:
     ]
 
 
-def document(results: RunResult, plots: list, base: Path | None = None) -> list:
-    """The report as blocks (harness.report.render)."""
-    texts, by_claim = claim_texts(), defaultdict(list)
-    for r in results.records:
-        by_claim[r.claim].append(r)
-    claims = sorted(by_claim, key=claim_key)
-    sections = [
+LEAD_WORDS = (
+    "One row per claim test and model: what the test requires (thresholds from the claims' declarations, "
+    "derived from the paper's numbers, each dated in METHODS.md's threshold log, which says which were "
+    "written after a claim's first result), the paper's number with the paper model it comes from, this "
+    "run's headline figure with its 95% CI (over prompts; over held-out samples on a synthetic set), and the "
+    "verdict (on a synthetic set at a size other than the paper's, said with its size)."
+)
+TIME_WORDS = (
+    "Test time with its fixtures (model loading excluded), its forward-pass share (every "
+    "pass run, in the test or its fixtures; layer-tokens = prompt tokens × decoder layers run), "
+    "the floor (each distinct capture once: a prompt under one condition and depth counted "
+    "once, whether alone or inside a larger prompt set) and the rest (statistics, probes, "
+    "fits)."
+)
+TIME_HEADER = ["model", "tests s", "forward s", "layer-tokens", "floor", "run / floor", "layer-tokens/s", "other s"]
+
+
+class Pages(NamedTuple):
+    report: list  # report.md's and report.html's blocks
+    summary: list  # summary.md's: the lead table and the matrix, for a CI job summary ($GITHUB_STEP_SUMMARY)
+
+
+def pages(results: RunCells, plots: list, links: Links) -> Pages:
+    """The report's blocks and summary.md's (harness.report.render), from the run's cells, its figures and the
+    claims' ``links`` to their decisions (harness.report.methods_page): this module's pieces first, then the
+    matrix's (harness.report.matrix), then a merged run's (harness.report.merged_report), each asked once and shared
+    by both pages."""
+    by_claim: dict[str, list[Cells]] = {c: [] for c in results.claims}
+    for c in results.records:
+        by_claim[c.claim].append(c)
+    heading, line, partial = title(results), run_line(results), partial_note(results)
+    lead, summary_lead = lead_table(results, links.report), lead_rows(results.applicable, links.summary)
+    provenance = provenance_blocks(results)
+    sections = {claim: claim_section(claim, cs, plots, results.statements) for claim, cs in by_claim.items()}
+    totals, matrix = report_totals(results.records), report_matrix(results)
+    strips = {claim: verdict_strip(cs) for claim, cs in by_claim.items()}
+    merged = merged_report.merged_blocks(results) if results.merged is not None else []
+    merged_head = merged_report.summary_head(results) if results.merged is not None else []
+    timed = any(c.timed for c in results.records)
+    toc = [
+        *([(merged[0][1], merged[0][2])] if merged else []),
         ("Claims × models", "matrix"),
         ("Claims at a glance", "lead"),
         ("Glossary", "glossary"),
         ("Run provenance", "provenance"),
-        *((f"{c} — {texts.get(c, '')}".rstrip(" —"), f"claim-{c.lower()}") for c in claims),
+        *((s[0][1], s[0][2]) for s in sections.values()),
+        *[("Where the time went", "time")] * timed,
     ]
-    timed = any("layer_tokens" in r.recorded for r in results.records)
-    sections += [("Where the time went", "time")] if timed else []
-    blocks = [
-        ("h1", title(results)),
-        ("p", totals_line(list(results.records))),
-        ("p", f"{run_line(results)} · run {results.name or 'unnamed'}"),
-        *partial_note(results),
+    report = [
+        ("h1", heading),
+        ("p", totals),
+        ("p", f"{line} · run {results.name or 'unnamed'}"),
+        *partial,
         ("h2", "Claims × models", "matrix"),
-        *matrix(results),
+        *matrix,
         *(("img", p.title, Path(p.path)) for p in plots if p.claim is None),  # every decision (summary_plot.py)
-        ("toc", sections),
+        ("toc", toc),
+        *merged,  # its warnings and failed models before any verdict
         ("h2", "Claims at a glance", "lead"),
-        (
-            "p",
-            "One row per claim test and model: what the test requires (thresholds from the claims' declarations, "
-            "derived from the paper's numbers, each dated in METHODS.md's threshold log, which says which were "
-            "written after a claim's first result), the paper's number with the paper model it comes from, this "
-            "run's headline figure with its 95% CI (over prompts; over held-out samples on a synthetic set), and the "
-            "verdict (on a synthetic set at a size other than the paper's, said with its size).",
-        ),
-        *lead_table(results, base),
+        ("p", LEAD_WORDS),
+        *lead,
         ("h2", "Glossary", "glossary"),
         ("table", ["term", "meaning"], [list(g) for g in glossary()]),
         ("h2", "Run provenance", "provenance"),
-        *provenance_blocks(results),
+        *provenance,
     ]
-    for claim in claims:
-        blocks += claim_section(claim, by_claim[claim], plots, texts)
+    for claim, section in sections.items():
+        report += [section[0], ("p", strips[claim]), *section[1:]]
     if timed:
-        blocks += [
-            ("h2", "Where the time went", "time"),
-            (
-                "p",
-                "Test time with its fixtures (model loading excluded), its forward-pass share (every "
-                "pass run, in the test or its fixtures; layer-tokens = prompt tokens × decoder layers run), "
-                "the floor (each distinct capture once: a prompt under one condition and depth counted "
-                "once, whether alone or inside a larger prompt set) and the rest (statistics, probes, "
-                "fits).",
-            ),
-            (
-                "table",
-                ["model", "tests s", "forward s", "layer-tokens", "floor", "run / floor", "layer-tokens/s", "other s"],
-                time_accounting(list(results.records)),
-            ),
-        ]
-    return blocks
-
-
-def summary_markdown(results: RunResult) -> str:
-    """summary.md: the lead table and the matrix, for a CI job summary ($GITHUB_STEP_SUMMARY)."""
-    blocks = [
+        report += [("h2", "Where the time went", "time"), ("p", TIME_WORDS), ("table", TIME_HEADER, results.time_rows)]
+    summary = [
+        *merged_head,
         ("h2", f"abspos claims — {results.name or 'unnamed run'}"),
-        ("p", totals_line(list(results.records))),
-        ("p", run_line(results)),
-        *partial_note(results),
-        *matrix(results),
+        ("p", totals),
+        ("p", line),
+        *partial,
+        *matrix,
         ("p", "**Claims at a glance** (one row per test and model; the full report is the job's artifact)"),
-        ("table", LEAD, lead_rows(results, None, True)),
+        ("table", LEAD, summary_lead),
     ]
-    return to_markdown(blocks, Path("."))
+    return Pages(report, summary)

@@ -12,16 +12,10 @@ from collections import Counter, defaultdict
 from typing import NamedTuple
 
 from harness.outcome.claim_result import TargetKind
-from harness.outcome.results import RunResult, loaded
+from harness.outcome.results import loaded
 from harness.outcome.verdict import CHANGED, Verdict
-from harness.report.record_text import (
-    claim_key,
-    fold_property_checks,
-    is_property_check,
-    marked,
-    test_words,
-    verdict_css,
-)
+from harness.report.cells import Cells, RunCells
+from harness.report.record_text import claim_key
 
 
 class Matrix(NamedTuple):
@@ -57,25 +51,45 @@ def totals_line(records: list) -> str:
     """Every test's verdict counted: "N claim tests on M models: a held · b not held · ...", and "· c changed since
     the record" where any verdict differs from its record (``ClaimResult.changed``)."""
     results = [loaded(r) for r in records]
-    counts = Counter(r.shown for r in results)
-    moved = sum(r.changed for r in results)
-    models = {r.target.name for r in results if r.target.kind in (TargetKind.MODEL, TargetKind.SYNTHETIC)}
-    shown = [f"{counts[v]} {words}" for k, (v, words) in enumerate(TOTALS.items()) if k < 5 or counts[v]]
-    shown += [f"{moved} {CHANGED}"] if moved else []
+    own = (TargetKind.MODEL, TargetKind.SYNTHETIC)
+    return totals_words(
+        [r.shown for r in results],
+        sum(r.changed for r in results),
+        {r.target.name for r in results if r.target.kind in own},
+    )
+
+
+def report_totals(records: tuple[Cells, ...]) -> str:
+    """``totals_line`` of a report's cells."""
+    return totals_words(
+        [c.shown for c in records], sum(c.changed for c in records), {c.target for c in records if c.own}
+    )
+
+
+def totals_words(shown: list[Verdict], moved: int, models: set[str]) -> str:
+    """The totals line of the verdicts ``shown`` (one a test), ``moved`` of them changed, on ``models``."""
+    counts = Counter(shown)
+    words = [f"{counts[v]} {w}" for k, (v, w) in enumerate(TOTALS.items()) if k < 5 or counts[v]]
+    words += [f"{moved} {CHANGED}"] if moved else []
     tests, on = (
-        f"{len(records)} claim test{'s' * (len(records) != 1)}",
+        f"{len(shown)} claim test{'s' * (len(shown) != 1)}",
         f"{len(models)} model{'s' * (len(models) != 1)}",
     )
-    return f"**{tests} on {on}: {' · '.join(shown)}**"
+    return f"**{tests} on {on}: {' · '.join(words)}**"
 
 
 def setup_failure_lines(records: list) -> list[str]:
     """One line per model whose setup failed (harness.run.setup_failures): the tests it ended, and why (its first
     test's line: a later one may only say that the load failed earlier)."""
+    return failure_lines((r.target.label, r.recorded.get("setup_failed")) for r in map(loaded, records))
+
+
+def failure_lines(failed) -> list[str]:
+    """``setup_failure_lines`` of (target label, its record's setup failure or None) pairs."""
     by_model: dict[str, list[str]] = defaultdict(list)
-    for r in map(loaded, records):
-        if failed := r.recorded.get("setup_failed"):
-            by_model[r.target.label].append(failed.split(": setup failed: ", 1)[-1])
+    for label, failure in failed:
+        if failure:
+            by_model[label].append(failure.split(": setup failed: ", 1)[-1])
     return [
         f"{model}: setup failed, so its {len(why)} claim test{'s' * (len(why) != 1)} ended as harness errors (its "
         f"committed snapshots are kept, not compared): {why[0]}"
@@ -83,11 +97,11 @@ def setup_failure_lines(records: list) -> list[str]:
     ]
 
 
-def verdict_strip(records: list) -> str:
+def verdict_strip(records: list[Cells]) -> str:
     """Under a claim's heading: its tests' verdicts per model, e.g. "smollm2-135m: 1 held, 1 inconclusive"."""
     by_model: dict[str, Counter] = defaultdict(Counter)
-    for r in map(loaded, records):
-        by_model[r.target.label][r.shown] += 1
+    for c in records:
+        by_model[c.label][c.shown] += 1
     cells = [f"{m}: {', '.join(f'{n} {v.label}' for v, n in c.items())}" for m, c in by_model.items()]
     return "**Verdicts** — " + " · ".join(cells)
 
@@ -106,13 +120,13 @@ CHANGED_MEANING = (
 ELSEWHERE = "no model / a family"
 
 
-def elsewhere_cell(at: dict) -> tuple[str, str]:
-    """The ``ELSEWHERE`` cell of a row's tests without a model or over a family ({target label: record}): each verdict
-    with where ("gemma, llama, mistral, qwen families: not applicable"), coloured by the first."""
+def elsewhere_cell(at: dict[str, Cells]) -> tuple[str, str]:
+    """The ``ELSEWHERE`` cell of a row's tests without a model or over a family ({target label: its cells}): each
+    verdict with where ("gemma, llama, mistral, qwen families: not applicable"), coloured by the first."""
     by: dict[str, list[str]] = {}
-    for label, r in at.items():
-        by.setdefault(marked(r), []).append(label)
-    return "; ".join(f"{targets_text(where)}: {v}" for v, where in by.items()), verdict_css(next(iter(at.values())))
+    for label, c in at.items():
+        by.setdefault(c.marked, []).append(label)
+    return "; ".join(f"{targets_text(where)}: {v}" for v, where in by.items()), next(iter(at.values())).css
 
 
 def targets_text(labels: list[str]) -> str:
@@ -123,22 +137,24 @@ def targets_text(labels: list[str]) -> str:
     return ", ".join(named)
 
 
-def report_matrix(results: RunResult) -> list:
+def report_matrix(results: RunCells) -> list:
     """The claims × models matrix: one row per claim test, one verdict per cell (a column per model of the run or
     synthetic set, and one for the tests without a model or over a family); a model's checks of the paper's equations
     one row when every one held everywhere. With its legend (the verdicts it shows)."""
-    records = list(results.records)
-    shown, folded = fold_property_checks(records)
-    own = {r.target.label for r in records if r.target.kind in (TargetKind.MODEL, TargetKind.SYNTHETIC)}
-    columns = [m for m in dict.fromkeys([*results.models, *(r.target.label for r in records)]) if m in own]
-    others = any(r.target.label not in own for r in records)
+    records = results.records
+    shown, folded = results.everything
+    own = {c.label for c in records if c.own}
+    columns = [m for m in dict.fromkeys([*results.models, *(c.label for c in records)]) if m in own]
+    others = any(c.label not in own for c in records)
     rows = []
-    if folded and not any(map(is_property_check, shown)):  # a check that did not hold: every check its own row
-        ids = ",".join(dict.fromkeys(r.claim for checks in folded.values() for r in checks))
-        cells = [(f"{len(folded[m])} held", Verdict.HELD.css) if m in folded else ("—", "") for m in columns]
+    if folded and not any(c.property_check for c in shown):  # a check that did not hold: every check its own row
+        ids = ",".join(dict.fromkeys(c.claim for checks, _ in folded.values() for c in checks))
+        cells = [(f"{len(folded[m][0])} held", Verdict.HELD.css) if m in folded else ("—", "") for m in columns]
         there = [m for m in folded if m not in own]
         extra = (
-            [(f"{targets_text(there)}: {sum(len(folded[m]) for m in there)} held", Verdict.HELD.css)] if there else []
+            [(f"{targets_text(there)}: {sum(len(folded[m][0]) for m in there)} held", Verdict.HELD.css)]
+            if there
+            else []
         )
         rows.append(
             [
@@ -151,21 +167,22 @@ def report_matrix(results: RunResult) -> list:
     else:
         shown = records
     by_test: dict = {}
-    for r in shown:
-        by_test.setdefault((r.claim, r.function), {})[r.target.label] = r
-    for (claim, test), at in sorted(by_test.items(), key=lambda kv: (claim_key(kv[0][0]), kv[0][1])):
-        cells = [(marked(at[m]), verdict_css(at[m])) if m in at else ("—", "") for m in columns]
-        rest = {m: r for m, r in at.items() if m not in own}
-        rows.append([claim, test_words(test, claim), *cells, *[elsewhere_cell(rest) if rest else ("—", "")] * others])
-    seen = {r.shown for r in records}
+    for c in shown:
+        by_test.setdefault((c.order, c.claim, c.function), {})[c.label] = c
+    for (_, claim, _), at in sorted(by_test.items(), key=lambda kv: (kv[0][0], kv[0][2])):
+        cells = [(at[m].marked, at[m].css) if m in at else ("—", "") for m in columns]
+        rest = {m: c for m, c in at.items() if m not in own}
+        words = next(iter(at.values())).words
+        rows.append([claim, words, *cells, *[elsewhere_cell(rest) if rest else ("—", "")] * others])
+    seen = {c.shown for c in records}
     legend = (
         "One row per claim test, its verdict on each model: "
         + "; ".join(f"{v.label} = {v.meaning}" for v in Verdict if v in seen)
         + "; — = no such test on that model."
         + f' "{ELSEWHERE}": a test over a model family\'s sizes, or of a property tested without a model.' * others
-        + (f" {CHANGED_MEANING}" if any(r.changed for r in records) else "")
+        + (f" {CHANGED_MEANING}" if any(c.changed for c in records) else "")
     )
-    failed = [("p", f"**Setup failed** — {line}") for line in setup_failure_lines(records)]
+    failed = [("p", f"**Setup failed** — {line}") for line in failure_lines((c.label, c.setup_failed) for c in records)]
     return [("table", ["claim", "test", *columns, *[ELSEWHERE] * others], rows), ("p", legend), *failed]
 
 

@@ -119,7 +119,7 @@ def merge(
     settings = runs[0]["results"].settings if runs else None
     merged = {
         "run": run_id or time.strftime("merged-%Y%m%d-%H%M%S"),
-        "settings": runs[0]["results"].settings_dict() if runs else {},
+        "settings": dict(runs[0]["results"].recorded_settings) if runs else {},
         "models": _order(list(owner)) + [f["model"] for f in failed],
         "versions": _merged_versions(runs),
         "provenance": _merged_provenance(runs, owner),

@@ -160,10 +160,10 @@ def _differ(runs: list, value, what: str, show) -> str | None:
 
 
 def _settings_line(runs: list) -> str | None:
-    a = runs[0]["results"].settings_dict()
+    a = dict(runs[0]["results"].recorded_settings)
     out = []
     for r in runs[1:]:
-        b = r["results"].settings_dict()
+        b = dict(r["results"].recorded_settings)
         keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
         if keys:
             out.append(

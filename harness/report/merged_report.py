@@ -1,20 +1,15 @@
-"""The report of a merged run (harness.report.merge): the run's report (harness.report.document) with a "Merged
+"""What the report of a merged run (harness.report.merge) adds to a run's (harness.report.document): a "Merged
 from" section before any verdict (its warnings, each model's run and provenance, the models that failed, how a claim
-over a family's sizes was judged), and summary.md headed by the runs it merges.
+over a family's sizes was judged), and summary.md's head naming the runs it merges.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from harness.outcome.results import RunResult
 from harness.outcome.verdict import Verdict
-from harness.report import document as run_document
-from harness.report.record_text import fingerprint
-from harness.report.render import to_markdown
+from harness.report.cells import RunCells
 
 
-def merged_blocks(results: RunResult) -> list:
+def merged_blocks(results: RunCells) -> list:
     """The "Merged from" section: warnings first, each model's run and provenance, the failed models, the claims judged across runs."""
     info = results.merged or {}
     per = results.provenance.get("per_model") or {}
@@ -43,7 +38,7 @@ def merged_blocks(results: RunResult) -> list:
                     ", ".join(host.get("gpus") or []) or "none",
                     ", ".join(f"{k} {vers[k]}" for k in ("torch", "transformers") if vers.get(k)) or "unknown",
                     commit,
-                    fingerprint(x.get("weights") or {}),
+                    results.merged_fingerprints[m],
                 ]
             )
     for f in info.get("failed") or []:
@@ -53,18 +48,8 @@ def merged_blocks(results: RunResult) -> list:
     return out
 
 
-def document(results: RunResult, plots: list, base: Path | None) -> list:
-    """report.document with the "Merged from" section after the table of contents (so its warnings and failed
-    models come before any verdict)."""
-    blocks = run_document.document(results, plots, base)
-    toc = next(i for i, b in enumerate(blocks) if b[0] == "toc")
-    runs = len((results.merged or {}).get("runs") or [])
-    blocks[toc] = ("toc", [(f"Merged from {runs} runs", "merged"), *blocks[toc][1]])
-    return blocks[: toc + 1] + merged_blocks(results) + blocks[toc + 1 :]
-
-
-def summary_markdown(results: RunResult) -> str:
-    """summary.md of a merged run: the runs it merges and its warnings, then the run's (report.document)."""
+def summary_head(results: RunCells) -> list:
+    """summary.md's head on a merged run: the runs it merges and its warnings (the run's summary follows)."""
     info = results.merged or {}
     head = [
         (
@@ -79,4 +64,4 @@ def summary_markdown(results: RunResult) -> str:
         )
     ]
     head += [("p", f"**Warning:** {w}") for w in info.get("warnings") or []]
-    return to_markdown(head, Path(".")) + "\n" + run_document.summary_markdown(results)
+    return head

@@ -1,14 +1,15 @@
 """The claims' decisions shipped with a run: methods.html and methods.md in the run folder, so that a report's
 "METHODS <claim>" links resolve inside the folder alone (a CI artifact, a folder sent by mail), not only in a
 checkout where ``../../METHODS.md`` exists. The decisions are METHODS.md's own, from the same declarations
-(``harness.spec.methods_text``): what "held" means for each test and each threshold with the paper's words."""
+(``harness.spec.methods_text``): what "held" means for each test and each threshold with the paper's words. harness.report.write renders and writes
+the page beside the report."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from typing import NamedTuple
 
-from harness.files.atomic import write_text
-from harness.report.render import Link, to_html, to_markdown
+from harness.report.render import Link
 from harness.spec.claims import CLAIMS
 from harness.spec.methods_text import TESTS_HEADER, THRESHOLDS_HEADER, decision_tables
 
@@ -20,10 +21,27 @@ def anchor(claim_id: str) -> str:
     return f"decision-{claim_id.lower()}"
 
 
-def link(claim_id: str) -> Link:
-    """A report's link to a claim's decision on the run's methods page: methods.md from report.md, methods.html
-    from report.html."""
-    return Link(f"METHODS {claim_id}", f"{PAGE}.md#{anchor(claim_id)}", f"{PAGE}.html#{anchor(claim_id)}")
+class Links(NamedTuple):
+    """Each claim's link to its decision (what "held" means for its tests), {claim: Link}: the report's and the
+    job summary's."""
+
+    report: dict[str, Link]  # on the run's methods page: methods.md from report.md, methods.html from report.html
+    summary: dict[str, Link]  # in METHODS.md on GitHub at the run's commit (a CI job summary), else METHODS.md
+
+
+def links(claim_ids) -> Links:
+    """``Links`` of the claims ``claim_ids``."""
+    if os.environ.get("GITHUB_REPOSITORY"):  # a job summary: the file in the repository at the run's commit
+        href = (
+            f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{os.environ['GITHUB_REPOSITORY']}/blob/"
+            f"{os.environ.get('GITHUB_SHA', 'HEAD')}/METHODS.md"
+        )
+    else:
+        href = "METHODS.md"
+    return Links(
+        {c: Link(f"METHODS {c}", f"{PAGE}.md#{anchor(c)}", f"{PAGE}.html#{anchor(c)}") for c in claim_ids},
+        {c: Link(f"METHODS {c}", f"{href}#{anchor(c)}") for c in claim_ids},
+    )
 
 
 def blocks(claim_ids) -> list:
@@ -49,10 +67,3 @@ def blocks(claim_ids) -> list:
         out += [("table", list(THRESHOLDS_HEADER), thresholds)] if thresholds else []
         out += [("p", f"Declared in {c.source}.")] if c.source else []
     return out
-
-
-def write(base: Path, claim_ids) -> None:
-    """methods.html and methods.md in the run folder ``base``, for the claims ``claim_ids`` (those of its records)."""
-    page = blocks(claim_ids)
-    write_text(base / f"{PAGE}.html", to_html(page))
-    write_text(base / f"{PAGE}.md", to_markdown(page, base))

@@ -1,6 +1,8 @@
 """How a claim test's record reads in a report's cells, shared by every report (the run's, a merged run's, two
-models side by side, the notebook API's tables): the verdict's wording, claim order, the test's and model's
-names, the headline figures with their CI, and a weights fingerprint.
+models side by side, the notebook API's tables) and the terminal: a value in a cell (``fmt``), the verdict's wording,
+claim order, the test's and model's names, the headline figures with their CI, the paper checks a criterion names,
+a record's figures as rows, and a weights fingerprint. The run's report asks these once per record
+(harness.report.cells).
 """
 
 from __future__ import annotations
@@ -9,9 +11,36 @@ import math
 
 from harness.outcome.claim_result import ClaimResult, TargetKind
 from harness.outcome.verdict import CHANGED, Verdict
-from harness.report.render import fmt
 from harness.spec.claims import CLAIMS, claim_order, claim_test, figure_words
+from harness.spec.models import names
 from harness.synthetic.sizes import SIZES, describe
+
+PAPER_NAMES = set(names("paper"))
+
+
+def fmt(v, n: int = 6) -> str:
+    """A figure's value in a table cell: 4 significant digits, lists shortened, nested arrays as their shape."""
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list):
+        if not v:
+            return "none"
+        if any(isinstance(x, list) for x in v):
+            shape = f"{len(v)}×{max(len(x) if isinstance(x, list) else 1 for x in v)}"
+            flat = [
+                y
+                for x in v
+                for y in (x if isinstance(x, list) else [x])
+                if isinstance(y, (int, float)) and math.isfinite(y)
+            ]
+            return f"[{shape} array{f', {min(flat):.4g}…{max(flat):.4g}' if flat else ''}]"
+        return f"[{', '.join(fmt(x) or 'null' for x in v[:n])}{f', … ({len(v)})' if len(v) > n else ''}]"
+    if isinstance(v, dict):
+        items = list(v.items())
+        return "{" + ", ".join(f"{k}: {fmt(x)}" for k, x in items[:4]) + (", …" if len(items) > 4 else "") + "}"
+    return str(v)
 
 
 def claim_key(c: str | None) -> tuple:
@@ -22,17 +51,6 @@ def claim_key(c: str | None) -> tuple:
 def claim_texts() -> dict:
     """One line per claim, from the claim registry."""
     return {c.id: c.statement for c in CLAIMS.values()}
-
-
-def test_name(r: ClaimResult) -> str:
-    """The record's test function (its node id without the file and the [model] parameter)."""
-    return r.function
-
-
-def model_label(r: ClaimResult) -> str:
-    """The record's model, else the synthetic set (synthetic-<size>-<arch>) or the family a test ran on, else
-    "(no model)": its target's label."""
-    return r.target.label
 
 
 def synthetic_sets(records) -> list[str]:
@@ -210,15 +228,18 @@ def is_property_check(r: ClaimResult) -> bool:
     return c is not None and not c.headline
 
 
-def fold_property_checks(records: list) -> tuple[list, dict[str, list]]:
+def fold_property_checks(
+    records: list, check=is_property_check, label=lambda r: r.target.label
+) -> tuple[list, dict[str, list]]:
     """(the records shown one per row, {model: its property checks} for each model whose property checks all
-    held: those read as one row; a model with one that did not hold keeps every one of them in its own row)."""
+    held: those read as one row; a model with one that did not hold keeps every one of them in its own row).
+    ``check`` and ``label``: a record's (``is_property_check``, its target's label), or a ``Cells``' own."""
     by_model: dict[str, list] = {}
     for r in records:
-        if is_property_check(r):
-            by_model.setdefault(model_label(r), []).append(r)
+        if check(r):
+            by_model.setdefault(label(r), []).append(r)
     folded = {m: rs for m, rs in by_model.items() if all(r.shown == Verdict.HELD for r in rs)}
-    return [r for r in records if not (is_property_check(r) and model_label(r) in folded)], folded
+    return [r for r in records if not (check(r) and label(r) in folded)], folded
 
 
 def property_checks_text(checks: list) -> str:
@@ -254,3 +275,41 @@ def headline_text(r: ClaimResult) -> str:
     shown = headline_cell(r, c.headline, c.column) if c else ""
     reason = " ".join(r.reason.split())
     return shown or (reason[:90] + "…" if len(reason) > 90 else reason)
+
+
+def paper_checks(cid: str, model: str | None, figures) -> str:
+    """On a paper model, the plugin also requires every recorded figure the paper reports for that model, measured
+    at the paper's design, to lie within its band (``Figures.check_paper``): said in the criterion, with the band
+    each figure met or missed, or why it was only reported (``figures``: a record's, on ``model``)."""
+    if cid not in CLAIMS or model not in PAPER_NAMES:
+        return ""
+    judged, reported = [], []
+    for f in figures or []:
+        try:
+            ref = CLAIMS[cid].paper_value(model, f.get("name", ""))
+        except KeyError:
+            continue
+        if ref is None:
+            continue
+        check = f.get("paper_check") or f"{ref.value:g} ± {ref.tolerance:.2g}"
+        if check.startswith("reported, not judged"):
+            reported.append((f["name"], check))
+        else:
+            judged.append(f"{f['name']} {check}")
+    text = f"; on this paper model also, within the paper's value: {', '.join(judged)}" if judged else ""
+    if reported:
+        why = reported[0][1].removeprefix("reported, not judged: ")
+        text += f"; the paper's values of {', '.join(n for n, _ in reported)} reported, not judged ({why})"
+    return text
+
+
+def figure_rows(r: ClaimResult) -> tuple[tuple[str, str, str, str], ...]:
+    """Each recorded figure as a row of a claim's table: (its words with its name and note, paper, measured, CI);
+    a record of none, one empty row."""
+    rows = []
+    for f in r.figures or ({},):
+        words = figure_words(f.get("name", ""), r.claim)
+        name = words + (f" — `{f['name']}`" if words != f.get("name", "") else "")
+        name += f" ({f['note']})" if f.get("note") else ""
+        rows.append((name, fmt(f.get("paper")), fmt(f.get("value")), fmt(f.get("ci"))))
+    return tuple(rows)

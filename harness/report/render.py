@@ -9,41 +9,17 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 import re
 from pathlib import Path
 from typing import NamedTuple
+
+from harness.report.record_text import fmt  # noqa: F401  (the terminal's cells read it here)
 
 
 class Link(NamedTuple):
     text: str
     href: str
     html_href: str | None = None  # where report.html's link goes, when not where report.md's does (its .html twin)
-
-
-def fmt(v, n: int = 6) -> str:
-    """A figure's value in a table cell: 4 significant digits, lists shortened, nested arrays as their shape."""
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, list):
-        if not v:
-            return "none"
-        if any(isinstance(x, list) for x in v):
-            shape = f"{len(v)}×{max(len(x) if isinstance(x, list) else 1 for x in v)}"
-            flat = [
-                y
-                for x in v
-                for y in (x if isinstance(x, list) else [x])
-                if isinstance(y, (int, float)) and math.isfinite(y)
-            ]
-            return f"[{shape} array{f', {min(flat):.4g}…{max(flat):.4g}' if flat else ''}]"
-        return f"[{', '.join(fmt(x) or 'null' for x in v[:n])}{f', … ({len(v)})' if len(v) > n else ''}]"
-    if isinstance(v, dict):
-        items = list(v.items())
-        return "{" + ", ".join(f"{k}: {fmt(x)}" for k, x in items[:4]) + (", …" if len(items) > 4 else "") + "}"
-    return str(v)
 
 
 def _text(cell) -> str:

@@ -1,6 +1,8 @@
 """A run's folder: results.json (every measured figure with its context), then the reports built from it:
-report.md, a self-contained report.html, summary.md and figures/*.png (harness.report.document; a merged run's
-with its "Merged from" section, harness.report.merged_report). Every file is written atomically (harness.files.atomic).
+report.md, a self-contained report.html, summary.md, methods.* and figures/*.png, one way: results.json loaded
+(harness.outcome.results), its figures drawn (harness.report.plots), its records worded once (harness.report.cells),
+the pages assembled from those words (harness.report.document), rendered (harness.report.render) and written, each
+file atomically (harness.files.atomic).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Callable
 
 from harness.files.atomic import point_link, write_text
 from harness.outcome.results import load_run, results_file
-from harness.report import document, merged_report, methods_page, provenance
+from harness.report import document, methods_page, provenance
+from harness.report.cells import run_cells
 from harness.report.render import to_html, to_markdown
 
 
@@ -139,7 +142,8 @@ def build(results_path: Path, stop: Callable[[], None] | None = None) -> Path:
     files are written, all or none: a stop it raises leaves no report."""
     stop = stop or _STOP.get() or (lambda: None)
     results_path = results_file(results_path)
-    run, base = load_run(results_path), results_path.parent  # loaded once, typed: every reader below reads it
+    run = load_run(results_path)  # loaded once, typed: every reader below reads it
+    base = results_path.parent
     stop()
     try:
         from harness.report.plots import make_all  # matplotlib: loaded only to draw
@@ -148,11 +152,17 @@ def build(results_path: Path, stop: Callable[[], None] | None = None) -> Path:
     except ImportError as e:  # no matplotlib: the tables alone
         warnings.warn(f"report figures skipped: {e}", stacklevel=2)
         plots = []
-    report = merged_report if run.merged is not None else document
-    blocks = report.document(run, plots, base)
-    html, summary, markdown = to_html(blocks), report.summary_markdown(run), to_markdown(blocks, base)
+    cells = run_cells(run)  # every record's wording, once: the sections below read these alone
+    page, links = methods_page.blocks(cells.claims), methods_page.links(cells.claims)  # the decisions its links open
+    report, summary = document.pages(cells, plots, links)
+    html = to_html(report)
+    markdown = to_markdown(report, base)
+    summary_md = to_markdown(summary, Path("."))
+    methods_html, methods_md = to_html(page), to_markdown(page, base)
     stop()
-    methods_page.write(base, {r.claim for r in run.records})  # the decisions its links open
-    write_text(base / "report.html", html)  # each atomically: a full disk leaves no truncated report
-    write_text(base / "summary.md", summary)
+    # each atomically: a full disk leaves no truncated report
+    write_text(base / f"{methods_page.PAGE}.html", methods_html)
+    write_text(base / f"{methods_page.PAGE}.md", methods_md)
+    write_text(base / "report.html", html)
+    write_text(base / "summary.md", summary_md)
     return write_text(base / "report.md", markdown)
