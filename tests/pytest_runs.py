@@ -8,6 +8,7 @@ usually ``rootdir``. pytest's cache is always off: a test never leaves state beh
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,20 @@ def run_pytest(
         capture_output=True,
         text=True,
         timeout=timeout,
+        **run_options,
+    )
+
+
+def run_crafted_file(target: Path, *args: str, **run_options) -> subprocess.CompletedProcess:
+    """Run a crafted claim file outside ``claims/`` to its end: the harness's plugin loaded, the file's folder its
+    rootdir and working directory, this checkout importable."""
+    return run_pytest(
+        *args,
+        target=target,
+        plugin=True,
+        rootdir=target.parent,
+        cwd=target.parent,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         **run_options,
     )
 

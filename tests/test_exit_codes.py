@@ -7,12 +7,11 @@ is loaded (the reference's config and tokenizer are read to derive its spec)."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from pytest_runs import ROOT, run_pytest
+from pytest_runs import run_crafted_file
 
 from harness.model.reference_parse import parse
 from harness.outcome import known_outcomes
@@ -97,15 +96,11 @@ def crafted_run(tmp_path: Path, model: str, *args: str):
     tmp_path.mkdir()
     (tmp_path / "test_crafted.py").write_text(CRAFTED)
     (tmp_path / "known.json").write_text("{}")
-    r = run_pytest(
+    r = run_crafted_file(
+        tmp_path / "test_crafted.py",
         *("--models", model, "--known-outcomes", str(tmp_path / "known.json"), "--baseline-dir", str(tmp_path / "b")),
         *("--stability-record", str(tmp_path / "no-stability.json"), "--report-dir", str(tmp_path / "reports")),
         *("-q", "-p", "no:cacheprovider", *args),
-        target=tmp_path / "test_crafted.py",
-        plugin=True,
-        rootdir=tmp_path,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
     return r, {rec["test"].split("::")[1].split("[")[0]: rec for rec in results["records"]}

@@ -3,12 +3,11 @@ outcome or a harness error, in the terminal, results.json and the report; and a 
 compares with its own baseline."""
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from pytest_runs import run_pytest
+from pytest_runs import run_crafted_file, run_pytest
 
 from harness.outcome.snapshots import TOLERANCE, tolerance
 from harness.run.records import HARNESS_ERROR_EXIT
@@ -79,15 +78,11 @@ def run_crafted(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProces
             }
         )
     )
-    r = run_pytest(
+    r = run_crafted_file(
+        tmp_path / "test_crafted.py",
         *("--models", m, "--known-outcomes", str(tmp_path / "known.json")),
         *("--stability-record", str(tmp_path / "no-stability.json"), "--report-dir", str(tmp_path / "reports")),
         *("-q", *extra),
-        target=tmp_path / "test_crafted.py",
-        plugin=True,
-        rootdir=tmp_path,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     results = json.loads((tmp_path / "reports" / "latest" / "results.json").read_text())
     return (

@@ -6,7 +6,7 @@ import subprocess
 from types import SimpleNamespace
 
 import pytest
-from pytest_runs import ROOT, run_pytest
+from pytest_runs import ROOT, run_crafted_file, run_pytest
 
 from harness.run import collection
 from harness.run.records import HARNESS_ERROR_EXIT
@@ -102,13 +102,9 @@ def t9a_in(tmp_path, perturb: float) -> subprocess.CompletedProcess:
     snap = json.loads((ROOT / "claims" / "__snapshots__" / "test_s5_7_position0" / SNAP).read_text())
     snap["min_std_position1"] *= perturb
     (tmp_path / "__snapshots__" / "test_s5_7_position0" / SNAP).write_text(json.dumps(snap, indent=2))
-    return run_pytest(
+    return run_crafted_file(
+        tmp_path / "test_s5_7_position0.py",
         *("--models", "smollm2-135m", "-k", "T9a", "--no-report", "-q", "--tb=line"),
-        target=tmp_path / "test_s5_7_position0.py",
-        plugin=True,
-        rootdir=tmp_path,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
 
 

@@ -6,10 +6,9 @@ that claim is declared."""
 from __future__ import annotations
 
 import ast
-import os
 
 import pytest
-from pytest_runs import ROOT, run_pytest
+from pytest_runs import ROOT, run_crafted_file
 
 RUN = ROOT / "harness" / "run"
 PLUGIN = RUN / "plugin.py"
@@ -60,13 +59,9 @@ def test_T6_a_test_its_claim_does_not_list():
 @pytest.mark.long
 def test_a_test_its_claim_does_not_list_is_a_usage_error_naming_the_declaration(tmp_path):
     (tmp_path / "test_unlisted.py").write_text(UNLISTED)
-    r = run_pytest(
+    r = run_crafted_file(
+        tmp_path / "test_unlisted.py",
         *("--collect-only", "-q", "--no-report", "--models", "smollm2-135m"),
-        target=tmp_path / "test_unlisted.py",
-        plugin=True,
-        rootdir=tmp_path,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert r.returncode == 4, r.stdout[-2000:] + r.stderr[-2000:]
     says = next((line for line in r.stderr.splitlines() if "not listed under claim T6" in line), "")
