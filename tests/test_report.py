@@ -345,16 +345,14 @@ def lead_rows(md: str) -> list[list[str]]:
 @pytest.mark.parametrize("which", ["synthetic", "committed example"])
 def test_the_report_leads_with_one_row_per_test_and_model_with_criterion_paper_and_method(built, which):
     """Every claim row states its criterion (with thresholds), the paper's number labelled with its
-    paper model, and links the claim's decision: on the run folder's methods page (METHODS.md's, in a report built
-    before the page was shipped with the run)."""
+    paper model, and links the claim's decision on the run folder's own methods page."""
     md = built[1] if which == "synthetic" else (paths.REPORTS / "example" / "report.md").read_text()
     rows = lead_rows(md)
     assert rows
     for claim, criterion, model, _paper, _measured, verdict, method in rows:
         assert criterion and verdict and model, (claim, criterion)
         first = claim.split(",")[0]  # a model's checks of the paper's equations, all held: one row, "EQ2,EQ3,EQ7"
-        page = "methods" if which == "synthetic" else "(?:methods|[^)]*METHODS)"  # the example: as committed
-        assert re.fullmatch(rf"\[METHODS {re.escape(first)}\]\({page}\.md#decision-{first.lower()}\)", method)
+        assert re.fullmatch(rf"\[METHODS {re.escape(first)}\]\(methods\.md#decision-{first.lower()}\)", method)
     folded = [r for r in rows if r[1].endswith(f"of the paper's equations ({r[0].replace(',', ', ')}), all held")]
     if which == "committed example":  # every claim test there has a registry criterion and the paper's number
         assert len(folded) == 4  # the three models', and EQ3's model-free check

@@ -75,3 +75,22 @@ def test_the_methods_page_gives_each_claim_its_decision(moved):
         assert f'id="decision-{cid.lower()}"' in page
         for test in c.claim_tests:
             assert html.escape(test) in page, f"{cid}: {test} is not on the methods page"
+
+
+@pytest.mark.parametrize("folder", ["example", "example-ladder"])
+@pytest.mark.parametrize("page", ["report.html", "report.md"])
+def test_the_committed_reports_links_resolve_inside_their_folders(folder, page):
+    """The committed example folders are what a reader downloads: they carry their methods page too."""
+    source = ROOT / "reports" / folder / page
+    relative = [t for t in targets(source) if not urlsplit(t).scheme and not t.startswith("//")]
+    broken = []
+    for t in relative:
+        parts = urlsplit(t)
+        target = (source.parent / unquote(parts.path)).resolve() if parts.path else source
+        if not target.is_file() or source.parent.resolve() not in target.parents:
+            broken.append(t)
+        elif parts.fragment and parts.fragment not in anchors(target):
+            broken.append(t)
+    assert relative and not broken, (
+        f"{len(broken)} of {len(relative)} links in {folder}/{page} land nowhere: {broken[:5]}"
+    )
