@@ -204,3 +204,20 @@ def test_a_bundled_models_measured_peak_stays_inside_its_stated_budget(model, tm
     assert all(r["status"] == "ok" for r in rows), rows
     peak = rows[0]["process_peak_rss_gib"]
     assert peak <= budget, f"{model}: peak {peak:.2f} GiB over the stated {budget:.2f} GiB (docs/gpus.md)"
+
+
+def test_the_freed_heap_is_handed_back_before_each_model_loads_not_while_one_is_held(monkeypatch):
+    """A run of several models peaks at its largest model, not at the sum of what earlier models left in the
+    allocator: ``Session.model`` hands the freed heap back before it loads a model, and only then (a model already
+    loaded costs nothing)."""
+    from harness.capture import session as session_module
+
+    calls = []
+    monkeypatch.setattr(session_module.devices, "return_freed_memory", lambda: calls.append(len(calls)))
+    s = Session(Settings(), log=lambda *a: None)
+    first = s.model("tiny-llama")
+    assert calls == [0]
+    assert s.model("tiny-llama") is first and calls == [0]
+    s.release(first)
+    s.model("tiny-llama")
+    assert calls == [0, 1]

@@ -96,6 +96,7 @@ class Session:
                 name,
             )
         if name not in self._models:
+            devices.return_freed_memory()  # the last model, released, is no longer referenced by now: load in its place
             spec = get_spec(name)
             s = self.settings
             t0, cpu0 = time.perf_counter(), time.process_time()

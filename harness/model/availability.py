@@ -5,7 +5,6 @@ weights at selection, on the run's device, so that untrained weights are one lin
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -90,6 +89,4 @@ def check_trained(spec: ModelSpec, log=print) -> None:
             f"memory); no run could load it there either"
         ) from None
     del model
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+    devices.return_freed_memory()
