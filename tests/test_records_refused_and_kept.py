@@ -502,11 +502,11 @@ def gfm_links(text: str) -> list[tuple[str, str]]:
 
 
 def suites_own(kind: str, target: str) -> bool:
-    """A link or image the report writes itself: an anchor, a figure beside it, a METHODS.md section."""
+    """A link or image the report writes itself: an anchor, a figure beside it, a claim's decision on the run's methods page (or METHODS.md)."""
     return (
         "://" not in target
         and ":" not in target.split("/")[0]
-        and (target.startswith(("#", "figures/")) or "METHODS.md" in target)
+        and (target.startswith(("#", "figures/", "methods.md#", "methods.html#")) or "METHODS.md" in target)
     )
 
 

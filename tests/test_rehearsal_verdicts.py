@@ -20,6 +20,7 @@ from safetensors.torch import save_file
 from harness.model import rehearsal, weights
 from harness.model.checkpoint_checks import REHEARSAL_KEY
 from harness.model.rehearsal_mark import MARKER, rehearsals_root
+from harness.outcome.results import loaded
 from harness.outcome.verdict import Verdict
 from harness.report.record_text import verdict_text
 from harness.run.selection import UsageError, selected_models
@@ -194,5 +195,6 @@ def test_the_report_never_labels_a_rehearsal_held_or_not_held():
     assert "held" not in label.replace("rehearsed", "") and Verdict.REHEARSED.css not in ("held", "not")
     r = {"test": "claims/a.py::test_T5_x[llama-3.2-1b-rehearsal]", "claim": "T5", "model": "llama-3.2-1b-rehearsal"}
     r |= {"verdict": "rehearsed", "outcome": "passed", "reason": "rehearsal of llama-3.2-1b ..., would read: held"}
-    assert verdict_text(r, True).startswith(label + ": rehearsal of")
-    assert verdict_text({**r, "unstable": "flips"}, False) == label  # never "unstable" (read from held / not held)
+    assert verdict_text(loaded(r), True).startswith(label + ": rehearsal of")
+    # never "unstable" (read from held / not held)
+    assert verdict_text(loaded({**r, "unstable": "flips"}), False) == label

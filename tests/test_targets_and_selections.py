@@ -93,7 +93,13 @@ def test_models_lists_the_synthetic_sets_and_describes_one(capsys):
     assert cli.main(["models", "synthetic-smoke"]) == 0
     out = capsys.readouterr().out
     assert "unknown model" not in out
-    described = [ln for ln in out.splitlines() if ln.startswith("synthetic-smoke-")]
+    rows: list[str] = []  # the sets' table wraps its cells within 100 columns: a row with its continuation lines
+    for ln in out.splitlines():
+        if rows and ln.startswith(" ") and rows[-1].startswith("synthetic-"):
+            rows[-1] += " " + ln.strip()
+        else:
+            rows.append(ln)
+    described = [" ".join(r.split()) for r in rows if r.startswith("synthetic-smoke-")]
     assert [ln.split()[0] for ln in described] == ["synthetic-smoke-authors", "synthetic-smoke-decoder"]
     assert all("never a verdict" in ln and "d_model" in ln for ln in described)
     matrix = {ln.split()[0]: ln.split()[1:] for ln in out.split("claim  ", 1)[1].splitlines()[1:]}
