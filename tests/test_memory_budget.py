@@ -202,11 +202,9 @@ def test_a_bundled_models_measured_peak_stays_inside_its_stated_budget(model, tm
     args = SimpleNamespace(threads=1, max_gib=4, timeout=600)
     rows = measure(model, ["T5", "T6"], n, seq, args, ["--baseline-dir", str(tmp_path)])
     assert all(r["status"] == "ok" for r in rows), rows
-    peak = rows[0]["process_peak_rss_gib"]
-    if peak > budget:  # a checkout's first run also loads the model once more for its one-off trained-weights check
-        rows = measure(model, ["T5", "T6"], n, seq, args, ["--baseline-dir", str(tmp_path)])
-        assert all(r["status"] == "ok" for r in rows), rows
-        peak = rows[0]["process_peak_rss_gib"]
+    # the child's own high-water mark (its tests', each from its start), not wait4's: on Linux an exec'd child's
+    # ru_maxrss starts at the resident set of the process it was forked from (a test worker grown by earlier tests)
+    peak = max(r["test_peak_rss_gib"] or r["process_peak_rss_gib"] for r in rows)
     assert peak <= budget, f"{model}: peak {peak:.2f} GiB over the stated {budget:.2f} GiB (docs/gpus.md)"
 
 
