@@ -9,7 +9,7 @@ import re
 import pytest
 
 from harness.files import paths
-from harness.outcome.results import loaded, typed
+from harness.outcome.results import RunResult, loaded, typed
 from harness.report import cli as report_cli
 from harness.report import compare, document, methods_page, record_text, write
 from harness.report.cells import run_cells
@@ -215,7 +215,9 @@ def test_plots_skip_missing_data(tmp_path):
     ):
         plot = PlotInput(claim, empty, roles, spec=plots.plot_spec(claim, kind) or PlotSpec())
         assert all(d.figure is None for d in plots.kind_function(claim, kind)(plot)), (claim, kind)
-    assert plots.make_all({"records": [rec("T1", "t", "m", "passed", [fig("x", [1, 2])])]}, tmp_path) == []
+    assert (
+        plots.make_all(RunResult.of({"records": [rec("T1", "t", "m", "passed", [fig("x", [1, 2])])]}), tmp_path) == []
+    )
     assert list(tmp_path.iterdir()) == []
 
 

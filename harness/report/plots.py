@@ -131,12 +131,11 @@ def _slug(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "_".join(parts)) + ".png"
 
 
-def make_all(results: Mapping | RunResult, fig_dir: Path, stop=None) -> list[Plot]:
+def make_all(run: RunResult, fig_dir: Path, stop=None) -> list[Plot]:
     """Every plot the run's figures support, written into fig_dir (stale PNGs there are removed), the summary of
     every decision first. A figure draws no title of its own: the report captions it with the Plot's title. ``stop``
     (a run's ``Interrupts.check``) is called before each plot: a stop signal ends the drawing there, between figures.
     A kind that fails on malformed figures is skipped with a warning, never costing the rest of the report."""
-    run = results if isinstance(results, RunResult) else RunResult.of(results)  # a test's records built in memory
     records = run.records
     d = Path(fig_dir)
     for stale in d.glob("*.png"):
